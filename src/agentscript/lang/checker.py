@@ -1,0 +1,472 @@
+"""The static checker: a separate pass over a parsed program that reports diagnostics.
+
+It reproduces every check of reference §3.1 with the same codes and messages, plus checks for the
+later forms we accept (compound assignment, later generate options). It never raises: a program
+gets a list of diagnostics, empty when it is valid. It does not evaluate anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from agentscript.lang import ast
+from agentscript.lang.errors import Diagnostic, SourceRange
+
+# Symbol kinds: the import kinds, plus these.
+AGENT = "agent"
+FUNCTION = "function"
+PARAM = "param"
+LOCAL = "local"
+
+_RESOURCE_KINDS = frozenset({"tool", "llm", "agent", "memory", FUNCTION})
+_VALUE_KINDS = frozenset({PARAM, LOCAL, "file"})
+_MEMORY_METHODS = ("add", "query")
+_GENERATE_OPTIONS = frozenset(
+    {"input", "attempts", "limit", "debug", "max_output", "temperature", "think", "strict"}
+)
+_THINK_LEVELS = frozenset({"auto", "low", "medium", "high"})
+_REQUIRED_CONFIG = ("model", "role", "description")
+
+
+def check_program(program: ast.Program) -> list[Diagnostic]:
+    """All diagnostics for `program`, in source order of discovery."""
+    return _Checker(program).run()
+
+
+@dataclass(slots=True)
+class _Scope:
+    parent: _Scope | None
+    symbols: dict[str, str] = field(default_factory=dict)
+    configured: set[str] = field(default_factory=set)
+
+    def lookup(self, name: str) -> str | None:
+        scope: _Scope | None = self
+        while scope is not None:
+            kind = scope.symbols.get(name)
+            if kind is not None:
+                return kind
+            scope = scope.parent
+        return None
+
+    def is_configured(self, key: str) -> bool:
+        scope: _Scope | None = self
+        while scope is not None:
+            if key in scope.configured:
+                return True
+            scope = scope.parent
+        return False
+
+    def child(self) -> _Scope:
+        return _Scope(parent=self)
+
+
+class _Checker:
+    def __init__(self, program: ast.Program) -> None:
+        self.program = program
+        self.diagnostics: list[Diagnostic] = []
+        self.path: str | None = program.source_path
+        self.agent: ast.AgentDecl | None = None
+        self.imports: dict[str, str] = {}
+        self.agents: dict[str, ast.AgentDecl] = {}
+
+    def report(self, code: str, message: str, where: SourceRange) -> None:
+        self.diagnostics.append(Diagnostic(code, message, where, path=self.path))
+
+    # ------------------------------------------------------------------ program level
+
+    def run(self) -> list[Diagnostic]:
+        for decl in self.program.imports:
+            if decl.name in self.imports:
+                self.report("DUPLICATE_IMPORT", f"Duplicate import '{decl.name}'", decl.range)
+            else:
+                self.imports[decl.name] = decl.resource_kind
+        self.check_agent_set()
+        for agent in self.program.agents:
+            self.check_agent(agent)
+        return self.diagnostics
+
+    def check_agent_set(self) -> None:
+        main_agents: list[ast.AgentDecl] = []
+        for agent in self.program.agents:
+            self.path = agent.source_path or self.program.source_path
+            if agent.name in self.agents:
+                self.report("DUPLICATE_AGENT", f"Duplicate agent '{agent.name}'", agent.range)
+            else:
+                self.agents[agent.name] = agent
+            if agent.is_main:
+                if main_agents:
+                    self.report(
+                        "DUPLICATE_MAIN_AGENT", "Program can only have one main agent", agent.range
+                    )
+                main_agents.append(agent)
+        self.path = self.program.source_path
+        agents = self.program.agents
+        if len(agents) > 1 and not main_agents:
+            self.report(
+                "MISSING_MAIN_AGENT",
+                "Program with multiple agents must declare one main agent",
+                self.program.range,
+            )
+            return
+        entry = main_agents[0] if main_agents else (agents[0] if len(agents) == 1 else None)
+        if entry is not None and entry.main_function() is None:
+            self.path = entry.source_path or self.program.source_path
+            self.report("MISSING_MAIN_FUNC", "Entry agent must declare one main func", entry.range)
+
+    def agent_scope(self, agent: ast.AgentDecl) -> _Scope:
+        scope = _Scope(parent=None)
+        scope.symbols.update(self.imports)
+        for name in self.agents:
+            scope.symbols[name] = AGENT
+        for func in agent.functions:
+            scope.symbols[func.name] = FUNCTION
+        return scope
+
+    def check_agent(self, agent: ast.AgentDecl) -> None:
+        self.agent = agent
+        self.path = agent.source_path or self.program.source_path
+        seen: set[str] = set()
+        has_main = False
+        for func in agent.functions:
+            if func.name in seen:
+                self.report(
+                    "DUPLICATE_FUNCTION",
+                    f"Duplicate function '{func.name}' in agent '{agent.name}'",
+                    func.range,
+                )
+            seen.add(func.name)
+            if func.is_main:
+                if has_main:
+                    self.report(
+                        "DUPLICATE_MAIN_FUNC",
+                        f"Agent '{agent.name}' can only have one main func",
+                        func.range,
+                    )
+                has_main = True
+            imported = self.imports.get(func.name)
+            if imported is not None:
+                self.report(
+                    "DUPLICATE_BINDING",
+                    f"Function '{func.name}' conflicts with an imported {imported}",
+                    func.range,
+                )
+        scope = self.agent_scope(agent)
+        for config in agent.config:
+            self.check_config(config.key, config.value, config.range, scope)
+        for func in agent.functions:
+            self.check_function(func, scope)
+
+    def check_config(self, key: str, value: ast.Expr, where: SourceRange, scope: _Scope) -> None:
+        scope.configured.add(key)
+        if key == "model":
+            if not isinstance(value, ast.IdentifierExpr):
+                self.report("INVALID_CONFIG", "model must reference an imported llm name", where)
+                return
+            kind = scope.lookup(value.name)
+            if kind is None:
+                self.report("UNKNOWN_MODEL", f"Unknown model import '{value.name}'", value.range)
+            elif kind != "llm":
+                self.report("INVALID_MODEL", "model must reference an imported llm", value.range)
+        elif not isinstance(value, ast.StringExpr):
+            self.report("INVALID_CONFIG", f"{key} must be a string", where)
+
+    def check_function(self, func: ast.FuncDecl, agent_scope: _Scope) -> None:
+        scope = agent_scope.child()
+        for position, param in enumerate(func.params):
+            if param.name in scope.symbols:
+                self.report(
+                    "DUPLICATE_PARAM",
+                    f"Duplicate parameter '{param.name}' in function '{func.name}'",
+                    param.range,
+                )
+            imported = self.imports.get(param.name)
+            if imported is not None:
+                self.report(
+                    "PARAM_SHADOWS_IMPORT",
+                    f"Parameter '{param.name}' conflicts with an imported {imported}",
+                    param.range,
+                )
+            if param.shape is not None:
+                if not (func.is_main and position == 0 and param.name == "input"):
+                    self.report(
+                        "INVALID_PARAM_SHAPE",
+                        "V0 only supports shape declarations on the main func input parameter",
+                        param.range,
+                    )
+                self.check_shape(param.shape)
+            scope.symbols[param.name] = PARAM
+        self.check_block(func.body, scope)
+
+    # ------------------------------------------------------------------ statements
+
+    def check_block(self, body: list[ast.Stmt], scope: _Scope) -> None:
+        for stmt in body:
+            self.check_statement(stmt, scope)
+
+    def check_statement(self, stmt: ast.Stmt, scope: _Scope) -> None:
+        if isinstance(stmt, ast.ExprStmt):
+            self.check_expr(stmt.expr, scope)
+        elif isinstance(stmt, ast.AssignStmt):
+            self.check_assignment(stmt, scope)
+        elif isinstance(stmt, ast.UseStmt):
+            self.check_use(stmt, scope)
+        elif isinstance(stmt, ast.ReturnStmt):
+            self.check_expr(stmt.value, scope)
+        elif isinstance(stmt, ast.IfStmt):
+            self.check_expr(stmt.condition, scope)
+            self.check_block(stmt.then_body, scope.child())
+            if stmt.else_body is not None:
+                self.check_block(stmt.else_body, scope.child())
+        elif isinstance(stmt, ast.ForInStmt):
+            self.check_expr(stmt.iterable, scope)
+            if stmt.max_iterations <= 0:
+                self.report(
+                    "INVALID_ITERATION_LIMIT",
+                    "For iteration count must be greater than 0",
+                    stmt.range,
+                )
+            body_scope = scope.child()
+            body_scope.symbols[stmt.item_name] = LOCAL
+            self.check_block(stmt.body, body_scope)
+        elif isinstance(stmt, ast.LoopUntilStmt):
+            self.check_expr(stmt.condition, scope)
+            self.check_block(stmt.body, scope.child())
+        elif isinstance(stmt, ast.RepeatStmt):
+            self.check_block(stmt.body, scope.child())
+        elif isinstance(stmt, ast.ConfigStmt):
+            self.check_config(stmt.key, stmt.value, stmt.range, scope)
+
+    def check_assignment(self, stmt: ast.AssignStmt, scope: _Scope) -> None:
+        self.check_expr(stmt.value, scope)
+        target = stmt.target
+        if isinstance(target, ast.IdentifierExpr):
+            kind = scope.lookup(target.name)
+            if stmt.operator is not None:
+                # `x += e` reads x first, so x must already exist.
+                if kind is None:
+                    self.report(
+                        "UNKNOWN_IDENTIFIER", f"Unknown identifier '{target.name}'", target.range
+                    )
+                return
+            if kind not in (PARAM, LOCAL):
+                scope.symbols[target.name] = LOCAL
+        else:
+            self.check_expr(target, scope)
+
+    def check_use(self, stmt: ast.UseStmt, scope: _Scope) -> None:
+        if stmt.budget is not None and stmt.budget.amount <= 0:
+            self.report("INVALID_BUDGET", "Budget amount must be greater than 0", stmt.range)
+        self.check_expr(stmt.value, scope)
+        root = stmt.value
+        while isinstance(root, ast.MemberExpr | ast.IndexExpr):
+            root = root.object
+        if isinstance(root, ast.IdentifierExpr) and scope.lookup(root.name) in _RESOURCE_KINDS:
+            self.report(
+                "INVALID_USE_RESOURCE",
+                f"Resource '{root.name}' cannot be used as prompt context",
+                root.range,
+            )
+
+    # ------------------------------------------------------------------ expressions
+
+    def check_expr(self, expr: ast.Expr, scope: _Scope) -> None:
+        if isinstance(expr, ast.IdentifierExpr):
+            if scope.lookup(expr.name) is None:
+                self.report("UNKNOWN_IDENTIFIER", f"Unknown identifier '{expr.name}'", expr.range)
+        elif isinstance(expr, ast.CallExpr):
+            self.check_call(expr, scope)
+        elif isinstance(expr, ast.GenerateExpr):
+            self.check_generate(expr, scope)
+        else:
+            for child in _child_expressions(expr):
+                self.check_expr(child, scope)
+
+    def check_call(self, call: ast.CallExpr, scope: _Scope) -> None:
+        for arg in call.args:
+            self.check_expr(arg, scope)
+        callee = call.callee
+        if isinstance(callee, ast.IdentifierExpr):
+            self.check_bare_call(callee, len(call.args), scope)
+        elif isinstance(callee, ast.MemberExpr):
+            self.check_member_call(callee, len(call.args), scope)
+        else:
+            self.check_expr(callee, scope)
+            self.report(
+                "NOT_CALLABLE",
+                "Only agent functions and member calls can be called in V0",
+                call.range,
+            )
+
+    def check_bare_call(self, callee: ast.IdentifierExpr, count: int, scope: _Scope) -> None:
+        name = callee.name
+        kind = scope.lookup(name)
+        if kind is None:
+            self.report("UNKNOWN_FUNCTION", f"Unknown function '{name}'", callee.range)
+        elif kind == FUNCTION:
+            assert self.agent is not None
+            func = self.agent.function(name)
+            if func is not None:
+                self.check_arity(self.agent.name, func, count, callee.range)
+        elif kind == AGENT:
+            agent = self.agents.get(name)
+            if agent is None:
+                return
+            main = agent.main_function()
+            if main is None:
+                self.report(
+                    "UNKNOWN_FUNCTION", f"Agent '{name}' has no callable main func", callee.range
+                )
+            else:
+                self.check_arity(agent.name, main, count, callee.range)
+        else:
+            self.report("NOT_CALLABLE", f"'{name}' is not an agent function or agent", callee.range)
+
+    def check_member_call(self, callee: ast.MemberExpr, count: int, scope: _Scope) -> None:
+        self.check_expr(callee.object, scope)
+        receiver = callee.object
+        if not isinstance(receiver, ast.IdentifierExpr):
+            return
+        kind = scope.lookup(receiver.name)
+        method = callee.property
+        if kind == AGENT:
+            agent = self.agents.get(receiver.name)
+            if agent is None:
+                return
+            func = agent.function(method)
+            if func is None:
+                self.report(
+                    "UNKNOWN_FUNCTION", f"Unknown function '{agent.name}.{method}'", callee.range
+                )
+            else:
+                self.check_arity(agent.name, func, count, callee.range)
+        elif kind == "memory":
+            label = f"{receiver.name}.{method}"
+            if method not in _MEMORY_METHODS:
+                self.report(
+                    "UNKNOWN_MEMORY_METHOD", f"Unknown memory method '{label}'", callee.range
+                )
+            elif count != 1:
+                self.report(
+                    "INVALID_ARGUMENT_COUNT",
+                    f"Memory method '{label}' expects 1 argument(s), got {count}",
+                    callee.range,
+                )
+
+    def check_arity(self, agent: str, func: ast.FuncDecl, count: int, where: SourceRange) -> None:
+        expected = len(func.params)
+        if expected != count:
+            self.report(
+                "INVALID_ARGUMENT_COUNT",
+                f"Function '{agent}.{func.name}' expects {expected} argument(s), got {count}",
+                where,
+            )
+
+    def check_generate(self, expr: ast.GenerateExpr, scope: _Scope) -> None:
+        options = expr.options
+        seen: set[str] = set()
+        for prop in options.properties:
+            key = prop.key
+            if key in seen:
+                self.report(
+                    "DUPLICATE_GENERATE_OPTION", f"Duplicate generate option '{key}'", prop.range
+                )
+            seen.add(key)
+            if key not in _GENERATE_OPTIONS:
+                self.report(
+                    "UNKNOWN_GENERATE_OPTION", f"Unknown generate option '{key}'", prop.range
+                )
+            self.check_generate_option(key, prop, scope)
+        if "limit" in seen and "max_output" in seen:
+            self.report(
+                "DUPLICATE_GENERATE_OPTION",
+                "Use either generate limit or max_output, not both",
+                options.range,
+            )
+        if "input" not in seen:
+            self.report(
+                "INVALID_GENERATE_INPUT",
+                "generate object argument requires an input field",
+                expr.range,
+            )
+        for key in _REQUIRED_CONFIG:
+            if not scope.is_configured(key):
+                self.report(
+                    "MISSING_GENERATE_CONFIG",
+                    f"generate requires {key} in the current scope",
+                    expr.range,
+                )
+        if expr.return_shape is not None:
+            self.check_shape(expr.return_shape)
+
+    def check_generate_option(self, key: str, prop: ast.ObjectProperty, scope: _Scope) -> None:
+        value = prop.value
+        where = prop.range
+        if key == "attempts":
+            if not (
+                isinstance(value, ast.NumberExpr)
+                and float(value.value).is_integer()
+                and value.value > 0
+                and value.raw.isdigit()
+            ):
+                self.report(
+                    "INVALID_GENERATE_ATTEMPTS",
+                    "generate attempts must be a positive integer",
+                    where,
+                )
+        elif key in ("limit", "max_output"):
+            if not (isinstance(value, ast.NumberExpr) and value.value > 0):
+                code = "INVALID_GENERATE_LIMIT" if key == "limit" else "INVALID_GENERATE_MAX_OUTPUT"
+                self.report(code, f"generate {key} must be a positive budget", where)
+        elif key in ("debug", "strict"):
+            if not isinstance(value, ast.BooleanExpr):
+                self.report(
+                    f"INVALID_GENERATE_{key.upper()}", f"generate {key} must be a boolean", where
+                )
+        elif key == "temperature":
+            if not (isinstance(value, ast.NumberExpr) and value.raw.replace(".", "", 1).isdigit()):
+                self.report(
+                    "INVALID_GENERATE_TEMPERATURE", "generate temperature must be a number", where
+                )
+        elif key == "think":
+            valid = isinstance(value, ast.BooleanExpr) or (
+                isinstance(value, ast.StringExpr) and value.value in _THINK_LEVELS
+            )
+            if not valid:
+                self.report(
+                    "INVALID_GENERATE_THINK",
+                    "generate think must be a boolean or one of 'auto', 'low', 'medium', 'high'",
+                    where,
+                )
+        else:
+            self.check_expr(value, scope)
+
+    def check_shape(self, shape: ast.ShapeObjectExpr) -> None:
+        names: set[str] = set()
+        for shape_field in shape.fields:
+            if shape_field.name in names:
+                self.report(
+                    "DUPLICATE_SHAPE_FIELD",
+                    f"Duplicate generate return field '{shape_field.name}'",
+                    shape_field.range,
+                )
+            names.add(shape_field.name)
+
+
+def _child_expressions(expr: ast.Expr) -> Iterator[ast.Expr]:
+    """The direct sub-expressions of the expression kinds without a rule of their own."""
+    if isinstance(expr, ast.MemberExpr):
+        yield expr.object
+    elif isinstance(expr, ast.IndexExpr):
+        yield expr.object
+        yield expr.index
+    elif isinstance(expr, ast.ListExpr):
+        yield from expr.items
+    elif isinstance(expr, ast.ObjectExpr):
+        for prop in expr.properties:
+            yield prop.value
+    elif isinstance(expr, ast.UnaryExpr):
+        yield expr.value
+    elif isinstance(expr, ast.BinaryExpr):
+        yield expr.left
+        yield expr.right

@@ -1,0 +1,1 @@
+"""Implementations of the runtime's ports: model providers, host tools and memory backends."""

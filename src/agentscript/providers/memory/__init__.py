@@ -1,0 +1,1 @@
+"""Memory resource backends for `import memory`."""

@@ -1,0 +1,1 @@
+"""Host tools reached by URI scheme."""

@@ -1,0 +1,63 @@
+"""Errors raised while running a program. Every one says what went wrong and, when known, where.
+
+`str(error)` is the 0.1.0 text `<message> at <line>:<column>`; `located()` adds the file for the
+CLI. All runtime errors derive from AgentScriptError so callers can catch ours and nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentscript.lang.errors import Position
+
+
+class AgentScriptError(Exception):
+    """Base of every error the runtime raises on purpose.
+
+    When a run fails, `trace` holds the trace up to the failure so it can still be written.
+    """
+
+    trace: list[dict[str, Any]] | None = None
+
+
+class ExecutionError(AgentScriptError):
+    """A failure while evaluating a program (the original's RuntimeError)."""
+
+    def __init__(
+        self, message: str, position: Position | None = None, path: str | None = None
+    ) -> None:
+        self.bare_message = message
+        self.position = position
+        self.path = path
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        if self.position is None:
+            return self.bare_message
+        return f"{self.bare_message} at {self.position.line}:{self.position.column}"
+
+    def at(self, position: Position | None, path: str | None) -> ExecutionError:
+        """Give the error a location if it has none yet (the innermost location wins)."""
+        if self.position is None and position is not None:
+            self.position = position
+            self.path = path
+            self.args = (self._text(),)
+        return self
+
+    def located(self) -> str:
+        """The message with `file:line:column` when the file is known (CLI form)."""
+        if self.position is None or self.path is None:
+            return str(self)
+        return f"{self.bare_message} at {self.path}:{self.position.line}:{self.position.column}"
+
+
+class ModelOutputError(ExecutionError):
+    """The model answered, but not with usable JSON. The only provider error that is repaired."""
+
+
+class LoadError(AgentScriptError):
+    """A program or one of its imports could not be read or resolved."""
+
+
+class InputError(AgentScriptError):
+    """The entry input is not acceptable (not an object, unknown entry, bad field)."""

@@ -1,0 +1,67 @@
+"""`import file` resources: read once when a run starts, a string or (for .json) parsed JSON.
+
+Relative paths resolve against the directory of the file that wrote the import, else the current
+directory. A file that cannot be read or parsed fails the run with the import's location.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from agentscript.lang import ast
+from agentscript.runtime.errors import ExecutionError, LoadError
+from agentscript.runtime.jsjson import parse
+
+# File imports become prompt context; anything larger is almost certainly a mistake.
+MAX_FILE_IMPORT_BYTES = 16 * 1024 * 1024
+
+
+def resolve_import_path(uri: str, kind: str, base: Path | None) -> Path:
+    """The absolute path a `file` or `agent` import names: a `file://` URL, an absolute path,
+    or a path relative to `base` (the importing file's directory)."""
+    is_url = uri.startswith("file://")
+    path = Path(unquote(uri[len("file://") :])) if is_url else Path(uri)
+    if path.is_absolute():
+        return path
+    if base is None:
+        raise LoadError(f"sourcePath is required to resolve relative {kind} import '{uri}'")
+    return (base / path).resolve()
+
+
+def load_file_import(decl: ast.ImportDecl, program_path: str | None) -> Any:
+    source = decl.source_path or program_path
+    where = decl.range.start
+    base = Path(source).parent if source else Path.cwd()
+    path = resolve_import_path(decl.uri, "file", base)
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_IMPORT_BYTES:
+            raise ExecutionError(
+                f"File import '{decl.name}' is too large ({size} bytes; the limit is "
+                f"{MAX_FILE_IMPORT_BYTES} bytes): {path}",
+                where,
+                source,
+            )
+        text = path.read_text(encoding="utf-8")
+    except OSError as problem:
+        reason = problem.strerror or type(problem).__name__
+        raise ExecutionError(
+            f"Cannot read file import '{decl.name}' from {os.fspath(path)}: {reason}",
+            where,
+            source,
+        ) from None
+    except UnicodeDecodeError:
+        raise ExecutionError(
+            f"File import '{decl.name}' is not UTF-8 text: {path}", where, source
+        ) from None
+    if path.suffix.lower() != ".json":
+        return text
+    try:
+        return parse(text)
+    except ValueError as problem:
+        raise ExecutionError(
+            f"File import '{decl.name}' is not valid JSON ({path}): {problem}", where, source
+        ) from None

@@ -1,0 +1,235 @@
+"""One `generate`: build the prompt, ask the model, coerce and validate, repair within attempts.
+
+Only two failures are repaired by asking again: an answer that is not JSON, and an answer that
+does not match the shape. Anything else (network, auth, timeouts, budgets) fails at once. The
+repair always rewrites the *original* instruction, so repairs never accumulate (reference §3.7).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from agentscript.lang import ast
+from agentscript.runtime.context import BuiltContext, ContextItem, build_context
+from agentscript.runtime.errors import ExecutionError, ModelOutputError
+from agentscript.runtime.jsjson import stringify
+from agentscript.runtime.ports import GenerateRequest, GenerateResponse, LlmProvider, Usage
+from agentscript.runtime.shapes import coerce, shape_schema, validate_output
+from agentscript.runtime.trace import Tracer
+from agentscript.runtime.values import LlmBinding, sanitize
+
+
+@dataclass(slots=True)
+class GenerateSettings:
+    """The literal options of one generate (reference §3.7 and the 0.1.4 options)."""
+
+    attempts: int = 1
+    budget: ast.Budget | None = None
+    debug: bool = False
+    temperature: float | None = None
+    think: bool | str | None = None
+    strict: bool | None = None
+
+    @classmethod
+    def from_options(cls, options: ast.GenerateOptionsExpr) -> GenerateSettings:
+        attempts = options.attempts if options.attempts is not None else 1
+        return cls(
+            attempts=int(attempts),
+            budget=options.max_output if options.max_output is not None else options.limit,
+            debug=bool(options.debug),
+            temperature=options.temperature,
+            think=options.think,
+            strict=options.strict,
+        )
+
+    @property
+    def max_output_tokens(self) -> int | None:
+        if self.budget is None:
+            return None
+        return max(1, self.budget.character_limit())
+
+
+@dataclass(slots=True)
+class GenerateCall:
+    """Everything the interpreter resolved before the attempt loop starts."""
+
+    expr: ast.GenerateExpr
+    path: str | None
+    agent_name: str
+    function_name: str
+    model: LlmBinding | None
+    identity: dict[str, str]
+    items: list[ContextItem]
+    instruction: Any
+    settings: GenerateSettings
+
+
+def run_generate(
+    call: GenerateCall, llm: LlmProvider, tracer: Tracer, debug_stream: TextIO | None
+) -> Any:
+    """Run the attempt loop and return the validated value (or the text of a free-form one)."""
+    settings = call.settings
+    where = call.expr.range.start
+    if settings.attempts < 1:
+        raise ExecutionError("generate attempts must be a positive integer", where, call.path)
+    shape = call.expr.return_shape
+    schema = shape_schema(shape) if shape is not None else None
+    instruction = call.instruction
+    failures: list[str] = []
+    usage = Usage()
+    built: BuiltContext | None = None
+    for attempt in range(1, settings.attempts + 1):
+        built = build_context(
+            call.agent_name,
+            call.model,
+            call.identity,
+            call.items,
+            instruction,
+            schema,
+            settings.budget,
+        )
+        if settings.debug and debug_stream is not None:
+            _print_debug(
+                debug_stream,
+                call.agent_name,
+                attempt,
+                built.system,
+                built.final_user_message,
+                schema,
+            )
+        request = GenerateRequest(
+            agent_name=call.agent_name,
+            function_name=call.function_name,
+            model=call.model,
+            identity=call.identity,
+            instruction=instruction,
+            return_shape=shape,
+            schema=schema,
+            context=call.items,
+            built=built,
+            attempt=attempt,
+            max_output_tokens=settings.max_output_tokens,
+            temperature=settings.temperature,
+            think=settings.think,
+            strict=settings.strict,
+        )
+        raw: Any = None
+        has_output = False
+        try:
+            response = llm.generate(request)
+            _add_usage(usage, response)
+            raw = response.value
+            has_output = True
+            if shape is None:
+                value = raw
+            else:
+                value = raw if settings.strict else coerce(raw, shape)
+                validate_output(
+                    value,
+                    shape,
+                    call.expr,
+                    call.path,
+                    reject_extra_fields=settings.strict is not False,
+                )
+        except ModelOutputError as error:
+            error.at(where, call.path)
+            failures.append(str(error))
+            if attempt < settings.attempts:
+                instruction = repair_instruction(call.instruction, str(error))
+                continue
+            _trace_failure(tracer, call, built, attempt, failures, usage)
+            raise
+        except ExecutionError as error:
+            error.at(where, call.path)
+            failures.append(str(error))
+            if has_output and shape is not None and attempt < settings.attempts:
+                instruction = repair_instruction(call.instruction, str(error), raw)
+                continue
+            _trace_failure(tracer, call, built, attempt, failures, usage)
+            raise
+        data: dict[str, Any] = {
+            "instruction": sanitize(call.instruction),
+            "attempts": attempt,
+            "budget": settings.budget.to_json() if settings.budget else None,
+            "debug": settings.debug,
+            "context": built.to_json(),
+            "result": sanitize(value),
+        }
+        if failures:
+            data["errors"] = failures
+        if usage.input_tokens or usage.output_tokens:
+            data["usage"] = usage.to_json()
+        tracer.emit("generate", data)
+        return value
+    raise AssertionError("the attempt loop always returns or raises")
+
+
+_NO_OUTPUT: Any = object()
+
+
+def repair_instruction(original: Any, error: str, output: Any = _NO_OUTPUT) -> Any:
+    """The instruction for the next attempt: the original plus a repair message. The previous
+    output is shown when there was one (a JSON null counts; a non-JSON answer does not)."""
+    parts = ["Previous generation failed."]
+    if output is not _NO_OUTPUT:
+        parts.append("Previous output:\n" + stringify(sanitize(output), 2))
+    parts.append("Error:\n" + error)
+    parts.append("Return corrected JSON matching the requested schema only.")
+    message = "\n\n".join(parts)
+    if isinstance(original, str):
+        return original + "\n\n" + message
+    if isinstance(original, dict):
+        return {**original, "repair": message}
+    return {"input": original, "repair": message}
+
+
+def _add_usage(total: Usage, response: GenerateResponse) -> None:
+    if response.usage is not None:
+        total.input_tokens += response.usage.input_tokens
+        total.output_tokens += response.usage.output_tokens
+
+
+def _trace_failure(
+    tracer: Tracer,
+    call: GenerateCall,
+    built: BuiltContext | None,
+    attempt: int,
+    failures: list[str],
+    usage: Usage,
+) -> None:
+    """Failed generates are traced too (a later addition), so an audit shows what was tried."""
+    data: dict[str, Any] = {
+        "instruction": sanitize(call.instruction),
+        "attempts": attempt,
+        "budget": call.settings.budget.to_json() if call.settings.budget else None,
+        "debug": call.settings.debug,
+        "context": built.to_json() if built is not None else None,
+        "ok": False,
+        "error": failures[-1],
+        "errors": failures,
+    }
+    if usage.input_tokens or usage.output_tokens:
+        data["usage"] = usage.to_json()
+    tracer.emit("generate", data)
+
+
+def _print_debug(
+    stream: TextIO,
+    agent_name: str,
+    attempt: int,
+    system: str,
+    message: str,
+    schema: dict[str, Any] | None,
+) -> None:
+    block = [
+        f"--- AgentScript generate debug: {agent_name} attempt {attempt} ---",
+        "System:",
+        system,
+        "Final user message:",
+        message,
+        "Return schema:",
+        stringify(schema, 2),
+        "--- end AgentScript generate debug ---",
+    ]
+    stream.write("\n".join(block) + "\n")

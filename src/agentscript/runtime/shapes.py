@@ -1,0 +1,152 @@
+"""Output and input shapes: JSON schema, default values, coercion and validation (reference §3.7).
+
+Coercion only turns obviously-meant strings into numbers and booleans; validation then insists on
+the declared shape. Both are pure functions; errors carry the location of the field at fault.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from agentscript.lang import ast
+from agentscript.runtime.errors import ExecutionError
+from agentscript.runtime.values import BINDING_TYPES, is_number, normalise_number
+
+_NUMBER_TEXT = re.compile(r"^-?(0|[1-9]\d*)(\.\d+)?$")
+
+_TYPE_SCHEMAS: dict[str, dict[str, Any]] = {
+    "string": {"type": "string"},
+    "number": {"type": "number"},
+    "boolean": {"type": "boolean"},
+    "json": {},
+    "list": {"type": "array"},
+}
+
+
+def type_schema(shape_type: ast.ShapeType) -> dict[str, Any]:
+    if isinstance(shape_type, ast.ListShapeType):
+        return {"type": "array", "items": type_schema(shape_type.item_type)}
+    return dict(_TYPE_SCHEMAS[shape_type.name])
+
+
+def shape_schema(shape: ast.ShapeObjectExpr) -> dict[str, Any]:
+    """The JSON-Schema-like object sent with a shaped generate, keys in the 0.1.0 order."""
+    return {
+        "type": "object",
+        "properties": {field.name: type_schema(field.type) for field in shape.fields},
+        "required": [field.name for field in shape.fields],
+        "additionalProperties": False,
+    }
+
+
+def default_value(shape_type: ast.ShapeType) -> Any:
+    """What the mock model answers for a field: "" / 0 / true / {} / [] / [default(T)]."""
+    if isinstance(shape_type, ast.ListShapeType):
+        return [default_value(shape_type.item_type)]
+    return {"string": "", "number": 0, "boolean": True, "json": {}, "list": []}[shape_type.name]
+
+
+def default_object(shape: ast.ShapeObjectExpr) -> dict[str, Any]:
+    return {field.name: default_value(field.type) for field in shape.fields}
+
+
+# ----------------------------------------------------------------------------- coercion
+
+
+def coerce(value: Any, shape: ast.ShapeObjectExpr) -> Any:
+    """A copy of `value` with declared number/boolean fields converted from obvious strings."""
+    if not isinstance(value, dict):
+        return value
+    declared = {field.name: field.type for field in shape.fields}
+    result: dict[str, Any] = {}
+    for key, item in value.items():
+        field_type = declared.get(key)
+        result[key] = item if field_type is None else _coerce_value(item, field_type)
+    return result
+
+
+def _coerce_value(value: Any, shape_type: ast.ShapeType) -> Any:
+    if isinstance(shape_type, ast.ListShapeType):
+        if isinstance(value, list):
+            return [_coerce_value(item, shape_type.item_type) for item in value]
+        return value
+    if not isinstance(value, str):
+        return value
+    if shape_type.name == "number":
+        text = value.strip()
+        if _NUMBER_TEXT.match(text):
+            return normalise_number(float(text)) if "." in text else int(text)
+    elif shape_type.name == "boolean":
+        lowered = value.strip().lower()
+        if lowered in ("true", "false"):
+            return lowered == "true"
+    return value
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def validate_output(
+    value: Any,
+    shape: ast.ShapeObjectExpr,
+    generate: ast.GenerateExpr,
+    path: str | None,
+    reject_extra_fields: bool,
+) -> None:
+    """Raise ExecutionError unless `value` matches the generate return shape."""
+    where = generate.range.start
+    if not isinstance(value, dict):
+        raise ExecutionError(
+            "LLM result must be an object matching the generate return shape", where, path
+        )
+    if reject_extra_fields:
+        declared = {field.name for field in shape.fields}
+        for key in value:
+            if key not in declared:
+                raise ExecutionError(f"LLM result contains unexpected field '{key}'", where, path)
+    for field in shape.fields:
+        if field.name not in value:
+            raise ExecutionError(
+                f"LLM result is missing required field '{field.name}'", field.range.start, path
+            )
+        check_type(value[field.name], field.type, "LLM result field", field, path)
+
+
+def check_type(
+    value: Any, shape_type: ast.ShapeType, prefix: str, field: ast.ShapeField, path: str | None
+) -> None:
+    """Type rules shared by generate output and entry input (`prefix` names which)."""
+    if isinstance(shape_type, ast.ListShapeType):
+        if not isinstance(value, list):
+            raise ExecutionError(f"{prefix} must be a list", field.range.start, path)
+        for item in value:
+            check_type(item, shape_type.item_type, prefix, field, path)
+        return
+    name = shape_type.name
+    if name == "json":
+        if _contains_binding(value):
+            raise ExecutionError(
+                f"{prefix.replace(' field', '')} json field cannot contain runtime resource bindings",
+                field.range.start,
+                path,
+            )
+        return
+    valid = {
+        "string": isinstance(value, str),
+        "number": is_number(value),
+        "boolean": isinstance(value, bool),
+        "list": isinstance(value, list),
+    }[name]
+    if not valid:
+        raise ExecutionError(f"{prefix} must be a {name}", field.range.start, path)
+
+
+def _contains_binding(value: Any) -> bool:
+    if isinstance(value, BINDING_TYPES):
+        return True
+    if isinstance(value, list):
+        return any(_contains_binding(item) for item in value)
+    if isinstance(value, dict):
+        return any(_contains_binding(item) for item in value.values())
+    return False

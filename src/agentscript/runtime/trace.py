@@ -1,0 +1,177 @@
+"""The trace: an audit record of every step of a run, and the sink interface that streams it.
+
+The trace a run returns has the original's shape (reference §5): a list of `{kind, data}` where
+events produced inside a called agent are nested in that call's `agent` event, appended when the
+call returns. Sinks (a journal, a live renderer, an exporter) see the same events as they happen,
+each with a stable id and the id of the agent call it belongs to. The trace never enters a prompt.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentscript.runtime.jsjson import stringify
+
+
+@dataclass(slots=True)
+class TraceEvent:
+    """One step. `id` is unique within a run; `parent` is the enclosing agent call's id."""
+
+    kind: str
+    data: dict[str, Any]
+    id: int = 0
+    parent: int | None = None
+    depth: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "data": self.data}
+
+
+class TraceSink:
+    """Receives trace events as they happen. Override what you need; both default to nothing."""
+
+    def agent_started(self, call: TraceEvent) -> None:
+        """An agent call begins; `call.data` has agent, function and args. Its finished `agent`
+        event (same id) arrives through `event` when the call returns or fails."""
+
+    def event(self, event: TraceEvent) -> None:
+        """A finished event, in execution order."""
+
+
+@dataclass(slots=True)
+class _Frame:
+    call: TraceEvent | None
+    events: list[TraceEvent] = field(default_factory=list)
+
+
+class Tracer:
+    """Collects the nested trace of one run and forwards every event to the sinks.
+
+    Frames are per thread, so concurrent branches of a run each nest their own events.
+    """
+
+    def __init__(self, sinks: list[TraceSink] | None = None) -> None:
+        self.sinks: list[TraceSink] = list(sinks or [])
+        self._root = _Frame(call=None)
+        self._ids = itertools.count(1)
+        self._local = threading.local()
+
+    @property
+    def _stack(self) -> list[_Frame]:
+        stack: list[_Frame] | None = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = [self._root]
+            self._local.stack = stack
+        return stack
+
+    @property
+    def events(self) -> list[TraceEvent]:
+        return self._root.events
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [_event_json(event) for event in self._root.events]
+
+    def emit(self, kind: str, data: dict[str, Any]) -> TraceEvent:
+        stack = self._stack
+        frame = stack[-1]
+        event = TraceEvent(
+            kind=kind,
+            data=data,
+            id=next(self._ids),
+            parent=frame.call.id if frame.call else None,
+            depth=len(stack) - 1,
+        )
+        frame.events.append(event)
+        for sink in self.sinks:
+            sink.event(event)
+        return event
+
+    def enter_agent(self, agent: str, function: str, args: list[Any]) -> TraceEvent:
+        stack = self._stack
+        parent = stack[-1].call
+        call = TraceEvent(
+            kind="agent",
+            data={"agent": agent, "function": function, "args": args},
+            id=next(self._ids),
+            parent=parent.id if parent else None,
+            depth=len(stack) - 1,
+        )
+        stack.append(_Frame(call=call))
+        for sink in self.sinks:
+            sink.agent_started(call)
+        return call
+
+    def exit_agent(self, call: TraceEvent, result: Any = None, error: str | None = None) -> None:
+        """Close the call: its nested events move into its `agent` event in the caller's list."""
+        stack = self._stack
+        frame = stack.pop()
+        assert frame.call is call, "agent calls must close in order"
+        call.data["result"] = result
+        if error is not None:
+            call.data["error"] = error
+        call.data["trace"] = frame.events
+        stack[-1].events.append(call)
+        for sink in self.sinks:
+            sink.event(call)
+
+
+def _event_json(event: TraceEvent) -> dict[str, Any]:
+    if event.kind != "agent":
+        return event.to_json()
+    data = dict(event.data)
+    data["trace"] = [_event_json(child) for child in data.get("trace", [])]
+    return {"kind": event.kind, "data": data}
+
+
+# ----------------------------------------------------------------------------- pretty form
+
+_CUT = 72
+
+
+def short(value: Any) -> str:
+    """A one-line rendering: strings as they are, other values as JSON; cut to 72 characters."""
+    text = value if isinstance(value, str) else stringify(value)
+    return text if len(text) <= _CUT else text[: _CUT - 3] + "..."
+
+
+def event_title(kind: str, data: dict[str, Any]) -> str:
+    """The pretty line of an event without its indent (reference §5 pretty format)."""
+
+    def name(key: str) -> str:
+        value = data.get(key)
+        return "?" if value is None else str(value)
+
+    if kind == "agent":
+        return f"- agent {name('agent')}.{name('function')}"
+    if kind == "generate":
+        return f"- generate {short(data.get('instruction'))}"
+    if kind == "tool":
+        return f"- tool {name('tool')}.{name('method')}"
+    if kind == "memory":
+        return f"- memory {name('memory')}.{name('operation')}"
+    if kind == "input":
+        return f"- input {name('path')}"
+    if kind == "for":
+        return f"- for {name('item')}[{name('index')}]"
+    if kind == "use":
+        return f"- use {short(data.get('source'))}"
+    return f"- {kind}"
+
+
+def format_trace(trace: list[dict[str, Any]]) -> str:
+    """The plain pretty trace: one line per event, two spaces of indent per nesting level."""
+    lines: list[str] = []
+    _format_into(trace, 0, lines)
+    return "\n".join(lines) if lines else "(empty trace)"
+
+
+def _format_into(trace: list[dict[str, Any]], depth: int, lines: list[str]) -> None:
+    for event in trace:
+        kind = str(event.get("kind"))
+        data = event.get("data") or {}
+        lines.append("  " * depth + event_title(kind, data))
+        if kind == "agent":
+            _format_into(data.get("trace") or [], depth + 1, lines)
