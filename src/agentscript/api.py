@@ -9,15 +9,20 @@ print(result.value, result.trace)
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentscript.composition import RunConfig, build_execution_options
+from agentscript.composition import RunConfig, build_run
 from agentscript.lang import ast
 from agentscript.lang.checker import check_program
 from agentscript.lang.errors import Diagnostic, SemanticError
 from agentscript.runtime.interpreter import RunResult, execute
 from agentscript.runtime.loader import load_program, load_program_source
+
+if TYPE_CHECKING:
+    from agentscript.providers.llm.endpoints import ModelReport
 
 
 def load(path: str | Path) -> ast.Program:
@@ -41,6 +46,18 @@ def check(program: ast.Program) -> list[Diagnostic]:
     return check_program(program)
 
 
+def models(program: ast.Program, environ: Mapping[str, str] | None = None) -> list[ModelReport]:
+    """Each llm import of `program` resolved: protocol, model, endpoint, whether its key is set."""
+    from agentscript.providers.llm.endpoints import report_model
+
+    source = environ if environ is not None else os.environ
+    return [
+        report_model(decl.name, decl.uri, source)
+        for decl in program.imports
+        if decl.resource_kind == "llm"
+    ]
+
+
 def run(
     program: ast.Program | str | Path,
     input: Any = None,
@@ -53,5 +70,8 @@ def run(
     diagnostics = [d for d in check_program(program) if d.severity == "error"]
     if diagnostics:
         raise SemanticError(diagnostics)
-    options = build_execution_options(config or RunConfig())
-    return execute(program, {} if input is None else input, options)
+    setup = build_run(config or RunConfig())
+    try:
+        return execute(program, {} if input is None else input, setup.options)
+    finally:
+        setup.close()

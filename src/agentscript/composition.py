@@ -1,24 +1,23 @@
 """The composition root: the one place that picks concrete providers for a run.
 
 The CLI and the Python API both come here, so a program behaves the same from either. Lower
-layers never choose providers themselves; they receive them through ExecutionOptions.
+layers never choose providers themselves; they receive them through ExecutionOptions. Provider
+modules are imported only when a run needs them, which keeps `agentscript check` starting fast.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TextIO
 
-from agentscript.providers.llm.mock import DryRunLlm, MockLlm, ScriptedLlm
-from agentscript.providers.memory.mock import MockMemory
-from agentscript.providers.tools.mock import MockTools
-from agentscript.runtime.errors import ExecutionError
+from agentscript.runtime.budgets import RunBudget, RunMeter
 from agentscript.runtime.interpreter import DEFAULT_MAX_CALL_DEPTH, ExecutionOptions
 from agentscript.runtime.ports import (
+    Closeable,
     GenerateRequest,
-    GenerateResponse,
     InputProvider,
     LlmProvider,
     MemoryProvider,
@@ -36,6 +35,9 @@ class RunConfig:
     model: ModelChoice | LlmProvider = "real"
     # With model="mock": answer generates from this script instead of shape defaults.
     responses: str | Path | None = None
+    # Save every model exchange to this JSONL file / answer from such a file instead of a model.
+    record: str | Path | None = None
+    replay: str | Path | None = None
     tools: ToolProvider | None = None
     memory: MemoryProvider | None = None
     input_provider: InputProvider | None = None
@@ -45,33 +47,75 @@ class RunConfig:
     debug_stream: TextIO | None = None
     on_dry_run_prompt: Callable[[GenerateRequest], None] | None = None
     max_call_depth: int = DEFAULT_MAX_CALL_DEPTH
+    # Run budgets: exceeding one stops the run with BudgetExceeded naming it.
+    max_tokens: int | None = None
+    max_calls: int | None = None
+    max_seconds: float | None = None
+    # Where provider keys, base URLs and timeouts are read from (os.environ when None).
+    environ: Mapping[str, str] | None = None
 
 
-class _UnavailableLlm:
-    """Stands in for real model providers until they are built (issue 2)."""
+def build_llm(config: RunConfig, owned: list[Closeable]) -> LlmProvider:
+    """The model provider for a run: replay, mock, dry-run or the real router, maybe recorded.
+    Providers created here are appended to `owned`, to be closed when the run ends."""
+    llm = _base_llm(config)
+    if isinstance(llm, Closeable) and llm is not config.model:
+        owned.append(llm)
+    if config.record is not None:
+        from agentscript.providers.llm.recording import RecordingLlm
 
-    def generate(self, request: GenerateRequest) -> GenerateResponse:
-        uri = request.model.uri if request.model else "(no model)"
-        raise ExecutionError(
-            f"Real LLM providers are not available yet (model {uri}); run with --mock"
-        )
+        environ = config.environ if config.environ is not None else os.environ
+        secrets = [environ.get(name, "") for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")]
+        recording = RecordingLlm(llm, config.record, secrets=[s for s in secrets if s])
+        owned.append(recording)
+        llm = recording
+    return llm
 
 
-def build_llm(config: RunConfig) -> LlmProvider:
+def _base_llm(config: RunConfig) -> LlmProvider:
+    if config.replay is not None:
+        from agentscript.providers.llm.recording import ReplayLlm
+
+        return ReplayLlm(config.replay)
     model = config.model
     if not isinstance(model, str):
         return model
     if model == "mock":
+        from agentscript.providers.llm.mock import MockLlm, ScriptedLlm
+
         return ScriptedLlm.from_file(config.responses) if config.responses else MockLlm()
     if model == "dry-run":
+        from agentscript.providers.llm.mock import DryRunLlm
+
         return DryRunLlm(config.on_dry_run_prompt or (lambda request: None))
-    return _UnavailableLlm()
+    from agentscript.providers.llm.router import ModelRouter
+
+    return ModelRouter(config.environ)
 
 
-def build_execution_options(config: RunConfig) -> ExecutionOptions:
-    """Concrete providers for one run, chosen from `config`."""
-    return ExecutionOptions(
-        llm=build_llm(config),
+@dataclass(slots=True)
+class RunSetup:
+    """The options for one run and the providers it owns (closed by `close`)."""
+
+    options: ExecutionOptions
+    owned: list[Closeable]
+
+    def close(self) -> None:
+        for provider in reversed(self.owned):
+            provider.close()
+        self.owned.clear()
+
+
+def build_run(config: RunConfig) -> RunSetup:
+    """Concrete providers for one run, chosen from `config`. Callers must `close()` the setup;
+    providers passed in through `config` stay the caller's and are not closed."""
+    from agentscript.providers.memory.mock import MockMemory
+    from agentscript.providers.tools.mock import MockTools
+
+    owned: list[Closeable] = []
+    budget = RunBudget(config.max_tokens, config.max_calls, config.max_seconds)
+    options = ExecutionOptions(
+        llm=build_llm(config, owned),
         tools=config.tools or MockTools(),
         memory=config.memory or MockMemory(),
         input_provider=config.input_provider,
@@ -80,4 +124,6 @@ def build_execution_options(config: RunConfig) -> ExecutionOptions:
         max_call_depth=config.max_call_depth,
         debug_stream=config.debug_stream,
         trace_sinks=list(config.trace_sinks),
+        meter=RunMeter(budget),
     )
+    return RunSetup(options, owned)

@@ -97,10 +97,10 @@ class ParseError(Exception):
         self.path = path
 
     def located(self) -> str:
-        """The message with `file:line:column` in front when the file is known (CLI form)."""
+        """`<message> at <file>:<line>:<column>` when the file is known (the CLI form)."""
         if self.path is None:
             return str(self)
-        return f"{self.path}:{self.position.line}:{self.position.column}: {self.bare_message}"
+        return f"{self.bare_message} at {self.path}:{self.position.line}:{self.position.column}"
 
 
 Severity = Literal["error", "warning"]

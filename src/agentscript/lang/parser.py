@@ -9,6 +9,7 @@ ordinary comparison. Every error is a ParseError with the position of the offend
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from typing import ClassVar, TypeVar
 
@@ -26,12 +27,16 @@ from agentscript.lang.tokens import (
 _INT = re.compile(r"^\d+$")
 _BUDGET = re.compile(r"^(\d+(?:\.\d+)?)([A-Za-z]+)?$")
 _NUMBER_PREFIX = re.compile(r"^\d+(?:\.\d+)?")
+_EXACT_INTEGER_LIMIT = 2**53
 
 _T = TypeVar("_T")
 
 # Deeper nesting than this is refused: no real program comes close, and recursion must stay
 # far below Python's limit.
 MAX_NESTING = 200
+# Python frames one nesting level may take in the parser and in the recursive passes over the
+# tree (checker, formatter, to_json); the recursion limit is raised to fit MAX_NESTING levels.
+_RECURSION_ROOM = MAX_NESTING * 16 + 2000
 
 # Binary operators by precedence, loosest first: or < and < equality < comparison < sum < product.
 _PRECEDENCE = {
@@ -49,6 +54,7 @@ _PRECEDENCE = {
     "/": 6,
 }
 _WORD_OPERATORS = frozenset({"or", "and"})
+_POSTFIX_SYMBOLS = frozenset({".", "(", "["})
 
 # Where the expression being parsed ends in a bound that starts with `<`.
 _NO_BOUND = 0
@@ -58,6 +64,8 @@ _LOOP_BOUND = 2  # `for x in xs < 4 {`, `loop until done < 3 {`
 
 def parse_program(source: str, path: str | None = None) -> ast.Program:
     """Parse a whole program. `path` only decorates errors and declarations."""
+    if sys.getrecursionlimit() < _RECURSION_ROOM:
+        sys.setrecursionlimit(_RECURSION_ROOM)
     return _Parser(tokenize(source, path), SourceMap(source), path).program()
 
 
@@ -442,7 +450,12 @@ class _Parser:
         if self.current.is_word("else"):
             self.advance()
             # `else if` is accepted as a convenience: it nests an if in the else branch.
-            else_body = [self.if_stmt()] if self.current.is_word("if") else self.block()
+            if self.current.is_word("if"):
+                self.enter_nesting()
+                else_body = [self.if_stmt()]
+                self.nesting -= 1
+            else:
+                else_body = self.block()
         return ast.IfStmt(
             range=self.span(start), condition=condition, then_body=then_body, else_body=else_body
         )
@@ -487,29 +500,36 @@ class _Parser:
             raise self.error(f"Nesting is deeper than {MAX_NESTING} levels")
 
     def binary(self, min_precedence: int) -> ast.Expr:
-        """Precedence climbing over _PRECEDENCE; all binary operators are left-associative."""
+        """Precedence climbing over _PRECEDENCE; all binary operators are left-associative.
+        Each operator applied nests the tree one level deeper, so it counts as nesting."""
         left = self.unary()
-        while True:
-            token = self.current
-            if token.kind is TokenKind.SYMBOL:
-                operator = token.value
-            elif token.kind is TokenKind.KEYWORD and token.value in _WORD_OPERATORS:
-                operator = token.value
-            else:
-                return left
-            precedence = _PRECEDENCE.get(operator)
-            if precedence is None or precedence < min_precedence:
-                return left
-            if operator == "<" and self.less_than_is_bound():
-                return left
-            self.advance()
-            right = self.binary(precedence + 1)
-            left = ast.BinaryExpr(
-                range=left.range.to(right.range),
-                operator=operator,
-                left=left,
-                right=right,
-            )
+        levels = 0
+        try:
+            while True:
+                token = self.current
+                if token.kind is TokenKind.SYMBOL:
+                    operator = token.value
+                elif token.kind is TokenKind.KEYWORD and token.value in _WORD_OPERATORS:
+                    operator = token.value
+                else:
+                    return left
+                precedence = _PRECEDENCE.get(operator)
+                if precedence is None or precedence < min_precedence:
+                    return left
+                if operator == "<" and self.less_than_is_bound():
+                    return left
+                self.advance()
+                self.enter_nesting()
+                levels += 1
+                right = self.binary(precedence + 1)
+                left = ast.BinaryExpr(
+                    range=left.range.to(right.range),
+                    operator=operator,
+                    left=left,
+                    right=right,
+                )
+        finally:
+            self.nesting -= levels
 
     def less_than_is_bound(self) -> bool:
         after = self.peek()
@@ -536,34 +556,36 @@ class _Parser:
 
     def postfix(self) -> ast.Expr:
         expr = self.primary()
-        while True:
-            token = self.current
-            symbol = token.symbol
-            if symbol is None:
-                return expr
-            if symbol == ".":
-                self.advance()
-                name = self.expect_name("Expected property name")
-                expr = ast.MemberExpr(
-                    range=SourceRange(self.map, expr.range.start_offset, name.end),
-                    object=expr,
-                    property=name.value,
-                )
-            elif symbol == "(":
-                self.advance()
-                args = self.within(_NO_BOUND, self.call_arguments)
-                expr = ast.CallExpr(
-                    range=self.span(expr.range.start_offset), callee=expr, args=args
-                )
-            elif symbol == "[":
-                self.advance()
-                index = self.within(_NO_BOUND, self.expression)
-                self.expect_symbol("]")
-                expr = ast.IndexExpr(
-                    range=self.span(expr.range.start_offset), object=expr, index=index
-                )
-            else:
-                return expr
+        levels = 0
+        try:
+            while True:
+                token = self.current
+                symbol = token.symbol
+                if symbol is None or symbol not in _POSTFIX_SYMBOLS:
+                    return expr
+                # Each postfix operator nests the tree one level deeper.
+                self.enter_nesting()
+                levels += 1
+                expr = self.postfix_operator(expr, symbol)
+        finally:
+            self.nesting -= levels
+
+    def postfix_operator(self, expr: ast.Expr, symbol: str) -> ast.Expr:
+        """One `.name`, `(args)` or `[index]` applied to `expr`."""
+        self.advance()
+        if symbol == ".":
+            name = self.expect_name("Expected property name")
+            return ast.MemberExpr(
+                range=SourceRange(self.map, expr.range.start_offset, name.end),
+                object=expr,
+                property=name.value,
+            )
+        if symbol == "(":
+            args = self.within(_NO_BOUND, self.call_arguments)
+            return ast.CallExpr(range=self.span(expr.range.start_offset), callee=expr, args=args)
+        index = self.within(_NO_BOUND, self.expression)
+        self.expect_symbol("]")
+        return ast.IndexExpr(range=self.span(expr.range.start_offset), object=expr, index=index)
 
     def call_arguments(self) -> list[ast.Expr]:
         args: list[ast.Expr] = []
@@ -704,7 +726,12 @@ def number_value(raw: str) -> float:
     matched = _NUMBER_PREFIX.match(raw)
     assert matched is not None  # the lexer only produces tokens that start with digits
     text = matched.group()
-    return int(text) if "." not in text else float(text)
+    value = float(text)
+    # Integral values stay ints while a double holds them exactly; beyond that they are doubles
+    # (possibly infinity), as in the original. float() also avoids int()'s digit-count limit.
+    if "." not in text and value < _EXACT_INTEGER_LIMIT:
+        return int(text)
+    return value
 
 
 def capture_generate_option(options: ast.GenerateOptionsExpr, key: str, value: ast.Expr) -> None:

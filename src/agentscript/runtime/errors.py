@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentscript.lang.errors import Position
+from agentscript.runtime.usage import Usage
 
 
 class AgentScriptError(Exception):
@@ -52,7 +53,17 @@ class ExecutionError(AgentScriptError):
 
 
 class ModelOutputError(ExecutionError):
-    """The model answered, but not with usable JSON. The only provider error that is repaired."""
+    """The model answered, but not with usable JSON. The only provider error that is repaired.
+
+    `raw_text` is what the model said and `usage` what the call cost, so both are accounted.
+    """
+
+    def __init__(
+        self, message: str, raw_text: str | None = None, usage: Usage | None = None
+    ) -> None:
+        super().__init__(message)
+        self.raw_text = raw_text
+        self.usage = usage
 
 
 class LoadError(AgentScriptError):

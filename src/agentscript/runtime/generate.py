@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from agentscript.lang import ast
+from agentscript.runtime.budgets import RunMeter
 from agentscript.runtime.context import BuiltContext, ContextItem, build_context
 from agentscript.runtime.errors import ExecutionError, ModelOutputError
 from agentscript.runtime.jsjson import stringify
-from agentscript.runtime.ports import GenerateRequest, GenerateResponse, LlmProvider, Usage
+from agentscript.runtime.ports import GenerateRequest, LlmProvider
 from agentscript.runtime.shapes import coerce, shape_schema, validate_output
 from agentscript.runtime.trace import Tracer
+from agentscript.runtime.usage import Usage
 from agentscript.runtime.values import LlmBinding, sanitize
 
 
@@ -66,9 +68,16 @@ class GenerateCall:
 
 
 def run_generate(
-    call: GenerateCall, llm: LlmProvider, tracer: Tracer, debug_stream: TextIO | None
+    call: GenerateCall,
+    llm: LlmProvider,
+    tracer: Tracer,
+    debug_stream: TextIO | None,
+    meter: RunMeter | None = None,
 ) -> Any:
-    """Run the attempt loop and return the validated value (or the text of a free-form one)."""
+    """Run the attempt loop and return the validated value (or the text of a free-form one).
+
+    Every attempt is metered against the run budget; a budget error is never repaired.
+    """
     settings = call.settings
     where = call.expr.range.start
     if settings.attempts < 1:
@@ -113,12 +122,24 @@ def run_generate(
             temperature=settings.temperature,
             think=settings.think,
             strict=settings.strict,
+            deadline_seconds=meter.remaining_seconds() if meter else None,
+            on_event=tracer.emit,
         )
         raw: Any = None
         has_output = False
         try:
-            response = llm.generate(request)
-            _add_usage(usage, response)
+            if meter is not None:
+                meter.before_model_call()
+            try:
+                response = llm.generate(request)
+            except ModelOutputError as error:
+                usage.add(error.usage)
+                if meter is not None:
+                    meter.after_model_call(error.usage)
+                raise
+            usage.add(response.usage)
+            if meter is not None:
+                meter.after_model_call(response.usage)
             raw = response.value
             has_output = True
             if shape is None:
@@ -158,7 +179,7 @@ def run_generate(
         }
         if failures:
             data["errors"] = failures
-        if usage.input_tokens or usage.output_tokens:
+        if usage:
             data["usage"] = usage.to_json()
         tracer.emit("generate", data)
         return value
@@ -184,12 +205,6 @@ def repair_instruction(original: Any, error: str, output: Any = _NO_OUTPUT) -> A
     return {"input": original, "repair": message}
 
 
-def _add_usage(total: Usage, response: GenerateResponse) -> None:
-    if response.usage is not None:
-        total.input_tokens += response.usage.input_tokens
-        total.output_tokens += response.usage.output_tokens
-
-
 def _trace_failure(
     tracer: Tracer,
     call: GenerateCall,
@@ -209,7 +224,7 @@ def _trace_failure(
         "error": failures[-1],
         "errors": failures,
     }
-    if usage.input_tokens or usage.output_tokens:
+    if usage:
         data["usage"] = usage.to_json()
     tracer.emit("generate", data)
 

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from agentscript.lang import ast
 from agentscript.lang.errors import SourceRange
 from agentscript.lang.formatter import format_expr
+from agentscript.runtime.budgets import RunMeter
 from agentscript.runtime.context import make_context_item
 from agentscript.runtime.entry import resolve_entry_input
 from agentscript.runtime.errors import AgentScriptError, ExecutionError
@@ -53,6 +54,8 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 class RunResult:
     value: Any
     trace: list[dict[str, Any]]
+    # What the run spent: model calls, input/output tokens, seconds.
+    usage: dict[str, float | int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -68,6 +71,9 @@ class ExecutionOptions:
     max_call_depth: int = DEFAULT_MAX_CALL_DEPTH
     debug_stream: TextIO | None = field(default_factory=lambda: sys.stderr)
     trace_sinks: list[TraceSink] = field(default_factory=list)
+    # Counts model calls and tokens and enforces the run budget (time is checked at every
+    # function call and loop iteration).
+    meter: RunMeter = field(default_factory=RunMeter)
 
 
 class _Return:
@@ -119,7 +125,9 @@ class Interpreter:
         except AgentScriptError as error:
             error.trace = self.tracer.to_json()
             raise
-        return RunResult(value=sanitize(value), trace=self.tracer.to_json())
+        return RunResult(
+            value=sanitize(value), trace=self.tracer.to_json(), usage=self.options.meter.summary()
+        )
 
     def _entry(self) -> tuple[ast.AgentDecl, ast.FuncDecl]:
         name = self.options.agent_name
@@ -199,6 +207,7 @@ class Interpreter:
             raise ExecutionError(
                 f"Maximum call depth of {self.options.max_call_depth} exceeded", where.start, path
             )
+        self.options.meter.check_time()
         self._local.depth = depth + 1
         try:
             scope = Scope(fixed=self._fixed_for(agent), frame=CallFrame(agent, function, path))
@@ -330,7 +339,9 @@ class Interpreter:
         if not isinstance(items, list):
             raise self.error("for loop requires a list value", stmt.iterable.range, scope)
         # The count is fixed when the loop starts: items added by the body are not visited.
+        meter = self.options.meter
         for index in range(min(stmt.max_iterations, len(items))):
+            meter.check_time()
             item = items[index]
             self.tracer.emit(
                 "for", {"item": stmt.item_name, "index": index, "value": sanitize(item)}
@@ -344,6 +355,7 @@ class Interpreter:
 
     def exec_loop(self, stmt: ast.LoopUntilStmt, scope: Scope) -> _Return | None:
         for _ in range(stmt.max_iterations):
+            self.options.meter.check_time()
             if truthy(self.evaluate(stmt.condition, scope)):
                 return None
             outcome = self.exec_block(stmt.body, Scope(scope))
@@ -353,6 +365,7 @@ class Interpreter:
 
     def exec_repeat(self, stmt: ast.RepeatStmt, scope: Scope) -> _Return | None:
         for _ in range(stmt.max_attempts):
+            self.options.meter.check_time()
             outcome = self.exec_block(stmt.body, Scope(scope))
             if outcome is not None:
                 return outcome
@@ -519,8 +532,18 @@ class Interpreter:
         label = f"Tool {tool.name}.{method} ({tool.uri}) failed: "
         if provider is None:
             raise self.error(label + "no tool provider is configured", where, scope)
+        self.options.meter.check_time()
         try:
-            result = provider.call(ToolCall(tool.name, tool.uri, method, args))
+            result = provider.call(
+                ToolCall(
+                    tool.name,
+                    tool.uri,
+                    method,
+                    args,
+                    on_event=self.tracer.emit,
+                    on_secret=self.tracer.redact,
+                )
+            )
         except ExecutionError as problem:
             raise self.error(label + problem.bare_message, where, scope) from problem
         except Exception as problem:  # a provider bug or an OS error must not become a traceback
@@ -606,7 +629,9 @@ class Interpreter:
             instruction=instruction,
             settings=GenerateSettings.from_options(options),
         )
-        return run_generate(call, self.options.llm, self.tracer, self.options.debug_stream)
+        return run_generate(
+            call, self.options.llm, self.tracer, self.options.debug_stream, self.options.meter
+        )
 
 
 def _scheme(uri: str) -> str:

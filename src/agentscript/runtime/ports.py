@@ -7,23 +7,17 @@ interpreter adds the program location and the `Tool X.m (uri) failed:` style wra
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from agentscript.lang import ast
 from agentscript.runtime.context import BuiltContext, ContextItem
+from agentscript.runtime.usage import Usage
 from agentscript.runtime.values import LlmBinding
 
-
-@dataclass(slots=True)
-class Usage:
-    """Tokens a model call consumed, as the provider reported them."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-    def to_json(self) -> dict[str, int]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+# Providers report observable steps (such as an HTTP retry) through this: (event kind, data).
+EventCallback = Callable[[str, dict[str, Any]], object]
 
 
 @dataclass(slots=True)
@@ -44,6 +38,13 @@ class GenerateRequest:
     temperature: float | None = None
     think: bool | str | None = None
     strict: bool | None = None
+    # Seconds left in the run's time budget, so a provider can cap its own timeout.
+    deadline_seconds: float | None = None
+    on_event: EventCallback | None = None
+
+    def report(self, kind: str, data: dict[str, Any]) -> None:
+        if self.on_event is not None:
+            self.on_event(kind, data)
 
     @property
     def call_key(self) -> str:
@@ -71,10 +72,30 @@ class LlmProvider(Protocol):
 
 @dataclass(slots=True)
 class ToolCall:
+    """One call of a tool method, e.g. `File.write({...})` on `file://workspace`."""
+
     tool_name: str
     uri: str
     method: str
     args: list[Any]
+    # Providers report observable steps (such as an approval) through this: (kind, data).
+    on_event: EventCallback | None = None
+    # A tool that hands out a secret (an allowed secret environment variable) registers it
+    # here, so the trace and everything fed from it shows "[REDACTED]" instead.
+    on_secret: Callable[[str], object] | None = None
+
+    def report(self, kind: str, data: dict[str, Any]) -> None:
+        if self.on_event is not None:
+            self.on_event(kind, data)
+
+    def secret(self, value: str) -> None:
+        if self.on_secret is not None:
+            self.on_secret(value)
+
+    @property
+    def label(self) -> str:
+        """`Tool.method`, as messages name the call."""
+        return f"{self.tool_name}.{self.method}"
 
 
 class ToolProvider(Protocol):

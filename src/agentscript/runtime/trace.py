@@ -15,6 +15,8 @@ from typing import Any
 
 from agentscript.runtime.jsjson import stringify
 
+REDACTED = "[REDACTED]"
+
 
 @dataclass(slots=True)
 class TraceEvent:
@@ -55,6 +57,7 @@ class Tracer:
 
     def __init__(self, sinks: list[TraceSink] | None = None) -> None:
         self.sinks: list[TraceSink] = list(sinks or [])
+        self._secrets: list[str] = []
         self._root = _Frame(call=None)
         self._ids = itertools.count(1)
         self._local = threading.local()
@@ -74,7 +77,14 @@ class Tracer:
     def to_json(self) -> list[dict[str, Any]]:
         return [_event_json(event) for event in self._root.events]
 
+    def redact(self, secret: str) -> None:
+        """From now on, `secret` appears as "[REDACTED]" in every event recorded."""
+        if secret and secret not in self._secrets:
+            self._secrets.append(secret)
+
     def emit(self, kind: str, data: dict[str, Any]) -> TraceEvent:
+        if self._secrets:
+            data = _scrub(data, self._secrets)
         stack = self._stack
         frame = stack[-1]
         event = TraceEvent(
@@ -109,13 +119,26 @@ class Tracer:
         stack = self._stack
         frame = stack.pop()
         assert frame.call is call, "agent calls must close in order"
-        call.data["result"] = result
+        call.data["result"] = _scrub(result, self._secrets) if self._secrets else result
         if error is not None:
-            call.data["error"] = error
+            call.data["error"] = _scrub(error, self._secrets) if self._secrets else error
         call.data["trace"] = frame.events
         stack[-1].events.append(call)
         for sink in self.sinks:
             sink.event(call)
+
+
+def _scrub(value: Any, secrets: list[str]) -> Any:
+    """A copy of JSON data with every occurrence of a secret replaced by "[REDACTED]"."""
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, list):
+        return [_scrub(item, secrets) for item in value]
+    if isinstance(value, dict):
+        return {key: _scrub(item, secrets) for key, item in value.items()}
+    return value
 
 
 def _event_json(event: TraceEvent) -> dict[str, Any]:
@@ -158,6 +181,14 @@ def event_title(kind: str, data: dict[str, Any]) -> str:
         return f"- for {name('item')}[{name('index')}]"
     if kind == "use":
         return f"- use {short(data.get('source'))}"
+    if kind == "approval":
+        by = f" ({data['by']})" if data.get("by") else ""
+        return f"- approval {name('tool')}.{name('method')} {name('decision')}{by}"
+    if kind == "llm_retry":
+        return (
+            f"- retry {name('provider')} after {name('status')} "
+            f"(retry {name('retry')}, waited {name('wait_ms')} ms)"
+        )
     return f"- {kind}"
 
 

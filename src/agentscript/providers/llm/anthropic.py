@@ -1,0 +1,107 @@
+"""Anthropic Messages API.
+
+The shape is enforced by the API itself: models with structured outputs (Claude Opus 4.1,
+Sonnet/Haiku/Opus 4.5 and later) get `output_config.format` json_schema; older models get a
+single forced tool whose input schema is the shape, and the tool input is the answer.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from agentscript.providers.llm.endpoints import ModelEndpoint
+from agentscript.providers.llm.http_model import DEFAULT_MAX_TOKENS, HttpModel, token_count
+from agentscript.runtime.jsjson import stringify
+from agentscript.runtime.ports import GenerateRequest, GenerateResponse
+from agentscript.runtime.usage import Usage
+from agentscript.runtime.values import sanitize
+
+API_VERSION = "2023-06-01"
+TOOL_NAME = "agentscript_generate"
+_CLAUDE_VERSION = re.compile(r"^claude-(opus|sonnet|haiku)-(\d+)(?:-(\d)(?!\d))?")
+
+
+def supports_structured_outputs(model: str) -> bool:
+    """Whether the model takes `output_config.format` (Opus ≥ 4.1, any family ≥ 4.5)."""
+    matched = _CLAUDE_VERSION.match(model)
+    if matched is None:
+        return False
+    family, major, minor = matched.group(1), int(matched.group(2)), int(matched.group(3) or 0)
+    if major >= 5 or (major == 4 and minor >= 5):
+        return True
+    return family == "opus" and major == 4 and minor >= 1
+
+
+class AnthropicModel(HttpModel):
+    protocol = "anthropic"
+
+    def build(
+        self, request: GenerateRequest, endpoint: ModelEndpoint
+    ) -> tuple[str, dict[str, str], dict[str, Any]]:
+        built = request.built
+        body: dict[str, Any] = {
+            "model": endpoint.model,
+            "max_tokens": request.max_output_tokens or DEFAULT_MAX_TOKENS,
+            "system": built.system,
+            "messages": [{"role": "user", "content": built.final_user_message}],
+        }
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.schema is not None:
+            if supports_structured_outputs(endpoint.model):
+                body["output_config"] = {
+                    "format": {"type": "json_schema", "schema": request.schema}
+                }
+            else:
+                body["tools"] = [
+                    {
+                        "name": TOOL_NAME,
+                        "description": "Return the result in exactly this shape.",
+                        "input_schema": request.schema,
+                    }
+                ]
+                body["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
+        headers = {"anthropic-version": API_VERSION}
+        if endpoint.api_key:
+            headers["x-api-key"] = endpoint.api_key
+        return f"{endpoint.base_url}/messages", headers, body
+
+    def parse(self, payload: dict[str, Any], request: GenerateRequest) -> GenerateResponse:
+        raw_usage = payload.get("usage")
+        usage = Usage()
+        if isinstance(raw_usage, dict):
+            usage = Usage(
+                token_count(raw_usage.get("input_tokens")),
+                token_count(raw_usage.get("output_tokens")),
+            )
+        if payload.get("stop_reason") == "refusal":
+            raise self.failure("refused the request (stop_reason refusal)")
+        content = payload.get("content")
+        if not isinstance(content, list):
+            raise self.failure("response is missing content")
+        forced = [
+            block
+            for block in content
+            if isinstance(block, dict)
+            and block.get("type") == "tool_use"
+            and block.get("name") == TOOL_NAME
+        ]
+        if forced and request.return_shape is not None:
+            answer = forced[0].get("input")
+            return GenerateResponse(
+                value=answer,
+                raw_text=stringify(sanitize(answer)),
+                usage=usage,
+                provider=self.protocol,
+            )
+        texts = [
+            block["text"]
+            for block in content
+            if isinstance(block, dict)
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
+        ]
+        if not texts:
+            raise self.failure("response is missing content")
+        return self.answer(request, "".join(texts), usage)

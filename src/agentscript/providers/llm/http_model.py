@@ -1,0 +1,95 @@
+"""What every HTTP model provider shares: resolve the endpoint, check the key, post, parse.
+
+A provider module (openai.py, anthropic.py, ollama.py) only says how to build its request body
+and how to read its answer; this base does the rest the same way for all of them.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from agentscript.providers.llm.endpoints import ModelEndpoint, resolve_endpoint
+from agentscript.providers.llm.json_text import extract_json
+from agentscript.providers.llm.transport import HttpTransport
+from agentscript.runtime.errors import ExecutionError, ModelOutputError
+from agentscript.runtime.ports import GenerateRequest, GenerateResponse
+from agentscript.runtime.usage import Usage
+
+# Output tokens requested when a generate sets no `limit`/`max_output` and the API needs one.
+DEFAULT_MAX_TOKENS = 1024
+
+
+class HttpModel(ABC):
+    """Base of the HTTP providers; subclasses build the body and parse the answer."""
+
+    protocol: ClassVar[str]
+
+    def __init__(
+        self,
+        environ: Mapping[str, str] | None = None,
+        transport: HttpTransport | None = None,
+    ) -> None:
+        self.environ: Mapping[str, str] = environ if environ is not None else os.environ
+        self.transport = transport or HttpTransport(self.protocol)
+
+    def endpoint(self, request: GenerateRequest) -> ModelEndpoint:
+        if request.model is None:
+            raise ExecutionError("A real LLM provider requires an agent model declaration")
+        return resolve_endpoint(request.model.uri, self.environ)
+
+    def generate(self, request: GenerateRequest) -> GenerateResponse:
+        endpoint = self.endpoint(request)
+        endpoint.require_key()
+        if endpoint.api_key and endpoint.api_key not in self.transport.secrets:
+            self.transport.secrets.append(endpoint.api_key)
+        url, headers, body = self.build(request, endpoint)
+        timeout_ms = endpoint.timeout_ms
+        if request.deadline_seconds is not None:
+            timeout_ms = max(1, min(timeout_ms, int(request.deadline_seconds * 1000)))
+        payload = self.transport.post_json(
+            url,
+            headers,
+            body,
+            timeout_ms,
+            report_retry=lambda data: request.report("llm_retry", data),
+        )
+        if not isinstance(payload, dict):
+            raise self.failure("response is not a JSON object")
+        return self.parse(payload, request)
+
+    @abstractmethod
+    def build(
+        self, request: GenerateRequest, endpoint: ModelEndpoint
+    ) -> tuple[str, dict[str, str], dict[str, Any]]:
+        """(url, headers, JSON body) of the request for one attempt."""
+
+    @abstractmethod
+    def parse(self, payload: dict[str, Any], request: GenerateRequest) -> GenerateResponse:
+        """The answer of a 2xx response."""
+
+    def failure(self, message: str) -> ExecutionError:
+        return ExecutionError(f"LLM provider '{self.protocol}' {message}")
+
+    def missing(self, path: str) -> ExecutionError:
+        return self.failure(f"response is missing '{path}'")
+
+    def answer(self, request: GenerateRequest, text: str, usage: Usage) -> GenerateResponse:
+        """Free-form generates get the text; shaped ones the JSON found in it."""
+        if request.return_shape is None:
+            return GenerateResponse(value=text, raw_text=text, usage=usage, provider=self.protocol)
+        try:
+            value = extract_json(text)
+        except ModelOutputError as error:
+            raise ModelOutputError(str(error), raw_text=text, usage=usage) from None
+        return GenerateResponse(value=value, raw_text=text, usage=usage, provider=self.protocol)
+
+    def close(self) -> None:
+        self.transport.close()
+
+
+def token_count(value: Any) -> int:
+    """Providers report counts as integers; anything else counts as zero."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

@@ -1,0 +1,161 @@
+"""Record and replay model exchanges, so realistic sessions run offline and deterministically.
+
+A recording is JSONL, one exchange per line: the request digest, the prompt that produced it,
+and the answer (value, raw text, usage) or the not-JSON failure (so repairs replay too). Replay
+serves answers by digest, in recorded order for identical requests, and fails loudly on a miss.
+Keys never enter a recording: the digest covers only the prompt and the generate options.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import deque
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TextIO
+
+from agentscript.runtime.errors import ExecutionError, LoadError, ModelOutputError
+from agentscript.runtime.jsjson import parse, stringify
+from agentscript.runtime.ports import GenerateRequest, GenerateResponse, LlmProvider
+from agentscript.runtime.usage import Usage
+from agentscript.runtime.values import sanitize
+
+FORMAT_VERSION = 1
+SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+
+
+def request_material(request: GenerateRequest) -> dict[str, Any]:
+    """Everything that decides the model's answer, and nothing else (no keys, no endpoints)."""
+    return {
+        "model": request.model.uri if request.model else None,
+        "system": request.built.system,
+        "user": request.built.final_user_message,
+        "schema": request.schema,
+        "max_output_tokens": request.max_output_tokens,
+        "temperature": request.temperature,
+        "think": request.think,
+        "strict": request.strict,
+    }
+
+
+def request_digest(request: GenerateRequest) -> str:
+    return hashlib.sha256(stringify(request_material(request)).encode("utf-8")).hexdigest()
+
+
+class RecordingLlm:
+    """Wraps a provider and appends every exchange to a JSONL file as it happens."""
+
+    def __init__(self, inner: LlmProvider, path: str | Path, secrets: Iterable[str] = ()) -> None:
+        self._inner = inner
+        self._path = Path(path)
+        self._lock = threading.Lock()
+        self._secrets = [s for s in secrets if s] or [
+            os.environ[name] for name in SECRET_VARIABLES if os.environ.get(name)
+        ]
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            self._file: TextIO | None = self._path.open("w", encoding="utf-8")
+        except OSError as problem:
+            raise LoadError(f"Cannot write recording {self._path}: {problem.strerror}") from None
+
+    def generate(self, request: GenerateRequest) -> GenerateResponse:
+        entry: dict[str, Any] = {
+            "version": FORMAT_VERSION,
+            "digest": request_digest(request),
+            "call": request.call_key,
+            "request": request_material(request),
+        }
+        try:
+            response = self._inner.generate(request)
+        except ModelOutputError as error:
+            entry["outcome"] = "not_json"
+            entry["error"] = str(error)
+            entry["raw_text"] = error.raw_text
+            entry["usage"] = error.usage.to_json() if error.usage else None
+            self._write(entry)
+            raise
+        entry["outcome"] = "ok"
+        entry["provider"] = response.provider
+        entry["value"] = sanitize(response.value)
+        entry["raw_text"] = response.raw_text
+        entry["usage"] = response.usage.to_json() if response.usage else None
+        self._write(entry)
+        return response
+
+    def _write(self, entry: dict[str, Any]) -> None:
+        line = stringify(entry)
+        for secret in self._secrets:
+            line = line.replace(secret, "[REDACTED]")
+        with self._lock:
+            if self._file is not None:
+                self._file.write(line + "\n")
+                self._file.flush()
+
+    def close(self) -> None:
+        """Close the recording file (the wrapped provider is closed by whoever owns it)."""
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+
+class ReplayLlm:
+    """Answers from a recording by request digest; a request never recorded is an error."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._path = Path(path)
+        self._lock = threading.Lock()
+        self._answers: dict[str, deque[dict[str, Any]]] = {}
+        for entry in _read_recording(self._path):
+            self._answers.setdefault(str(entry["digest"]), deque()).append(entry)
+
+    def generate(self, request: GenerateRequest) -> GenerateResponse:
+        digest = request_digest(request)
+        with self._lock:
+            queue = self._answers.get(digest)
+            entry = queue.popleft() if queue else None
+        if entry is None:
+            raise ExecutionError(
+                f"Replay {self._path} has no recorded answer for {request.call_key} "
+                f"(request {digest[:12]}); the prompt or options changed since it was recorded"
+            )
+        usage = _usage(entry.get("usage"))
+        if entry.get("outcome") == "not_json":
+            raise ModelOutputError(
+                str(entry.get("error") or "LLM provider did not return JSON"),
+                raw_text=entry.get("raw_text"),
+                usage=usage,
+            )
+        return GenerateResponse(
+            value=entry.get("value"),
+            raw_text=entry.get("raw_text"),
+            usage=usage,
+            provider=f"replay:{entry.get('provider')}",
+        )
+
+
+def _read_recording(path: Path) -> list[dict[str, Any]]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as problem:
+        raise LoadError(f"Cannot read recording {path}: {problem.strerror}") from None
+    entries: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = parse(line)
+        except ValueError as problem:
+            raise LoadError(f"Invalid recording line {path}:{number}: {problem}") from None
+        if not isinstance(entry, dict) or not isinstance(entry.get("digest"), str):
+            raise LoadError(f"Invalid recording line {path}:{number}: not an exchange")
+        entries.append(entry)
+    return entries
+
+
+def _usage(raw: Any) -> Usage | None:
+    if not isinstance(raw, dict):
+        return None
+    return Usage(int(raw.get("input_tokens") or 0), int(raw.get("output_tokens") or 0))

@@ -1,0 +1,182 @@
+"""HTTP for model providers: one pooled client, JSON in and out, retries, clear errors.
+
+429 and 5xx answers are retried at most three times with exponential backoff, honouring
+`retry-after` / `retry-after-ms`; each retry is reported so the trace shows it. Everything else
+(network failures, 401/403, 404, timeouts, malformed bodies) fails at once with a message that
+names the provider and the status. Secrets are scrubbed from every message.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import html
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from agentscript.providers.llm.json_text import snippet
+from agentscript.runtime.errors import ExecutionError
+from agentscript.runtime.jsjson import parse
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
+MAX_RETRIES = 3
+BASE_BACKOFF_SECONDS = 0.5
+MAX_WAIT_SECONDS = 60.0
+# Model answers are text; a body larger than this is not a model answer.
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+
+_TITLE = re.compile(r"<title>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_TAGS = re.compile(r"<[^>]+>")
+
+ReportRetry = Callable[[dict[str, Any]], None]
+
+
+@dataclass(slots=True)
+class HttpTransport:
+    """POSTs JSON for one provider. The httpx client is created on first use and reused."""
+
+    provider: str
+    sleep: Callable[[float], None] = time.sleep
+    secrets: list[str] = field(default_factory=list)
+    _client: httpx.Client | None = None
+
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            self._client = httpx.Client(follow_redirects=False)
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def post_json(
+        self,
+        url: str,
+        headers: dict[str, str],
+        body: dict[str, Any],
+        timeout_ms: int,
+        report_retry: ReportRetry | None = None,
+    ) -> Any:
+        """The decoded JSON body of a 2xx answer, after retrying 429/5xx."""
+        retries = 0
+        while True:
+            response = self._send(url, headers, body, timeout_ms)
+            if 200 <= response.status_code < 300:
+                return self._decode(response)
+            if response.status_code in RETRY_STATUSES and retries < MAX_RETRIES:
+                retries += 1
+                wait = retry_delay(response, retries)
+                if report_retry is not None:
+                    report_retry(
+                        {
+                            "provider": self.provider,
+                            "status": response.status_code,
+                            "retry": retries,
+                            "wait_ms": round(wait * 1000),
+                            "error": self.describe_error(response),
+                        }
+                    )
+                self.sleep(wait)
+                continue
+            raise ExecutionError(
+                f"LLM provider '{self.provider}' request failed ({response.status_code}): "
+                f"{self.describe_error(response)}"
+            )
+
+    def _send(
+        self, url: str, headers: dict[str, str], body: dict[str, Any], timeout_ms: int
+    ) -> httpx.Response:
+        try:
+            return self.client().post(
+                url,
+                headers={"content-type": "application/json", **headers},
+                json=body,
+                timeout=timeout_ms / 1000,
+            )
+        except httpx.TimeoutException:
+            raise ExecutionError(
+                f"LLM provider '{self.provider}' request timed out after {timeout_ms}ms: {url}"
+            ) from None
+        except httpx.HTTPError as problem:
+            raise ExecutionError(
+                f"LLM provider '{self.provider}' request failed: "
+                f"{self.scrub(str(problem) or type(problem).__name__)} ({url})"
+            ) from None
+
+    def _decode(self, response: httpx.Response) -> Any:
+        if len(response.content) > MAX_RESPONSE_BYTES:
+            raise ExecutionError(
+                f"LLM provider '{self.provider}' response is larger than {MAX_RESPONSE_BYTES} bytes"
+            )
+        text = response.text
+        try:
+            return parse(text)
+        except ValueError:
+            raise ExecutionError(
+                f"LLM provider '{self.provider}' returned invalid JSON response "
+                f"({response.status_code}): {self.scrub(snippet(_readable(text)))}"
+            ) from None
+
+    def describe_error(self, response: httpx.Response) -> str:
+        """The provider's own error message when the body has one, else a short snippet."""
+        text = response.text
+        message = None
+        try:
+            payload = parse(text)
+        except ValueError:
+            payload = None
+        if isinstance(payload, dict):
+            error = payload.get("error")
+            if isinstance(error, dict):
+                message = error.get("message") or error.get("type")
+            elif isinstance(error, str):
+                message = error
+            elif isinstance(payload.get("message"), str):
+                message = payload["message"]
+        if not isinstance(message, str) or not message:
+            message = _readable(text) or response.reason_phrase or "empty response body"
+        return self.scrub(snippet(message))
+
+    def scrub(self, text: str) -> str:
+        for secret in self.secrets:
+            if secret:
+                text = text.replace(secret, "[REDACTED]")
+        return text
+
+
+def retry_delay(response: httpx.Response, retry: int) -> float:
+    """Seconds to wait before retry number `retry`: the server's word, else exponential."""
+    header_ms = response.headers.get("retry-after-ms")
+    if header_ms:
+        try:
+            return min(MAX_WAIT_SECONDS, max(0.0, float(header_ms) / 1000))
+        except ValueError:
+            pass
+    header = response.headers.get("retry-after")
+    if header:
+        try:
+            return min(MAX_WAIT_SECONDS, max(0.0, float(header)))
+        except ValueError:
+            try:
+                moment = email.utils.parsedate_to_datetime(header)
+            except (TypeError, ValueError):
+                moment = None
+            if moment is not None:
+                return min(MAX_WAIT_SECONDS, max(0.0, moment.timestamp() - time.time()))
+    return float(min(MAX_WAIT_SECONDS, BASE_BACKOFF_SECONDS * 2 ** (retry - 1)))
+
+
+def _readable(text: str) -> str:
+    """HTML error pages (proxies, gateways) are reduced to their title or their text."""
+    stripped = text.strip()
+    if not stripped.startswith("<"):
+        return stripped
+    title = _TITLE.search(stripped)
+    if title:
+        return "HTML error page: " + html.unescape(title.group(1).strip())
+    return html.unescape(_TAGS.sub(" ", stripped))

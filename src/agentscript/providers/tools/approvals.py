@@ -1,0 +1,201 @@
+"""Approvals: a gate in front of every host tool that decides whether a call runs.
+
+A policy maps each call (by scheme, tool, method and the tool's own risk rating) to run, ask or
+deny. By default reads run and everything that changes something asks. The mode says what
+"ask" means: `ask` asks the user in a terminal (yes / no / always for this tool method) and
+refuses when there is no terminal; `auto` approves; `deny` refuses. Every call that is not a
+plain read leaves two `approval` trace events with one approval id: the request (`pending`)
+and the decision (`approved` or `refused`, and by whom).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agentscript.providers.tools.base import Risk, scheme_of
+from agentscript.providers.tools.registry import ToolRegistry
+from agentscript.runtime.errors import ExecutionError, LoadError
+from agentscript.runtime.ports import ToolCall
+from agentscript.runtime.values import sanitize
+
+ApprovalMode = Literal["auto", "ask", "deny"]
+Decision = Literal["run", "ask", "deny"]
+Answer = Literal["yes", "no", "always"]
+
+DEFAULT_DECISIONS: dict[str, Decision] = {"read": "run", "effect": "ask", "destructive": "ask"}
+
+
+class ApprovalRule(BaseModel):
+    """One line of a policy file; unset fields match anything."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scheme: str | None = None
+    tool: str | None = None
+    method: str | None = None
+    risk: Literal["read", "effect", "destructive"] | None = None
+    decision: Decision
+
+    def matches(self, request: ToolCall, risk: Risk) -> bool:
+        return (
+            (self.scheme is None or self.scheme == scheme_of(request.uri))
+            and (self.tool is None or self.tool == request.tool_name)
+            and (self.method is None or self.method == request.method)
+            and (self.risk is None or self.risk == risk)
+        )
+
+
+class ApprovalPolicy(BaseModel):
+    """Rules (first match wins), then the default decision for the call's risk."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: ApprovalMode | None = None
+    defaults: dict[Literal["read", "effect", "destructive"], Decision] = {}
+    rules: list[ApprovalRule] = []
+
+    def decide(self, request: ToolCall, risk: Risk) -> Decision:
+        for rule in self.rules:
+            if rule.matches(request, risk):
+                return rule.decision
+        return self.defaults.get(risk, DEFAULT_DECISIONS[risk])
+
+    @classmethod
+    def load(cls, path: str | Path) -> ApprovalPolicy:
+        """Read a policy from YAML or JSON; any mistake is an error naming the file and field."""
+        file = Path(path)
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError as problem:
+            raise LoadError(f"Cannot read approval policy {file}: {problem.strerror}") from None
+        try:
+            data = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
+        except (ValueError, yaml.YAMLError) as problem:
+            raise LoadError(f"Approval policy {file} is not valid: {problem}") from None
+        try:
+            return cls.model_validate(data or {})
+        except ValidationError as problem:
+            details = "; ".join(
+                f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+                for error in problem.errors()
+            )
+            raise LoadError(f"Approval policy {file} is invalid: {details}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What the user is asked about."""
+
+    approval_id: str
+    tool: str
+    method: str
+    uri: str
+    risk: Risk
+    args: list[Any]
+
+    @property
+    def label(self) -> str:
+        return f"{self.tool}.{self.method}"
+
+
+AskUser = Callable[[ApprovalRequest], Answer]
+
+
+class ApprovalGate:
+    """A ToolProvider that puts the policy in front of a ToolRegistry."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        policy: ApprovalPolicy | None = None,
+        mode: ApprovalMode | None = None,
+        ask_user: AskUser | None = None,
+    ) -> None:
+        self.registry = registry
+        self.policy = policy or ApprovalPolicy()
+        self.mode: ApprovalMode = mode or self.policy.mode or "ask"
+        self.ask_user = ask_user
+        self._always: set[tuple[str, str, str]] = set()
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def call(self, request: ToolCall) -> Any:
+        risk = self.registry.risk(request)
+        decision = self.policy.decide(request, risk)
+        if decision == "run" and risk == "read":
+            return self.registry.call(request)
+        approval = ApprovalRequest(
+            approval_id=f"approval-{next(self._ids)}",
+            tool=request.tool_name,
+            method=request.method,
+            uri=request.uri,
+            risk=risk,
+            args=sanitize(request.args),
+        )
+        self._report(request, approval, "pending", None)
+        approved, by = self._decide(approval, decision)
+        self._report(request, approval, "approved" if approved else "refused", by)
+        if not approved:
+            raise ExecutionError(_refusal(approval.label, by))
+        return self.registry.call(request)
+
+    def _decide(self, approval: ApprovalRequest, decision: Decision) -> tuple[bool, str]:
+        if decision == "run":
+            return True, "policy"
+        if decision == "deny":
+            return False, "policy"
+        if self.mode == "auto":
+            return True, "auto"
+        if self.mode == "deny":
+            return False, "mode"
+        key = (approval.tool, approval.method, approval.uri)
+        with self._lock:
+            if key in self._always:
+                return True, "always"
+            if self.ask_user is None:
+                return False, "no-terminal"
+            answer = self.ask_user(approval)
+            if answer == "always":
+                self._always.add(key)
+        return answer != "no", "user"
+
+    def _report(
+        self, request: ToolCall, approval: ApprovalRequest, decision: str, by: str | None
+    ) -> None:
+        data: dict[str, Any] = {
+            "approval_id": approval.approval_id,
+            "tool": approval.tool,
+            "method": approval.method,
+            "uri": approval.uri,
+            "risk": approval.risk,
+            "decision": decision,
+            "mode": self.mode,
+        }
+        if by is not None:
+            data["by"] = by
+        request.report("approval", data)
+
+    def close(self) -> None:
+        self.registry.close()
+
+
+def _refusal(label: str, by: str) -> str:
+    if by == "no-terminal":
+        return (
+            f"{label} needs approval and there is no terminal to ask; "
+            "run with --approve auto or allow it in an approval policy"
+        )
+    if by == "mode":
+        return f"{label} was refused (--approve deny)"
+    if by == "policy":
+        return f"{label} was refused by the approval policy"
+    return f"{label} was refused by the user"

@@ -1,0 +1,205 @@
+"""Effect records of file changes, the side store for large previous contents, and undo.
+
+Every write or patch returns an effect record saying what changed and how to put it back:
+`{id, tool, action, path, undoable, existed, previous}` as in the original, plus
+`after_sha256` (the content we left) so that undo can tell when someone changed the file since,
+and `previous_ref` when the previous content was too large to inline and went to the side store
+(`.agentscript/effects/<sha256>` in the workspace). Undo runs newest first and reports a
+conflict instead of overwriting a file that changed since.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+from agentscript.providers.tools.workspace import Workspace
+from agentscript.runtime.errors import ExecutionError
+
+EFFECT_STORE = ".agentscript/effects"
+# Previous contents up to this many characters stay inline in the record (and the trace).
+INLINE_LIMIT = 16 * 1024
+_REF = re.compile(r"^sha256:([0-9a-f]{64})$")
+# Undo must restore whatever was there, however large.
+_NO_LIMIT = 1 << 40
+_FILE_ACTIONS = ("write", "patch")
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_effect(
+    workspace: Workspace,
+    tool: str,
+    action: str,
+    path: str,
+    existed: bool,
+    previous: bytes | None,
+    after: bytes,
+) -> dict[str, Any]:
+    """The record of one write or patch of `path` (workspace-relative). Previous content that
+    is large or not UTF-8 text goes to the side store, byte for byte."""
+    inline = _inline_text(previous)
+    effect: dict[str, Any] = {
+        "id": f"file-{action}:{path}",
+        "tool": tool,
+        "action": action,
+        "path": path,
+        "undoable": True,
+        "existed": existed,
+        "previous": inline,
+    }
+    if previous is not None and inline is None:
+        effect["previous_ref"] = keep_previous(workspace, previous)
+    effect["after_sha256"] = digest(after)
+    effect["workspace"] = str(workspace.root)
+    return effect
+
+
+def _inline_text(previous: bytes | None) -> str | None:
+    if previous is None or len(previous) > INLINE_LIMIT:
+        return None
+    try:
+        return previous.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def keep_previous(workspace: Workspace, data: bytes) -> str:
+    """Store `data` in the side store (content-addressed) and return its reference."""
+    hexdigest = digest(data)
+    location = f"{EFFECT_STORE}/{hexdigest}"
+    if not workspace.exists(location):
+        workspace.write_bytes(location, data)
+    return f"sha256:{hexdigest}"
+
+
+def load_previous(workspace: Workspace, reference: str) -> bytes:
+    matched = _REF.match(reference)
+    if matched is None:
+        raise ExecutionError(f"Invalid previous_ref '{reference}' in effect record")
+    data = workspace.read_bytes(f"{EFFECT_STORE}/{matched.group(1)}", limit=_NO_LIMIT)
+    if digest(data) != matched.group(1):
+        raise ExecutionError(f"Side store entry {reference} does not match its digest")
+    return data
+
+
+def is_file_effect(effect: Any) -> bool:
+    """The original's test: an object with a write/patch action, a string path and a boolean
+    `undoable`."""
+    return (
+        isinstance(effect, dict)
+        and effect.get("action") in _FILE_ACTIONS
+        and isinstance(effect.get("path"), str)
+        and isinstance(effect.get("undoable"), bool)
+    )
+
+
+# A dry run's picture of the files it would have changed: path → content (None = deleted).
+Overlay = dict[tuple[str, str], bytes | None]
+
+
+def undo_effects(
+    workspace: Workspace,
+    effects: list[Any],
+    dry_run: bool = False,
+    overlay: Overlay | None = None,
+) -> dict[str, Any]:
+    """Revert file effects newest first. Returns `{ok, undone, conflicts, skipped}`; `ok` is
+    false when any effect could not be undone because the file changed since. A dry run changes
+    nothing but judges each effect as if the newer ones had been undone."""
+    overlay = {} if overlay is None else overlay
+    undone: list[dict[str, Any]] = []
+    conflicts: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    for effect in reversed(effects):
+        if not is_file_effect(effect) or not effect["undoable"]:
+            skipped.append({"effect": _effect_id(effect), "reason": "not an undoable file effect"})
+            continue
+        outcome = _undo_one(workspace, effect, dry_run, overlay)
+        {"undone": undone, "conflict": conflicts, "skipped": skipped}[outcome["status"]].append(
+            outcome
+        )
+    return {"ok": not conflicts, "undone": undone, "conflicts": conflicts, "skipped": skipped}
+
+
+def _undo_one(
+    workspace: Workspace, effect: dict[str, Any], dry_run: bool, overlay: Overlay
+) -> dict[str, Any]:
+    path: str = effect["path"]
+    report: dict[str, Any] = {"effect": effect.get("id"), "path": path}
+    recorded_root = effect.get("workspace")
+    if recorded_root is not None and recorded_root != str(workspace.root):
+        return {**report, "status": "conflict", "reason": "the effect belongs to another workspace"}
+    previous: bytes | None = None
+    if isinstance(effect.get("previous"), str):
+        previous = effect["previous"].encode("utf-8")
+    elif isinstance(effect.get("previous_ref"), str):
+        previous = load_previous(workspace, effect["previous_ref"])
+    delete = previous is None and effect.get("existed") is False
+    if previous is None and not delete:
+        return {**report, "status": "skipped", "reason": "the record has nothing to restore"}
+    key = (str(workspace.root), workspace.relative(path))
+    if key in overlay:
+        current = overlay[key]
+    else:
+        current = workspace.read_bytes(path, limit=_NO_LIMIT) if workspace.exists(path) else None
+    wanted = None if delete else previous
+    if current == wanted:
+        return {**report, "status": "skipped", "reason": "already in the recorded previous state"}
+    after = effect.get("after_sha256")
+    if isinstance(after, str) and (current is None or digest(current) != after):
+        return {**report, "status": "conflict", "reason": "the file changed since the effect"}
+    if dry_run:
+        overlay[key] = wanted
+    elif wanted is None:
+        workspace.delete(path)
+    else:
+        workspace.write_bytes(path, wanted)
+    action = "delete" if wanted is None else "restore"
+    return {**report, "status": "undone", "action": action, "dry_run": dry_run}
+
+
+def _effect_id(effect: Any) -> Any:
+    return effect.get("id") if isinstance(effect, dict) else None
+
+
+def effects_in_trace(trace: list[Any]) -> list[dict[str, Any]]:
+    """The file effects a run recorded, in execution order, nested agent calls included."""
+    found: list[dict[str, Any]] = []
+    for event in trace:
+        if not isinstance(event, dict) or not isinstance(event.get("data"), dict):
+            continue
+        data = event["data"]
+        if event.get("kind") == "tool" and isinstance(data.get("effects"), list):
+            found.extend(effect for effect in data["effects"] if is_file_effect(effect))
+        elif event.get("kind") == "agent" and isinstance(data.get("trace"), list):
+            found.extend(effects_in_trace(data["trace"]))
+    return found
+
+
+def undo_trace(
+    trace: list[Any], default_root: str | None = None, dry_run: bool = False
+) -> dict[str, Any]:
+    """Revert every file effect of a recorded run, newest first, each in the workspace it was
+    recorded in (or `default_root` for records that do not say)."""
+    report: dict[str, Any] = {"ok": True, "undone": [], "conflicts": [], "skipped": []}
+    workspaces: dict[str, Workspace] = {}
+    overlay: Overlay = {}
+    for effect in reversed(effects_in_trace(trace)):
+        root = effect.get("workspace") or default_root
+        if not isinstance(root, str):
+            report["skipped"].append(
+                {"effect": effect.get("id"), "reason": "the record does not name its workspace"}
+            )
+            continue
+        workspace = workspaces.get(root) or workspaces.setdefault(root, Workspace(root))
+        outcome = undo_effects(
+            workspace, [{**effect, "workspace": str(workspace.root)}], dry_run, overlay
+        )
+        for key in ("undone", "conflicts", "skipped"):
+            report[key].extend(outcome[key])
+    report["ok"] = not report["conflicts"]
+    return report

@@ -1,0 +1,40 @@
+"""The host tool provider: dispatches each call to the tool of its URI scheme.
+
+An unknown scheme is an error naming it and the supported ones. Approvals wrap the registry
+(see approvals.py), so every scheme is gated the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agentscript.providers.tools.base import Risk, SchemeTool, scheme_of
+from agentscript.runtime.errors import ExecutionError
+from agentscript.runtime.ports import Closeable, ToolCall
+
+
+class ToolRegistry:
+    """A ToolProvider over scheme tools, e.g. {"sh": ShellTools(...), "file": FileTools(...)}."""
+
+    def __init__(self, tools: Mapping[str, SchemeTool]) -> None:
+        self._tools = dict(tools)
+
+    def tool_for(self, request: ToolCall) -> SchemeTool:
+        scheme = scheme_of(request.uri)
+        tool = self._tools.get(scheme)
+        if tool is None:
+            supported = ", ".join(sorted(self._tools))
+            raise ExecutionError(f"Unsupported tool URI scheme '{scheme}'. Supported: {supported}")
+        return tool
+
+    def risk(self, request: ToolCall) -> Risk:
+        return self.tool_for(request).risk(request)
+
+    def call(self, request: ToolCall) -> Any:
+        return self.tool_for(request).call(request)
+
+    def close(self) -> None:
+        for tool in self._tools.values():
+            if isinstance(tool, Closeable):
+                tool.close()

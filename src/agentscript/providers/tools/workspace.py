@@ -1,0 +1,339 @@
+"""The workspace jail: every file a host tool touches lies inside one root directory.
+
+Paths are resolved component by component from an open directory descriptor of the root, never
+by handing a joined path string to the OS: `..` cannot climb out, absolute paths are refused,
+a symlink is followed only when its target stays inside, and every open uses O_NOFOLLOW so a
+symlink swapped in after the check is refused, not followed. Hard-linked files (the other link
+may live outside), device files, FIFOs and sockets are refused, and so are files over the size
+cap. Writes are atomic: a temporary file in the same directory, fsync, rename, fsync of the
+directory. Every refusal says `Path escapes workspace: <path>` or names the limit.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from agentscript.runtime.errors import ExecutionError
+
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_SYMLINK_HOPS = 40
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
+class WorkspaceError(ExecutionError):
+    """A path was refused by the jail."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One file or directory met while walking a tree."""
+
+    path: str  # workspace-relative, "/"-separated; "." for the root
+    is_dir: bool
+
+
+class Workspace:
+    """A root directory and the only ways host tools may read and change files under it."""
+
+    def __init__(self, root: str | Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
+        resolved = os.path.realpath(root)
+        if not os.path.isdir(resolved):
+            raise ExecutionError(f"Workspace root is not a directory: {root}")
+        self.root = Path(resolved)
+        self.max_file_bytes = max_file_bytes
+
+    # ------------------------------------------------------------------ path resolution
+
+    def parts(self, path: str) -> list[str]:
+        """The canonical components of `path` below the root, symlinks resolved, or a refusal.
+
+        Missing trailing components are allowed (a file about to be written)."""
+        if not isinstance(path, str) or path == "" or "\x00" in path:
+            raise self.escape(str(path))
+        if path.startswith(("/", "\\")) or (len(path) > 1 and path[1] == ":"):
+            raise self.escape(path)
+        pending = [part for part in path.replace("\\", "/").split("/")]
+        resolved: list[str] = []
+        hops = 0
+        while pending:
+            part = pending.pop(0)
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if not resolved:
+                    raise self.escape(path)
+                resolved.pop()
+                continue
+            kind = self._lstat_kind(resolved, part)
+            if kind == "link":
+                hops += 1
+                if hops > MAX_SYMLINK_HOPS:
+                    raise self.escape(path)
+                target = self._readlink(resolved, part)
+                if target.startswith("/"):
+                    inside = self._inside_root(target)
+                    if inside is None:
+                        raise self.escape(path)
+                    resolved = []
+                    pending = inside + pending
+                else:
+                    pending = target.split("/") + pending
+                continue
+            resolved.append(part)
+            if kind is None:
+                # Nothing exists here yet: the rest is taken as written (for writes).
+                for rest in pending:
+                    if rest in ("", "."):
+                        continue
+                    if rest == "..":
+                        if len(resolved) <= 0:
+                            raise self.escape(path)
+                        resolved.pop()
+                    else:
+                        resolved.append(rest)
+                return resolved
+        return resolved
+
+    def relative(self, path: str) -> str:
+        """The canonical workspace-relative form of `path` ("." for the root)."""
+        return "/".join(self.parts(path)) or "."
+
+    def escape(self, path: str) -> WorkspaceError:
+        return WorkspaceError(f"Path escapes workspace: {path}")
+
+    def _inside_root(self, absolute: str) -> list[str] | None:
+        root = str(self.root)
+        normal = os.path.normpath(absolute)
+        if normal == root:
+            return []
+        if normal.startswith(root + os.sep):
+            return normal[len(root) + 1 :].split(os.sep)
+        return None
+
+    def _lstat_kind(self, parents: list[str], name: str) -> str | None:
+        with self._directory(parents) as fd:
+            try:
+                info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return None
+        if stat.S_ISLNK(info.st_mode):
+            return "link"
+        return "dir" if stat.S_ISDIR(info.st_mode) else "file"
+
+    def _readlink(self, parents: list[str], name: str) -> str:
+        with self._directory(parents) as fd:
+            return os.readlink(name, dir_fd=fd)
+
+    # ------------------------------------------------------------------ descriptors
+
+    @contextmanager
+    def _directory(self, parts: list[str], create: bool = False) -> Iterator[int]:
+        """An open descriptor of the directory `parts` below the root, walked with O_NOFOLLOW."""
+        fd = os.open(self.root, _DIRECTORY_FLAGS)
+        try:
+            for part in parts:
+                try:
+                    child = os.open(part, _DIRECTORY_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                    child = os.open(part, _DIRECTORY_FLAGS, dir_fd=fd)
+                except OSError as problem:
+                    if problem.errno == errno.ELOOP:
+                        raise self.escape("/".join(parts)) from None
+                    if problem.errno == errno.ENOTDIR:
+                        raise ExecutionError(f"Not a directory: {'/'.join(parts)}") from None
+                    raise
+                os.close(fd)
+                fd = child
+            yield fd
+        finally:
+            os.close(fd)
+
+    def _split(self, path: str) -> tuple[list[str], str]:
+        parts = self.parts(path)
+        if not parts:
+            raise WorkspaceError(f"Path is the workspace root, not a file: {path}")
+        return parts[:-1], parts[-1]
+
+    def _check_regular(self, info: os.stat_result, path: str) -> None:
+        if stat.S_ISDIR(info.st_mode):
+            raise WorkspaceError(f"Path is a directory, not a file: {path}")
+        if not stat.S_ISREG(info.st_mode):
+            raise WorkspaceError(f"Path escapes workspace: {path} (not a regular file)")
+        if info.st_nlink > 1:
+            raise WorkspaceError(f"Path escapes workspace: {path} (a hard link)")
+
+    # ------------------------------------------------------------------ reading
+
+    def exists(self, path: str) -> bool:
+        parents, name = self._split(path)
+        try:
+            with self._directory(parents) as fd:
+                os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def is_dir(self, path: str) -> bool:
+        parts = self.parts(path)
+        try:
+            with self._directory(parts):
+                return True
+        except (FileNotFoundError, NotADirectoryError, WorkspaceError):
+            return False
+
+    def read_bytes(self, path: str, limit: int | None = None) -> bytes:
+        cap = self.max_file_bytes if limit is None else limit
+        parents, name = self._split(path)
+        try:
+            with self._directory(parents) as directory:
+                try:
+                    fd = os.open(name, _READ_FLAGS, dir_fd=directory)
+                except OSError as problem:
+                    if problem.errno == errno.ELOOP:
+                        raise self.escape(path) from None
+                    raise
+        except FileNotFoundError:
+            raise ExecutionError(f"File not found: {path}") from None
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            self._check_regular(info, path)
+            if info.st_size > cap:
+                raise WorkspaceError(
+                    f"File is larger than the workspace limit of {cap} bytes: {path}"
+                )
+            data = _read_capped(handle, cap)
+        if len(data) > cap:
+            raise WorkspaceError(f"File is larger than the workspace limit of {cap} bytes: {path}")
+        return data
+
+    def read_text(self, path: str, limit: int | None = None) -> str:
+        return self.read_bytes(path, limit).decode("utf-8", errors="replace")
+
+    def size(self, path: str) -> int:
+        parents, name = self._split(path)
+        with self._directory(parents) as fd:
+            return os.stat(name, dir_fd=fd, follow_symlinks=False).st_size
+
+    def list_names(self, path: str) -> list[str]:
+        parts = self.parts(path)
+        try:
+            with self._directory(parts) as fd:
+                return sorted(os.listdir(fd))
+        except FileNotFoundError:
+            raise ExecutionError(f"Directory not found: {path}") from None
+        except NotADirectoryError:
+            raise ExecutionError(f"Not a directory: {path}") from None
+
+    def walk(self, path: str) -> Iterator[Entry]:
+        """The start path itself, then everything below it depth-first in sorted order.
+        Symlinks are skipped entirely, as the original did."""
+        parts = self.parts(path)
+        start = "/".join(parts) or "."
+        if parts:
+            parents, name = parts[:-1], parts[-1]
+            try:
+                with self._directory(parents) as fd:
+                    info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return
+            if stat.S_ISLNK(info.st_mode):
+                return
+            if not stat.S_ISDIR(info.st_mode):
+                yield Entry(start, False)
+                return
+        yield Entry(start, True)
+        with self._directory(parts) as fd:
+            yield from self._walk_below(fd, "" if start == "." else start)
+
+    def _walk_below(self, fd: int, prefix: str) -> Iterator[Entry]:
+        for name in sorted(os.listdir(fd)):
+            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            relative = f"{prefix}/{name}" if prefix else name
+            if stat.S_ISLNK(info.st_mode):
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                yield Entry(relative, True)
+                child = os.open(name, _DIRECTORY_FLAGS, dir_fd=fd)
+                try:
+                    yield from self._walk_below(child, relative)
+                finally:
+                    os.close(child)
+            else:
+                yield Entry(relative, False)
+
+    # ------------------------------------------------------------------ writing
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Replace (or create) the file atomically; parent directories are created."""
+        if len(data) > self.max_file_bytes:
+            raise WorkspaceError(
+                f"File is larger than the workspace limit of {self.max_file_bytes} bytes: {path}"
+            )
+        parents, name = self._split(path)
+        with self._directory(parents, create=True) as directory:
+            mode = 0o644
+            try:
+                info = os.stat(name, dir_fd=directory, follow_symlinks=False)
+            except FileNotFoundError:
+                info = None
+            if info is not None:
+                if stat.S_ISLNK(info.st_mode):
+                    raise self.escape(path)
+                self._check_regular(info, path)
+                mode = stat.S_IMODE(info.st_mode)
+            temporary = f".{name}.{uuid.uuid4().hex[:12]}.tmp"
+            fd = os.open(
+                temporary,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                mode,
+                dir_fd=directory,
+            )
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.rename(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+            except BaseException:
+                with suppress(FileNotFoundError):
+                    os.unlink(temporary, dir_fd=directory)
+                raise
+            os.fsync(directory)
+
+    def write_text(self, path: str, text: str) -> None:
+        self.write_bytes(path, text.encode("utf-8"))
+
+    def delete(self, path: str) -> None:
+        parents, name = self._split(path)
+        with self._directory(parents) as directory:
+            info = os.stat(name, dir_fd=directory, follow_symlinks=False)
+            if stat.S_ISLNK(info.st_mode):
+                raise self.escape(path)
+            self._check_regular(info, path)
+            os.unlink(name, dir_fd=directory)
+            os.fsync(directory)
+
+
+def _read_capped(handle: BinaryIO, cap: int) -> bytes:
+    """Read to the end, or to one byte past `cap` (a file may grow while it is read)."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= cap:
+        chunk = handle.read(min(1 << 20, cap + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
