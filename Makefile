@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/agentscript run examples/hello.as --mock examples/hello.responses.json --trace pretty
+	$(BIN)/agentscript run examples/react.as --mock examples/react.responses.json --input '{"question": "Which Python release added the match statement?"}' --trace pretty
 
 test: lint typecheck pytest
 

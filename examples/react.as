@@ -1,0 +1,55 @@
+// examples/react.as: a ReAct agent. Each round it thinks, then either searches or finishes;
+// what it saw goes into a scratch list that the next round reads back. At most 4 rounds.
+// Shows: import tool (mcp://), `loop until … < N`, a scratch list with .add / .summary / .length,
+// `use` with budgets, a `use` inside the loop body that lives for one round only.
+// Syntax: 0.1.0 only (`{ return { shape } }`, `<` budgets and bounds, explicit `return`).
+// Run offline (scripted answers; the mock tool answers each call with a summary of the call):
+//   agentscript run examples/react.as --mock examples/react.responses.json --input '{"question": "Which Python release added the match statement?"}' --trace pretty
+
+import llm Model from "openai://gpt-4.1-mini"
+import tool Search from "mcp://tools/search"
+
+main agent Researcher {
+    model Model
+    role "research assistant"
+    description "Answers questions by searching step by step and never guesses without evidence."
+
+    main func(input { question string }) {
+        use input.question
+        notes = []
+        done = false
+
+        loop until done < 4 {
+            // Visible to this round's generate only; the next round declares it again.
+            use notes.summary < 3k
+            step = generate({ input: "Say what is still missing, then either search or finish." }) {
+                return {
+                    thought string
+                    action string
+                    query string
+                }
+            }
+            if step.action == "finish" {
+                done = true
+            } else {
+                found = Search.query({ q: step.query, limit: 3 })
+                notes.add({ query: step.query, thought: step.thought, found: found })
+            }
+        }
+
+        use notes.summary < 4k
+        final = generate({ input: "Answer the question from the notes only. Cite the queries you relied on." }) {
+            return {
+                answer string
+                confident boolean
+                cited list[string]
+            }
+        }
+        return {
+            answer: final.answer
+            confident: final.confident
+            cited: final.cited
+            searches: notes.length
+        }
+    }
+}
