@@ -1,0 +1,138 @@
+"""The three things the command does with a file: run it, check it, print its syntax tree.
+
+Both command-line forms (the `run`/`check`/`parse` subcommands and the 0.1.0 flag form) call
+these, so they behave alike. Each returns an exit code and reports errors itself.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+
+from agentscript import api
+from agentscript.cli import render
+from agentscript.cli.errors import REPORTED_ERRORS, CliError, error_lines
+from agentscript.cli.input import PromptedInput, read_input
+from agentscript.composition import ModelChoice, RunConfig
+from agentscript.runtime.errors import AgentScriptError
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """Everything a run was asked for on the command line."""
+
+    path: str
+    input_json: str | None = None
+    input_file: str | None = None
+    agent: str | None = None
+    function: str | None = None
+    model: ModelChoice = "real"
+    responses: str | None = None
+    trace: str | None = None  # a file to write the trace to, or "pretty"
+    verbose: bool = False
+    quiet: bool = False
+
+    @property
+    def trace_file(self) -> str | None:
+        return self.trace if self.trace not in (None, "pretty") else None
+
+    @property
+    def pretty_trace(self) -> bool:
+        return self.verbose or self.trace == "pretty"
+
+
+def check_output_flags(quiet: bool, verbose: bool, trace: str | None) -> None:
+    """`--quiet` hides the trace that `--verbose` / `--trace pretty` ask to show."""
+    if quiet and (verbose or trace == "pretty"):
+        raise CliError("Use either --quiet or verbose trace output, not both")
+
+
+def check_input_flags(input_json: str | None, input_file: str | None) -> None:
+    if input_json is not None and input_file is not None:
+        raise CliError("Use either --input or --input-file, not both")
+
+
+def reporting_errors(action: Callable[[], int]) -> int:
+    """Run `action`; print any expected error as one line per problem and return exit code 1."""
+    try:
+        return action()
+    except REPORTED_ERRORS as error:
+        for line in error_lines(error):
+            print(line, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("Interrupted", file=sys.stderr)
+        return 130
+
+
+def at_terminal() -> bool:
+    """Missing input is asked for only when a person is there to see the question and answer."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def run_program(options: RunOptions) -> int:
+    return reporting_errors(partial(_run, options))
+
+
+def _run(options: RunOptions) -> int:
+    check_output_flags(options.quiet, options.verbose, options.trace)
+    check_input_flags(options.input_json, options.input_file)
+    input_value = read_input(options.input_json, options.input_file)
+    program = api.load(options.path)
+    config = RunConfig(
+        model=options.model,
+        responses=options.responses,
+        agent=options.agent,
+        function=options.function,
+        input_provider=PromptedInput(input) if at_terminal() else None,
+        debug_stream=sys.stderr,
+        on_dry_run_prompt=render.PromptPrinter(sys.stderr) if options.model == "dry-run" else None,
+    )
+    try:
+        result = api.run(program, input_value, config)
+    except AgentScriptError as error:
+        # Show how far the run got: the partial trace goes where the full one would have.
+        if error.trace is not None and options.trace_file is not None:
+            render.write_trace_file(options.trace_file, error.trace)
+        if error.trace is not None and options.pretty_trace:
+            render.print_trace(error.trace, sys.stderr)
+        raise
+    if options.trace_file is not None:
+        render.write_trace_file(options.trace_file, result.trace)
+    if options.quiet:
+        print(render.to_json(result.value))
+    else:
+        print(render.run_output(result.value, result.trace, options.trace_file))
+    if options.pretty_trace:
+        sys.stdout.flush()
+        render.print_trace(result.trace, sys.stdout)
+    return 0
+
+
+def check_files(paths: Sequence[str], report_ok: bool) -> int:
+    """Check every file (a broken one does not stop the others); exit 1 if any has an error."""
+    failed = False
+    for path in paths:
+        failed |= reporting_errors(partial(_check, path, report_ok)) != 0
+    return 1 if failed else 0
+
+
+def _check(path: str, report_ok: bool) -> int:
+    diagnostics = api.check(api.load(path))
+    for diagnostic in diagnostics:
+        print(diagnostic.format_located(), file=sys.stderr)
+    if any(diagnostic.severity == "error" for diagnostic in diagnostics):
+        return 1
+    if report_ok:
+        print(f"{path}: ok", file=sys.stderr)
+    return 0
+
+
+def parse_file(path: str) -> int:
+    def show_tree() -> int:
+        print(render.to_json(api.load(path).to_json()))
+        return 0
+
+    return reporting_errors(show_tree)

@@ -1,0 +1,189 @@
+"""The `run`, `check`, `parse` and `repl` subcommands, declared with click.
+
+Usage errors are reported like every other error: one plain line on stderr and exit code 1
+(click's own convention, a usage banner and exit code 2, would break the 0.1.0 contract).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO, Any
+
+import click
+
+from agentscript import __version__
+from agentscript.cli import actions
+
+HELP = """Run, check and explore AgentScript programs.
+
+\b
+With no arguments, starts the REPL. The 0.1.0 flag form also works:
+  agentscript FILE [--check | --parse] [--input JSON | --input-file F]
+                   [--agent A] [--function F] [--real-llm]
+                   [--trace FILE|pretty] [--verbose | --quiet]
+It answers with the mock model unless --real-llm is given.
+"""
+
+
+class PlainUsageError(click.ClickException):
+    """A usage error shown as its bare message, with exit code 1."""
+
+    exit_code = 1
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(self.format_message(), file=file, err=file is None)
+
+
+@contextmanager
+def _plain_usage_errors() -> Iterator[None]:
+    """Turn click's usage errors into the 0.1.0 messages (`Unknown option '--x'`, …)."""
+    try:
+        yield
+    except click.NoSuchOption as error:
+        raise PlainUsageError(f"Unknown option '{error.option_name}'") from None
+    except click.BadOptionUsage as error:
+        if error.message.endswith("requires an argument."):
+            raise PlainUsageError(f"Expected value after {error.option_name}") from None
+        raise PlainUsageError(error.format_message()) from None
+    except click.UsageError as error:
+        raise PlainUsageError(error.format_message()) from None
+
+
+class _Command(click.Command):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        with _plain_usage_errors():
+            return super().parse_args(ctx, args)
+
+
+class _Group(click.Group):
+    command_class = _Command
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        with _plain_usage_errors():
+            return super().parse_args(ctx, args)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        with _plain_usage_errors():
+            return super().resolve_command(ctx, args)
+
+
+@click.group(
+    cls=_Group,
+    help=HELP,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.version_option(__version__, "-v", "--version", message="%(version)s")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    if ctx.invoked_subcommand is None:
+        from agentscript.cli.repl import run_repl
+
+        ctx.exit(run_repl())
+
+
+@cli.command(name="run", context_settings={"allow_extra_args": True})
+@click.argument("file", required=False)
+@click.option("--input", "input_json", metavar="JSON", help="Input object as JSON.")
+@click.option("--input-file", metavar="FILE", help="Read the input object from a JSON file.")
+@click.option("--agent", metavar="NAME", help="Entry agent (default: the main agent).")
+@click.option("--function", metavar="NAME", help="Entry function (default: its main func).")
+@click.option(
+    "--mock",
+    "responses",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[FILE]",
+    help="Use the mock model: shape defaults, or scripted answers from FILE "
+    "(put --mock after the program, or write --mock=FILE).",
+)
+@click.option("--dry-run", is_flag=True, help="Print each prompt to stderr instead of sending it.")
+@click.option("--trace", metavar="FILE|pretty", help="Write the trace to FILE, or print it.")
+@click.option("--verbose", is_flag=True, help="Print the trace after the result.")
+@click.option("--quiet", is_flag=True, help="Print only the result value.")
+@click.pass_context
+def run_command(
+    ctx: click.Context,
+    file: str | None,
+    input_json: str | None,
+    input_file: str | None,
+    agent: str | None,
+    function: str | None,
+    responses: str | None,
+    dry_run: bool,
+    trace: str | None,
+    verbose: bool,
+    quiet: bool,
+) -> None:
+    """Run a program and print its result and trace as JSON.
+
+    The real model answers unless --mock or --dry-run is given.
+    """
+    if ctx.args:
+        raise PlainUsageError("Unexpected positional argument. Use --input to pass input JSON.")
+    if file is None:
+        hint = f" (--mock took '{responses}' as its answers file)" if responses else ""
+        raise PlainUsageError(f"Missing argument 'FILE'{hint}.")
+    if responses is not None and dry_run:
+        raise PlainUsageError("Use either --mock or --dry-run, not both")
+    options = actions.RunOptions(
+        path=file,
+        input_json=input_json,
+        input_file=input_file,
+        agent=agent,
+        function=function,
+        model="dry-run" if dry_run else "mock" if responses is not None else "real",
+        responses=responses or None,
+        trace=trace,
+        verbose=verbose,
+        quiet=quiet,
+    )
+    ctx.exit(actions.run_program(options))
+
+
+@cli.command(name="check")
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.option("--quiet", is_flag=True, help="Print nothing for files without problems.")
+@click.pass_context
+def check_command(ctx: click.Context, files: tuple[str, ...], quiet: bool) -> None:
+    """Check programs and print their diagnostics."""
+    ctx.exit(actions.check_files(files, report_ok=not quiet))
+
+
+@cli.command(name="parse")
+@click.argument("file")
+@click.pass_context
+def parse_command(ctx: click.Context, file: str) -> None:
+    """Print a program's syntax tree as JSON."""
+    ctx.exit(actions.parse_file(file))
+
+
+@cli.command(name="repl")
+@click.pass_context
+def repl_command(ctx: click.Context) -> None:
+    """Start the interactive REPL (answers with the mock model)."""
+    from agentscript.cli.repl import run_repl
+
+    ctx.exit(run_repl())
+
+
+def invoke(args: list[str]) -> int:
+    """Run the click command line on `args` and return its exit code."""
+    try:
+        code = cli.main(args, prog_name="agentscript", standalone_mode=False)
+    except click.ClickException as error:
+        error.show()
+        return error.exit_code
+    except click.Abort:
+        click.echo("Interrupted", err=True)
+        return 130
+    return code if isinstance(code, int) else 0
+
+
+def usage_text() -> str:
+    with click.Context(cli, info_name="agentscript", **cli.context_settings) as ctx:
+        return cli.get_help(ctx)

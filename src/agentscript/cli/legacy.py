@@ -1,0 +1,104 @@
+"""The 0.1.0 command line, `agentscript FILE [--check | --parse] [--input JSON] …`, kept working.
+
+A small hand-written parser, so its exact error messages survive and it needs no click import;
+it turns the flags into one action of `actions`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agentscript.cli import actions
+from agentscript.cli.errors import CliError
+
+# Flags that take the next argument as their value, and the field each one fills.
+_VALUE_FLAGS = {
+    "--input": "input_json",
+    "--input-file": "input_file",
+    "--agent": "agent",
+    "--function": "function",
+    "--trace": "trace",
+}
+_SWITCHES = {
+    "--check": "check",
+    "--parse": "parse",
+    "--real-llm": "real_llm",
+    "--verbose": "verbose",
+    "--quiet": "quiet",
+}
+_HELP = ("-h", "--help")
+_VERSION = ("-v", "--version")
+
+Request = Literal["act", "help", "version"]
+
+
+@dataclass(slots=True)
+class LegacyArgs:
+    """The flag form's arguments. `request` is "help"/"version" when those flags were given."""
+
+    request: Request = "act"
+    file: str | None = None
+    values: dict[str, str] = field(default_factory=dict)
+    switches: set[str] = field(default_factory=set)
+
+    def run_options(self) -> actions.RunOptions:
+        assert self.file is not None
+        return actions.RunOptions(
+            path=self.file,
+            input_json=self.values.get("input_json"),
+            input_file=self.values.get("input_file"),
+            agent=self.values.get("agent"),
+            function=self.values.get("function"),
+            # 0.1.0 answered with the mock model unless asked for the real one.
+            model="real" if "real_llm" in self.switches else "mock",
+            trace=self.values.get("trace"),
+            verbose="verbose" in self.switches,
+            quiet="quiet" in self.switches,
+        )
+
+
+def parse_args(args: list[str]) -> LegacyArgs:
+    """Read the flag form left to right, as 0.1.0 did; raises CliError with its messages."""
+    parsed = LegacyArgs()
+    position = 0
+    while position < len(args):
+        arg = args[position]
+        position += 1
+        if arg in _HELP:
+            parsed.request = "help"
+        elif arg in _VERSION:
+            parsed.request = "version"
+        elif arg in _SWITCHES:
+            parsed.switches.add(_SWITCHES[arg])
+        elif arg in _VALUE_FLAGS:
+            if position >= len(args) or args[position].startswith("--"):
+                raise CliError(f"Expected value after {arg}")
+            parsed.values[_VALUE_FLAGS[arg]] = args[position]
+            position += 1
+        elif arg.startswith("-") and arg != "-":
+            raise CliError(f"Unknown option '{arg}'")
+        elif parsed.file is None:
+            parsed.file = arg
+        else:
+            raise CliError("Unexpected positional argument. Use --input to pass input JSON.")
+    if parsed.request != "act":
+        return parsed
+    switches = parsed.switches
+    actions.check_output_flags(
+        "quiet" in switches, "verbose" in switches, parsed.values.get("trace")
+    )
+    if {"parse", "check"} <= switches:
+        raise CliError("Use either --parse or --check, not both")
+    actions.check_input_flags(parsed.values.get("input_json"), parsed.values.get("input_file"))
+    return parsed
+
+
+def act(parsed: LegacyArgs) -> int:
+    """Do what the parsed flags ask for; the caller handles help, version and a missing file."""
+    assert parsed.file is not None
+    if "parse" in parsed.switches:
+        return actions.parse_file(parsed.file)
+    if "check" in parsed.switches:
+        return actions.check_files([parsed.file], report_ok=False)
+    return actions.run_program(parsed.run_options())

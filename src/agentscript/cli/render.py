@@ -1,0 +1,98 @@
+"""What the command line prints: run results as JSON, the trace as a tree or plain lines, and
+the prompts a dry run would send.
+
+Rendering only; rich is imported when a tree is actually drawn, to keep start-up fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from agentscript.runtime.jsjson import stringify
+from agentscript.runtime.ports import GenerateRequest
+from agentscript.runtime.trace import event_title, format_trace
+
+if TYPE_CHECKING:
+    from rich.tree import Tree
+
+
+def to_json(value: Any) -> str:
+    """Pretty JSON exactly as the original printed it (`JSON.stringify(value, null, 2)`)."""
+    return stringify(value, 2)
+
+
+def run_output(value: Any, trace: list[dict[str, Any]], trace_file: str | None = None) -> str:
+    """The `{"value": …, "trace": …}` document of a run; the trace is only referenced when it
+    was written to a file."""
+    shown: Any = {"file": trace_file} if trace_file is not None else trace
+    return to_json({"value": value, "trace": shown})
+
+
+def write_trace_file(path: str, trace: list[dict[str, Any]]) -> None:
+    Path(path).write_text(to_json(trace) + "\n", encoding="utf-8")
+
+
+def print_trace(trace: list[dict[str, Any]], stream: TextIO) -> None:
+    """The pretty trace: a tree for a person at a terminal, stable plain lines for pipes."""
+    if stream.isatty():
+        _print_trace_tree(trace, stream)
+    else:
+        stream.write(format_trace(trace) + "\n")
+
+
+def _print_trace_tree(trace: list[dict[str, Any]], stream: TextIO) -> None:
+    from rich.console import Console
+    from rich.text import Text
+    from rich.tree import Tree
+
+    root = Tree(Text("trace" if trace else "trace (empty)", style="bold"), guide_style="dim")
+    _add_branches(root, trace)
+    Console(file=stream, highlight=False).print(root)
+
+
+def _add_branches(node: Tree, trace: list[dict[str, Any]]) -> None:
+    from rich.text import Text
+
+    for event in trace:
+        kind = str(event.get("kind"))
+        data = event.get("data") or {}
+        # The plain title starts with "- <kind>"; the tree shows the kind in colour instead.
+        rest = event_title(kind, data)[len(f"- {kind}") :]
+        label = Text.assemble((kind, _KIND_STYLES.get(kind, "bold")), rest)
+        branch = node.add(label)
+        if kind == "agent":
+            _add_branches(branch, data.get("trace") or [])
+
+
+_KIND_STYLES = {
+    "agent": "bold magenta",
+    "generate": "bold cyan",
+    "tool": "bold yellow",
+    "memory": "bold green",
+    "input": "bold blue",
+    "for": "bold",
+    "use": "dim",
+}
+
+
+class PromptPrinter:
+    """Shows each prompt of a dry run, so the exact model input can be read before paying for it.
+
+    Both messages are framed by marker lines naming the call, since they are multi-line texts.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._count = 0
+
+    def __call__(self, request: GenerateRequest) -> None:
+        self._count += 1
+        title = f"dry-run prompt {self._count}: {request.call_key} (attempt {request.attempt})"
+        self._stream.write(
+            f"=== {title} ===\n"
+            f"--- system ---\n{request.built.system}\n"
+            f"--- user ---\n{request.built.final_user_message}\n"
+            f"=== end of prompt {self._count} ===\n"
+        )
+        self._stream.flush()
