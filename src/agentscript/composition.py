@@ -8,6 +8,7 @@ modules are imported only when a run needs them, which keeps `agentscript check`
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,7 @@ class RunConfig:
     agent: str | None = None
     function: str | None = None
     trace_sinks: list[TraceSink] = field(default_factory=list)
+    # Where `debug: true` generates print their prompts (stderr when None).
     debug_stream: TextIO | None = None
     on_dry_run_prompt: Callable[[GenerateRequest], None] | None = None
     max_call_depth: int = DEFAULT_MAX_CALL_DEPTH
@@ -122,7 +124,7 @@ def build_run(config: RunConfig) -> RunSetup:
         agent_name=config.agent,
         function_name=config.function,
         max_call_depth=config.max_call_depth,
-        debug_stream=config.debug_stream,
+        debug_stream=config.debug_stream if config.debug_stream is not None else sys.stderr,
         trace_sinks=list(config.trace_sinks),
         meter=RunMeter(budget),
     )

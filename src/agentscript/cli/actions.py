@@ -33,6 +33,13 @@ class RunOptions:
     trace: str | None = None  # a file to write the trace to, or "pretty"
     verbose: bool = False
     quiet: bool = False
+    max_tokens: int | None = None
+    max_calls: int | None = None
+    max_seconds: float | None = None
+    record: str | None = None
+    replay: str | None = None
+    # The `run` subcommand says what a run spent on stderr; the 0.1.0 form stays silent.
+    report_usage: bool = False
 
     @property
     def trace_file(self) -> str | None:
@@ -89,6 +96,11 @@ def _run(options: RunOptions) -> int:
         input_provider=PromptedInput(input) if at_terminal() else None,
         debug_stream=sys.stderr,
         on_dry_run_prompt=render.PromptPrinter(sys.stderr) if options.model == "dry-run" else None,
+        max_tokens=options.max_tokens,
+        max_calls=options.max_calls,
+        max_seconds=options.max_seconds,
+        record=options.record,
+        replay=options.replay,
     )
     try:
         result = api.run(program, input_value, config)
@@ -98,6 +110,8 @@ def _run(options: RunOptions) -> int:
             render.write_trace_file(options.trace_file, error.trace)
         if error.trace is not None and options.pretty_trace:
             render.print_trace(error.trace, sys.stderr)
+        if error.spent is not None and options.report_usage and not options.quiet:
+            print(render.usage_line(error.spent), file=sys.stderr)
         raise
     if options.trace_file is not None:
         render.write_trace_file(options.trace_file, result.trace)
@@ -108,6 +122,8 @@ def _run(options: RunOptions) -> int:
     if options.pretty_trace:
         sys.stdout.flush()
         render.print_trace(result.trace, sys.stdout)
+    if options.report_usage and not options.quiet:
+        print(render.usage_line(result.usage), file=sys.stderr)
     return 0
 
 
@@ -128,6 +144,20 @@ def _check(path: str, report_ok: bool) -> int:
     if report_ok:
         print(f"{path}: ok", file=sys.stderr)
     return 0
+
+
+def list_models(path: str, as_json: bool) -> int:
+    """`agentscript models FILE`: where each llm import goes and whether its key is set."""
+
+    def show() -> int:
+        reports = api.models(api.load(path))
+        if as_json:
+            print(render.to_json([report.to_json() for report in reports]))
+        else:
+            print(render.model_table(reports))
+        return 0
+
+    return reporting_errors(show)
 
 
 def parse_file(path: str) -> int:

@@ -105,6 +105,13 @@ def cli(ctx: click.Context) -> None:
 @click.option("--trace", metavar="FILE|pretty", help="Write the trace to FILE, or print it.")
 @click.option("--verbose", is_flag=True, help="Print the trace after the result.")
 @click.option("--quiet", is_flag=True, help="Print only the result value.")
+@click.option("--max-tokens", type=click.IntRange(min=1), help="Stop the run past N tokens.")
+@click.option("--max-calls", type=click.IntRange(min=1), help="Stop the run past N model calls.")
+@click.option(
+    "--max-seconds", type=click.FloatRange(min=0, min_open=True), help="Stop the run after N s."
+)
+@click.option("--record", metavar="FILE", help="Save every model exchange to FILE (JSONL).")
+@click.option("--replay", metavar="FILE", help="Answer from a recording instead of a model.")
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -118,6 +125,11 @@ def run_command(
     trace: str | None,
     verbose: bool,
     quiet: bool,
+    max_tokens: int | None,
+    max_calls: int | None,
+    max_seconds: float | None,
+    record: str | None,
+    replay: str | None,
 ) -> None:
     """Run a program and print its result and trace as JSON.
 
@@ -130,6 +142,8 @@ def run_command(
         raise PlainUsageError(f"Missing argument 'FILE'{hint}.")
     if responses is not None and dry_run:
         raise PlainUsageError("Use either --mock or --dry-run, not both")
+    if replay is not None and (responses is not None or dry_run):
+        raise PlainUsageError("Use either --replay or --mock/--dry-run, not both")
     options = actions.RunOptions(
         path=file,
         input_json=input_json,
@@ -141,6 +155,12 @@ def run_command(
         trace=trace,
         verbose=verbose,
         quiet=quiet,
+        max_tokens=max_tokens,
+        max_calls=max_calls,
+        max_seconds=max_seconds,
+        record=record,
+        replay=replay,
+        report_usage=True,
     )
     ctx.exit(actions.run_program(options))
 
@@ -152,6 +172,15 @@ def run_command(
 def check_command(ctx: click.Context, files: tuple[str, ...], quiet: bool) -> None:
     """Check programs and print their diagnostics."""
     ctx.exit(actions.check_files(files, report_ok=not quiet))
+
+
+@cli.command(name="models")
+@click.argument("file")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.pass_context
+def models_command(ctx: click.Context, file: str, as_json: bool) -> None:
+    """List a program's models: endpoint, model, and whether the key is set (never the key)."""
+    ctx.exit(actions.list_models(file, as_json))
 
 
 @cli.command(name="parse")

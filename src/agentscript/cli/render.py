@@ -16,6 +16,8 @@ from agentscript.runtime.trace import event_title, format_trace
 if TYPE_CHECKING:
     from rich.tree import Tree
 
+    from agentscript.providers.llm.endpoints import ModelReport
+
 
 def to_json(value: Any) -> str:
     """Pretty JSON exactly as the original printed it (`JSON.stringify(value, null, 2)`)."""
@@ -27,6 +29,44 @@ def run_output(value: Any, trace: list[dict[str, Any]], trace_file: str | None =
     was written to a file."""
     shown: Any = {"file": trace_file} if trace_file is not None else trace
     return to_json({"value": value, "trace": shown})
+
+
+def usage_line(usage: dict[str, float | int]) -> str:
+    """One line saying what a run spent, for stderr."""
+    calls = int(usage.get("calls", 0))
+    return (
+        f"usage: {calls} model call{'' if calls == 1 else 's'}, "
+        f"{int(usage.get('input_tokens', 0)):,} input + "
+        f"{int(usage.get('output_tokens', 0)):,} output tokens, "
+        f"{float(usage.get('seconds', 0.0)):.2f} s"
+    )
+
+
+def model_table(reports: list[ModelReport]) -> str:
+    """The llm imports of a program as aligned columns; keys are only said to be set or not."""
+    if not reports:
+        return "(no llm imports)"
+    rows = [("NAME", "PROTOCOL", "MODEL", "ENDPOINT", "KEY")]
+    for report in reports:
+        if report.problem is not None and report.protocol is None:
+            rows.append((report.name, "-", "-", "-", f"error: {report.problem}"))
+            continue
+        if report.key_variable is None:
+            key = "not needed"
+        elif report.key_present:
+            key = f"{report.key_variable} set"
+        else:
+            key = f"{report.key_variable} missing" + (" (required)" if report.key_required else "")
+        rows.append(
+            (report.name, report.protocol or "-", report.model or "-", report.base_url or "-", key)
+        )
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True))
+        + "  "
+        + row[4]
+        for row in rows
+    )
 
 
 def write_trace_file(path: str, trace: list[dict[str, Any]]) -> None:
@@ -73,6 +113,8 @@ _KIND_STYLES = {
     "input": "bold blue",
     "for": "bold",
     "use": "dim",
+    "approval": "bold red",
+    "llm_retry": "yellow",
 }
 
 

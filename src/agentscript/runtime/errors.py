@@ -15,10 +15,13 @@ from agentscript.runtime.usage import Usage
 class AgentScriptError(Exception):
     """Base of every error the runtime raises on purpose.
 
-    When a run fails, `trace` holds the trace up to the failure so it can still be written.
+    When a run fails, `trace` holds the trace up to the failure so it can still be written, and
+    `spent` what the run had spent.
     """
 
     trace: list[dict[str, Any]] | None = None
+    # What the run had spent when it failed (model calls, tokens, seconds).
+    spent: dict[str, float | int] | None = None
 
 
 class ExecutionError(AgentScriptError):

@@ -154,10 +154,13 @@ def run_generate(
                     reject_extra_fields=settings.strict is not False,
                 )
         except ModelOutputError as error:
+            # The repair quotes the provider's message as it was raised, without a location
+            # (0.1.0); the location is only added for the trace and the final error.
+            provider_message = str(error)
             error.at(where, call.path)
             failures.append(str(error))
             if attempt < settings.attempts:
-                instruction = repair_instruction(call.instruction, str(error))
+                instruction = repair_instruction(call.instruction, provider_message)
                 continue
             _trace_failure(tracer, call, built, attempt, failures, usage)
             raise

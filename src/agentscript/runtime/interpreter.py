@@ -121,9 +121,11 @@ class Interpreter:
         except RecursionError:
             error = ExecutionError("Values or calls are nested too deeply to evaluate")
             error.trace = self.tracer.to_json()
+            error.spent = self.options.meter.summary()
             raise error from None
         except AgentScriptError as error:
             error.trace = self.tracer.to_json()
+            error.spent = self.options.meter.summary()
             raise
         return RunResult(
             value=sanitize(value), trace=self.tracer.to_json(), usage=self.options.meter.summary()

@@ -1,0 +1,191 @@
+"""Which MCP servers `mcp://` URIs name: the `agentscript.mcp.json` file at the workspace root.
+
+The format is the Claude-style one users already have for other MCP clients:
+
+    {"mcpServers": {
+        "github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+                   "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}},
+        "docs": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer $TOKEN"}}
+    }}
+
+A server with `command` runs as a child process over stdio, one with `url` is reached over
+Streamable HTTP; `"transport": "stdio" | "http"` (or Claude Code's `"type"`) says so explicitly.
+`"timeout"` bounds each tool call and `"startTimeout"` the server's start, in seconds.
+Keys other clients add (`disabled`, `autoApprove`, …) are ignored so one file can serve them
+all. `$VAR` and `${VAR}` in env and header values are expanded when the server starts, so a
+missing variable only matters for a server the program actually uses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from agentscript.runtime.errors import ExecutionError
+
+CONFIG_FILE = "agentscript.mcp.json"
+# Seconds a tool call may take unless the server's entry sets `timeout`.
+DEFAULT_CALL_TIMEOUT = 60.0
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+# Spellings of the two transports; Claude Code writes "type" and other clients these names.
+_TRANSPORTS: dict[str, Literal["stdio", "http"]] = {
+    "stdio": "stdio",
+    "http": "http",
+    "streamable-http": "http",
+    "streamable_http": "http",
+    "streamableHttp": "http",
+}
+
+
+class _ServerEntry(BaseModel):
+    """What both transports share. Unknown keys belong to other clients and are ignored."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    # Seconds one tool call may take before it fails.
+    timeout: float = Field(default=DEFAULT_CALL_TIMEOUT, gt=0)
+    # Seconds the server may take to start and list its tools; None: the client's default.
+    # A server fetched on first use (`npx -y …`, `uvx …`) may need more than the default.
+    start_timeout: float | None = Field(default=None, gt=0, alias="startTimeout")
+
+
+class StdioServer(_ServerEntry):
+    """A server run as a child process that speaks MCP over its stdin and stdout."""
+
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    # Relative to the workspace root, which is also the default.
+    cwd: str | None = None
+
+
+class HttpServer(_ServerEntry):
+    """A server reached over MCP Streamable HTTP."""
+
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"expected an http:// or https:// URL, got {url!r}")
+        return url
+
+
+ServerConfig: TypeAlias = StdioServer | HttpServer
+
+
+class _ConfigFile(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    servers: dict[str, dict[str, Any]] = Field(alias="mcpServers")
+
+
+def server_key(uri: str) -> str:
+    """The server an `mcp://` URI names: host and path, `mcp://tools/search` → `tools/search`."""
+    parts = urlsplit(uri)
+    key = (parts.netloc + parts.path).strip("/")
+    if not key:
+        raise ExecutionError(f"MCP tool URI '{uri}' names no server (expected mcp://<server>)")
+    return key
+
+
+def config_path(workspace: Path) -> Path:
+    return workspace / CONFIG_FILE
+
+
+def load_servers(workspace: Path) -> dict[str, ServerConfig] | None:
+    """Every server of the workspace's config file, or None when there is no such file.
+
+    A malformed file is an error naming the file and the problem, even if the broken entry is
+    not the one asked for: a config file is fixed once, not discovered one server at a time.
+    """
+    path = config_path(workspace)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as problem:
+        raise ExecutionError(f"Cannot read {path}: {problem.strerror or problem}") from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as problem:
+        raise ExecutionError(
+            f"{path} is not valid JSON: {problem.msg} at line {problem.lineno} "
+            f"column {problem.colno}"
+        ) from None
+    try:
+        entries = _ConfigFile.model_validate(raw).servers
+    except ValidationError as problem:
+        raise ExecutionError(
+            f'{path} must be an object with "mcpServers": {{"<name>": {{…}}}} '
+            f"({_describe(problem)})"
+        ) from None
+    return {key: _server(path, key, entry) for key, entry in entries.items()}
+
+
+def _server(path: Path, key: str, entry: dict[str, Any]) -> ServerConfig:
+    transport = _transport(path, key, entry)
+    model: type[ServerConfig] = StdioServer if transport == "stdio" else HttpServer
+    try:
+        return model.model_validate(entry)
+    except ValidationError as problem:
+        raise ExecutionError(
+            f"{path}: MCP server '{key}' ({transport}) is invalid: {_describe(problem)}"
+        ) from None
+
+
+def _transport(path: Path, key: str, entry: dict[str, Any]) -> Literal["stdio", "http"]:
+    """The transport an entry asks for explicitly, or the one its `command` / `url` implies."""
+    explicit = entry.get("transport", entry.get("type"))
+    if explicit is not None:
+        transport = _TRANSPORTS.get(explicit) if isinstance(explicit, str) else None
+        if transport is None:
+            raise ExecutionError(
+                f"{path}: MCP server '{key}' has unsupported transport {json.dumps(explicit)} "
+                '(use "stdio" or "http")'
+            )
+        return transport
+    if "command" in entry:
+        return "stdio"
+    if "url" in entry:
+        return "http"
+    raise ExecutionError(
+        f'{path}: MCP server \'{key}\' needs "command" (a stdio server) or "url" '
+        "(a Streamable HTTP server)"
+    )
+
+
+def _describe(problem: ValidationError) -> str:
+    """Pydantic's errors as `field: message` pairs, without its links and input echoes."""
+    parts = []
+    for error in problem.errors(include_url=False, include_input=False):
+        where = ".".join(str(part) for part in error["loc"])
+        parts.append(f"{where}: {error['msg']}" if where else error["msg"])
+    return "; ".join(parts)
+
+
+def expand(value: str, environ: Mapping[str, str], key: str, where: str) -> str:
+    """`value` with `$VAR` / `${VAR}` replaced from `environ`; a missing variable is an error
+    naming it, the server and the setting that uses it (`env.GITHUB_TOKEN`)."""
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        found = environ.get(name)
+        if found is None:
+            raise ExecutionError(
+                f"MCP server '{key}': environment variable {name} is not set "
+                f"(used in {where} of {CONFIG_FILE})"
+            )
+        return found
+
+    return _VARIABLE.sub(replace, value)
