@@ -29,7 +29,8 @@ class TraceEvent:
     depth: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "data": self.data}
+        """`{kind, data}` as JSON data; a finished agent event's nested events included."""
+        return _event_json(self)
 
 
 class TraceSink:
@@ -102,6 +103,8 @@ class Tracer:
     def enter_agent(self, agent: str, function: str, args: list[Any]) -> TraceEvent:
         stack = self._stack
         parent = stack[-1].call
+        if self._secrets:
+            args = _scrub(args, self._secrets)
         call = TraceEvent(
             kind="agent",
             data={"agent": agent, "function": function, "args": args},
@@ -142,10 +145,10 @@ def _scrub(value: Any, secrets: list[str]) -> Any:
 
 
 def _event_json(event: TraceEvent) -> dict[str, Any]:
-    if event.kind != "agent":
-        return event.to_json()
+    if event.kind != "agent" or "trace" not in event.data:
+        return {"kind": event.kind, "data": event.data}
     data = dict(event.data)
-    data["trace"] = [_event_json(child) for child in data.get("trace", [])]
+    data["trace"] = [_event_json(child) for child in data["trace"]]
     return {"kind": event.kind, "data": data}
 
 

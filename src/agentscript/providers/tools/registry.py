@@ -35,6 +35,9 @@ class ToolRegistry:
         return self.tool_for(request).call(request)
 
     def close(self) -> None:
+        """Close each distinct tool once (`http` and `https` share one)."""
+        closed: set[int] = set()
         for tool in self._tools.values():
-            if isinstance(tool, Closeable):
+            if isinstance(tool, Closeable) and id(tool) not in closed:
+                closed.add(id(tool))
                 tool.close()
