@@ -58,6 +58,41 @@ def models(program: ast.Program, environ: Mapping[str, str] | None = None) -> li
     ]
 
 
+def tools(program: ast.Program, workspace: Path | None = None) -> list[dict[str, Any]]:
+    """Each tool import of `program` with its scheme; for an `mcp://` import, the tools its
+    server offers (name, description, input schema, annotations, risk), or the problem that
+    kept the server from answering."""
+    from agentscript.providers.tools.base import scheme_of
+    from agentscript.runtime.errors import AgentScriptError
+
+    root = workspace or (Path(program.source_path).parent if program.source_path else Path.cwd())
+    listing: list[dict[str, Any]] = []
+    mcp = None
+    try:
+        for decl in program.imports:
+            if decl.resource_kind != "tool":
+                continue
+            entry: dict[str, Any] = {
+                "name": decl.name,
+                "uri": decl.uri,
+                "scheme": scheme_of(decl.uri),
+            }
+            if entry["scheme"] == "mcp":
+                if mcp is None:
+                    from agentscript.providers.tools.mcp import McpTools
+
+                    mcp = McpTools(root)
+                try:
+                    entry["tools"] = mcp.list_tools(decl.uri)
+                except AgentScriptError as problem:
+                    entry["problem"] = str(problem)
+            listing.append(entry)
+    finally:
+        if mcp is not None:
+            mcp.close()
+    return listing
+
+
 def run(
     program: ast.Program | str | Path,
     input: Any = None,
@@ -70,7 +105,7 @@ def run(
     diagnostics = [d for d in check_program(program) if d.severity == "error"]
     if diagnostics:
         raise SemanticError(diagnostics)
-    setup = build_run(config or RunConfig())
+    setup = build_run(config or RunConfig(), program.source_path)
     try:
         return execute(program, {} if input is None else input, setup.options)
     finally:

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import TYPE_CHECKING, Literal, TextIO
 
 from agentscript.runtime.budgets import RunBudget, RunMeter
 from agentscript.runtime.interpreter import DEFAULT_MAX_CALL_DEPTH, ExecutionOptions
@@ -25,6 +25,10 @@ from agentscript.runtime.ports import (
     ToolProvider,
 )
 from agentscript.runtime.trace import TraceSink
+
+if TYPE_CHECKING:
+    from agentscript.providers.tools.approvals import ApprovalMode, AskUser
+    from agentscript.providers.tools.base import SchemeTool
 
 ModelChoice = Literal["real", "mock", "dry-run"]
 
@@ -55,6 +59,18 @@ class RunConfig:
     max_seconds: float | None = None
     # Where provider keys, base URLs and timeouts are read from (os.environ when None).
     environ: Mapping[str, str] | None = None
+    # The directory host tools are confined to (default: the program's directory).
+    workspace: str | Path | None = None
+    # Answer every tool call with the mock tool instead of running host tools.
+    mock_tools: bool = False
+    # Approvals: "ask" (the default; refuses when there is no terminal), "auto" or "deny"; a
+    # policy file (YAML or JSON); and who answers when a call asks (None: nobody can).
+    approve: ApprovalMode | None = None
+    approvals: str | Path | None = None
+    ask_user: AskUser | None = None
+    # Environment variables `env://` may read; None lets it read any name that does not look
+    # like a secret.
+    env_allow: list[str] | None = None
 
 
 def build_llm(config: RunConfig, owned: list[Closeable]) -> LlmProvider:
@@ -108,17 +124,16 @@ class RunSetup:
         self.owned.clear()
 
 
-def build_run(config: RunConfig) -> RunSetup:
+def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
     """Concrete providers for one run, chosen from `config`. Callers must `close()` the setup;
     providers passed in through `config` stay the caller's and are not closed."""
     from agentscript.providers.memory.mock import MockMemory
-    from agentscript.providers.tools.mock import MockTools
 
     owned: list[Closeable] = []
     budget = RunBudget(config.max_tokens, config.max_calls, config.max_seconds)
     options = ExecutionOptions(
         llm=build_llm(config, owned),
-        tools=config.tools or MockTools(),
+        tools=build_tools(config, workspace_root(config, program_path), owned),
         memory=config.memory or MockMemory(),
         input_provider=config.input_provider,
         agent_name=config.agent,
@@ -129,3 +144,53 @@ def build_run(config: RunConfig) -> RunSetup:
         meter=RunMeter(budget),
     )
     return RunSetup(options, owned)
+
+
+def workspace_root(config: RunConfig, program_path: str | None) -> Path:
+    """The directory tools are jailed to: as configured, else the program's, else the cwd."""
+    if config.workspace is not None:
+        return Path(config.workspace)
+    if program_path is not None:
+        return Path(program_path).parent
+    return Path.cwd()
+
+
+def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> ToolProvider:
+    """The host tools by URI scheme, behind the approval gate."""
+    if config.tools is not None:
+        return config.tools
+    if config.mock_tools:
+        from agentscript.providers.tools.mock import MockTools
+
+        return MockTools()
+    from agentscript.providers.tools.approvals import ApprovalGate, ApprovalPolicy
+    from agentscript.providers.tools.env import EnvTools
+    from agentscript.providers.tools.files import FileTools
+    from agentscript.providers.tools.http import HttpTools
+    from agentscript.providers.tools.registry import LazyTool, ToolRegistry
+    from agentscript.providers.tools.shell import ShellTools
+    from agentscript.providers.tools.workspace import Workspace
+
+    environ = config.environ if config.environ is not None else os.environ
+    jail = Workspace(workspace)
+    http = HttpTools()
+
+    def mcp_tools() -> SchemeTool:
+        from agentscript.providers.tools.mcp import McpTools
+
+        return McpTools(jail.root, environ=environ)
+
+    registry = ToolRegistry(
+        {
+            "sh": ShellTools(jail),
+            "file": FileTools(jail),
+            "env": EnvTools(environ, allow=config.env_allow),
+            "http": http,
+            "https": http,
+            "mcp": LazyTool(mcp_tools),
+        }
+    )
+    policy = ApprovalPolicy.load(config.approvals) if config.approvals is not None else None
+    gate = ApprovalGate(registry, policy=policy, mode=config.approve, ask_user=config.ask_user)
+    owned.append(gate)
+    return gate

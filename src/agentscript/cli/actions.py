@@ -10,13 +10,19 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agentscript import api
 from agentscript.cli import render
 from agentscript.cli.errors import REPORTED_ERRORS, CliError, error_lines
 from agentscript.cli.input import PromptedInput, read_input
 from agentscript.composition import ModelChoice, RunConfig
+
+if TYPE_CHECKING:
+    from agentscript.providers.tools.approvals import ApprovalMode, AskUser
 from agentscript.runtime.errors import AgentScriptError
+from agentscript.runtime.jsjson import parse
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +46,11 @@ class RunOptions:
     replay: str | None = None
     # The `run` subcommand says what a run spent on stderr; the 0.1.0 form stays silent.
     report_usage: bool = False
+    workspace: str | None = None
+    mock_tools: bool = False
+    approve: ApprovalMode | None = None
+    approvals: str | None = None
+    env_allow: str | None = None  # comma-separated names
 
     @property
     def trace_file(self) -> str | None:
@@ -101,6 +112,12 @@ def _run(options: RunOptions) -> int:
         max_seconds=options.max_seconds,
         record=options.record,
         replay=options.replay,
+        workspace=options.workspace,
+        mock_tools=options.mock_tools,
+        approve=options.approve,
+        approvals=options.approvals,
+        ask_user=_terminal_approver(),
+        env_allow=_names(options.env_allow),
     )
     try:
         result = api.run(program, input_value, config)
@@ -125,6 +142,64 @@ def _run(options: RunOptions) -> int:
     if options.report_usage and not options.quiet:
         print(render.usage_line(result.usage), file=sys.stderr)
     return 0
+
+
+def _terminal_approver() -> AskUser | None:
+    from agentscript.cli.approval import terminal_approver
+
+    return terminal_approver()
+
+
+def _names(text: str | None) -> list[str] | None:
+    """`--env-allow A, B` as a list of names; None when the flag was not given."""
+    if text is None:
+        return None
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def undo_run(trace_path: str, workspace: str | None, dry_run: bool) -> int:
+    """`agentscript undo TRACE.json`: revert the file effects a run recorded, newest first."""
+
+    from agentscript.providers.tools.effects import undo_trace
+
+    def undo() -> int:
+        trace = read_trace_file(trace_path)
+        report = undo_trace(trace, default_root=workspace, dry_run=dry_run)
+        print(render.undo_report(report, dry_run))
+        return 0 if report["ok"] else 1
+
+    return reporting_errors(undo)
+
+
+def read_trace_file(path: str) -> list[Any]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as problem:
+        raise CliError(f"Cannot read trace {path}: {problem.strerror}") from None
+    try:
+        trace = parse(text)
+    except ValueError as problem:
+        raise CliError(f"Trace {path} is not valid JSON: {problem}") from None
+    if isinstance(trace, dict) and isinstance(trace.get("trace"), list):
+        trace = trace["trace"]  # the whole `run` output was saved
+    if not isinstance(trace, list):
+        raise CliError(f"Trace {path} must be a JSON list of events")
+    return trace
+
+
+def list_tools(path: str, workspace: str | None, as_json: bool) -> int:
+    """`agentscript tools FILE`: each tool import, and for MCP servers the tools they offer."""
+
+    def show() -> int:
+        program = api.load(path)
+        listing = api.tools(program, Path(workspace) if workspace else None)
+        if as_json:
+            print(render.to_json(listing))
+        else:
+            print(render.tool_listing(listing))
+        return 0
+
+    return reporting_errors(show)
 
 
 def check_files(paths: Sequence[str], report_ok: bool) -> int:

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
 from agentscript import __version__
 from agentscript.cli import actions
+
+if TYPE_CHECKING:
+    from agentscript.providers.tools.approvals import ApprovalMode
 
 HELP = """Run, check and explore AgentScript programs.
 
@@ -112,6 +115,15 @@ def cli(ctx: click.Context) -> None:
 )
 @click.option("--record", metavar="FILE", help="Save every model exchange to FILE (JSONL).")
 @click.option("--replay", metavar="FILE", help="Answer from a recording instead of a model.")
+@click.option("--workspace", metavar="DIR", help="Confine tools to DIR (default: the program's).")
+@click.option("--mock-tools", is_flag=True, help="Answer every tool call with the mock tool.")
+@click.option(
+    "--approve",
+    type=click.Choice(["auto", "ask", "deny"]),
+    help="Calls that need approval: ask at the terminal (default), approve all, or refuse all.",
+)
+@click.option("--approvals", metavar="FILE", help="Approval policy (YAML or JSON).")
+@click.option("--env-allow", metavar="NAMES", help="Comma-separated variables env:// may read.")
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -130,6 +142,11 @@ def run_command(
     max_seconds: float | None,
     record: str | None,
     replay: str | None,
+    workspace: str | None,
+    mock_tools: bool,
+    approve: ApprovalMode | None,
+    approvals: str | None,
+    env_allow: str | None,
 ) -> None:
     """Run a program and print its result and trace as JSON.
 
@@ -161,6 +178,11 @@ def run_command(
         record=record,
         replay=replay,
         report_usage=True,
+        workspace=workspace,
+        mock_tools=mock_tools,
+        approve=approve,
+        approvals=approvals,
+        env_allow=env_allow,
     )
     ctx.exit(actions.run_program(options))
 
@@ -172,6 +194,29 @@ def run_command(
 def check_command(ctx: click.Context, files: tuple[str, ...], quiet: bool) -> None:
     """Check programs and print their diagnostics."""
     ctx.exit(actions.check_files(files, report_ok=not quiet))
+
+
+@cli.command(name="undo")
+@click.argument("trace_file", metavar="TRACE.json")
+@click.option("--dry-run", is_flag=True, help="Say what would be undone; change nothing.")
+@click.option("--workspace", metavar="DIR", help="For records that do not name their workspace.")
+@click.pass_context
+def undo_command(ctx: click.Context, trace_file: str, dry_run: bool, workspace: str | None) -> None:
+    """Revert the file effects a run recorded in its trace, newest first.
+
+    A file changed since the run is reported as a conflict and left as it is.
+    """
+    ctx.exit(actions.undo_run(trace_file, workspace, dry_run))
+
+
+@cli.command(name="tools")
+@click.argument("file")
+@click.option("--workspace", metavar="DIR", help="Where agentscript.mcp.json is read.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a list.")
+@click.pass_context
+def tools_command(ctx: click.Context, file: str, workspace: str | None, as_json: bool) -> None:
+    """List a program's tool imports and the tools each MCP server offers."""
+    ctx.exit(actions.list_tools(file, workspace, as_json))
 
 
 @cli.command(name="models")

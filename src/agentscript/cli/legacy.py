@@ -6,6 +6,7 @@ it turns the flags into one action of `actions`.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -55,6 +56,8 @@ class LegacyArgs:
             trace=self.values.get("trace"),
             verbose="verbose" in self.switches,
             quiet="quiet" in self.switches,
+            # 0.1.0 rooted host tools at the working directory, not the program's.
+            workspace=os.getcwd(),
         )
 
 

@@ -69,6 +69,36 @@ def model_table(reports: list[ModelReport]) -> str:
     )
 
 
+def undo_report(report: dict[str, Any], dry_run: bool) -> str:
+    """What `agentscript undo` did (or would do), one line per effect, conflicts last."""
+    lines: list[str] = []
+    verb = "would " if dry_run else ""
+    for item in report["undone"]:
+        action = "delete" if item.get("action") == "delete" else "restore"
+        lines.append(f"{verb}{action} {item['path']}")
+    for item in report["skipped"]:
+        lines.append(f"skip {item.get('path') or item.get('effect')}: {item['reason']}")
+    for item in report["conflicts"]:
+        lines.append(f"CONFLICT {item['path']}: {item['reason']} (left as it is)")
+    return "\n".join(lines) if lines else "nothing to undo"
+
+
+def tool_listing(listing: list[dict[str, Any]]) -> str:
+    """Tool imports and, for MCP servers, their tools with the risk their annotations imply."""
+    if not listing:
+        return "(no tool imports)"
+    lines: list[str] = []
+    for entry in listing:
+        lines.append(f"{entry['name']}  {entry['uri']}")
+        if "problem" in entry:
+            lines.append(f"  error: {entry['problem']}")
+        for tool in entry.get("tools", []):
+            description = (tool.get("description") or "").strip().splitlines()
+            summary = f" - {description[0]}" if description else ""
+            lines.append(f"  {tool['name']} [{tool.get('risk', '?')}]{summary}")
+    return "\n".join(lines)
+
+
 def write_trace_file(path: str, trace: list[dict[str, Any]]) -> None:
     Path(path).write_text(to_json(trace) + "\n", encoding="utf-8")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import sys
 import tempfile
 import threading
 from collections.abc import Mapping
@@ -248,7 +249,12 @@ class McpConnections:
 
     def _target(self, key: str, config: ServerConfig) -> StdioServerParameters | _HttpTarget:
         """How to reach the server, with `$VAR` expanded now, when it is about to start."""
-        environ = self._environ if self._environ is not None else os.environ
+        # AGENTSCRIPT_PYTHON lets a config start a Python server with the interpreter that
+        # runs AgentScript ("command": "${AGENTSCRIPT_PYTHON}"), whatever the PATH says.
+        environ = {
+            "AGENTSCRIPT_PYTHON": sys.executable,
+            **(self._environ if self._environ is not None else os.environ),
+        }
         if isinstance(config, HttpServer):
             headers = {
                 name: expand(value, environ, key, f"headers.{name}")
@@ -263,7 +269,11 @@ class McpConnections:
         env = {
             name: expand(value, environ, key, f"env.{name}") for name, value in config.env.items()
         }
-        return StdioServerParameters(command=config.command, args=config.args, env=env, cwd=cwd)
+        command = expand(config.command, environ, key, "command")
+        args = [
+            expand(value, environ, key, f"args.{index}") for index, value in enumerate(config.args)
+        ]
+        return StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
 
     async def _serve(
         self,

@@ -12,7 +12,8 @@ A server with `command` runs as a child process over stdio, one with `url` is re
 Streamable HTTP; `"transport": "stdio" | "http"` (or Claude Code's `"type"`) says so explicitly.
 `"timeout"` bounds each tool call and `"startTimeout"` the server's start, in seconds.
 Keys other clients add (`disabled`, `autoApprove`, …) are ignored so one file can serve them
-all. `$VAR` and `${VAR}` in env and header values are expanded when the server starts, so a
+all. `$VAR` and `${VAR}` in the command, args, env and header values are expanded when the server
+starts (`${AGENTSCRIPT_PYTHON}` is the Python running AgentScript), so a
 missing variable only matters for a server the program actually uses.
 """
 

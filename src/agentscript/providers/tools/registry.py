@@ -6,7 +6,8 @@ An unknown scheme is an error naming it and the supported ones. Approvals wrap t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentscript.providers.tools.base import Risk, SchemeTool, scheme_of
@@ -41,3 +42,32 @@ class ToolRegistry:
             if isinstance(tool, Closeable) and id(tool) not in closed:
                 closed.add(id(tool))
                 tool.close()
+
+
+class LazyTool:
+    """A scheme tool built on first use, so runs that never call it never pay for it (the MCP
+    SDK, for one, is slow to import)."""
+
+    def __init__(self, factory: Callable[[], SchemeTool]) -> None:
+        self._factory = factory
+        self._tool: SchemeTool | None = None
+        self._lock = threading.Lock()
+
+    def _get(self) -> SchemeTool:
+        with self._lock:
+            if self._tool is None:
+                self._tool = self._factory()
+            return self._tool
+
+    def risk(self, request: ToolCall) -> Risk:
+        return self._get().risk(request)
+
+    def call(self, request: ToolCall) -> Any:
+        return self._get().call(request)
+
+    def close(self) -> None:
+        with self._lock:
+            tool, self._tool = self._tool, None
+        close = getattr(tool, "close", None)
+        if callable(close):
+            close()
