@@ -71,6 +71,8 @@ class RunConfig:
     # Environment variables `env://` may read; None lets it read any name that does not look
     # like a secret.
     env_allow: list[str] | None = None
+    # Answer memory calls from an in-process mock instead of the real backends.
+    mock_memory: bool = False
 
 
 def build_llm(config: RunConfig, owned: list[Closeable]) -> LlmProvider:
@@ -127,14 +129,14 @@ class RunSetup:
 def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
     """Concrete providers for one run, chosen from `config`. Callers must `close()` the setup;
     providers passed in through `config` stay the caller's and are not closed."""
-    from agentscript.providers.memory.mock import MockMemory
-
     owned: list[Closeable] = []
     budget = RunBudget(config.max_tokens, config.max_calls, config.max_seconds)
+    workspace = workspace_root(config, program_path)
+    program_dir = Path(program_path).parent if program_path is not None else None
     options = ExecutionOptions(
         llm=build_llm(config, owned),
-        tools=build_tools(config, workspace_root(config, program_path), owned),
-        memory=config.memory or MockMemory(),
+        tools=build_tools(config, workspace, owned),
+        memory=build_memory(config, workspace, program_dir, owned),
         input_provider=config.input_provider,
         agent_name=config.agent,
         function_name=config.function,
@@ -155,11 +157,30 @@ def workspace_root(config: RunConfig, program_path: str | None) -> Path:
     return Path.cwd()
 
 
+def build_memory(
+    config: RunConfig, workspace: Path, program_dir: Path | None, owned: list[Closeable]
+) -> MemoryProvider:
+    """The memory backends (JSONL, SQLite, PostgreSQL) by URI; a dry run keeps everything in
+    process, so walking a program never writes a record."""
+    if config.memory is not None:
+        return config.memory
+    if config.mock_memory or config.model == "dry-run":
+        from agentscript.providers.memory.mock import MockMemory
+
+        return MockMemory()
+    from agentscript.providers.memory.router import MemoryRouter
+
+    router = MemoryRouter(workspace, program_dir)
+    owned.append(router)
+    return router
+
+
 def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> ToolProvider:
-    """The host tools by URI scheme, behind the approval gate."""
+    """The host tools by URI scheme, behind the approval gate; a dry run gets the mock tool,
+    so walking a program changes nothing."""
     if config.tools is not None:
         return config.tools
-    if config.mock_tools:
+    if config.mock_tools or config.model == "dry-run":
         from agentscript.providers.tools.mock import MockTools
 
         return MockTools()

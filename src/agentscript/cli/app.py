@@ -14,6 +14,7 @@ import click
 
 from agentscript import __version__
 from agentscript.cli import actions
+from agentscript.cli.memory import memory_group
 
 if TYPE_CHECKING:
     from agentscript.providers.tools.approvals import ApprovalMode
@@ -243,6 +244,9 @@ def repl_command(ctx: click.Context) -> None:
     from agentscript.cli.repl import run_repl
 
     ctx.exit(run_repl())
+
+
+cli.add_command(memory_group)
 
 
 def invoke(args: list[str]) -> int:

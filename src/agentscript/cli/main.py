@@ -13,7 +13,7 @@ from agentscript.cli import legacy
 from agentscript.cli.errors import CliError
 
 # The words that select a subcommand; anything else is a file of the 0.1.0 form.
-SUBCOMMANDS = frozenset({"run", "check", "parse", "repl", "models", "tools", "undo"})
+SUBCOMMANDS = frozenset({"run", "check", "parse", "repl", "models", "tools", "undo", "memory"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:

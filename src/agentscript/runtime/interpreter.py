@@ -36,6 +36,7 @@ from agentscript.runtime.ports import (
 )
 from agentscript.runtime.scope import MISSING, CallFrame, Scope, UseDeclaration
 from agentscript.runtime.trace import Tracer, TraceSink
+from agentscript.runtime.uris import scrub_uri
 from agentscript.runtime.values import (
     AgentBinding,
     FunctionBinding,
@@ -118,6 +119,11 @@ class Interpreter:
                 agent.source_path or self.program.source_path,
             )
             value = self.call_function(agent, function, args, function.range)
+            result = RunResult(
+                value=sanitize(value),
+                trace=self.tracer.to_json(),
+                usage=self.options.meter.summary(),
+            )
         except RecursionError:
             error = ExecutionError("Values or calls are nested too deeply to evaluate")
             error.trace = self.tracer.to_json()
@@ -127,9 +133,7 @@ class Interpreter:
             error.trace = self.tracer.to_json()
             error.spent = self.options.meter.summary()
             raise
-        return RunResult(
-            value=sanitize(value), trace=self.tracer.to_json(), usage=self.options.meter.summary()
-        )
+        return result
 
     def _entry(self) -> tuple[ast.AgentDecl, ast.FuncDecl]:
         name = self.options.agent_name
@@ -318,9 +322,13 @@ class Interpreter:
     def exec_use(self, stmt: ast.UseStmt, scope: Scope) -> None:
         source = format_expr(stmt.value)
         scope.uses.append(UseDeclaration(stmt, source, scope))
+        budget = stmt.budget
         data: dict[str, Any] = {
             "source": source,
-            "budget": stmt.budget.to_json() if stmt.budget else None,
+            # The 0.1.0 use event always names the unit, null when there is none.
+            "budget": {"amount": budget.to_json()["amount"], "unit": budget.unit}
+            if budget
+            else None,
         }
         if stmt.label is not None:
             data["label"] = stmt.label
@@ -573,7 +581,8 @@ class Interpreter:
         if len(args) != 1:
             raise self.error(f"memory.{method} expects exactly one argument", where, scope)
         provider = self.options.memory
-        label = f"Memory {memory.name}.{method} ({memory.uri}) failed: "
+        shown_uri = scrub_uri(memory.uri)
+        label = f"Memory {memory.name}.{method} ({shown_uri}) failed: "
         if provider is None:
             raise self.error(label + "no memory provider is configured", where, scope)
         request = MemoryRequest(memory.name, memory.uri, method, args[0])
@@ -586,7 +595,7 @@ class Interpreter:
         data: dict[str, Any] = {
             "memory": memory.name,
             "operation": method,
-            "uri": memory.uri,
+            "uri": shown_uri,
             "args": sanitize(args[0]),
             "result": sanitize(result),
             "count": len(result) if isinstance(result, list) else None,

@@ -1,0 +1,112 @@
+"""`agentscript memory …` for memory resources: show, export, import and repair a store.
+
+Each command parses its options, calls `agentscript.providers.memory.commands` and prints the
+result; output meant for files (export) is JSONL on stdout, messages go to stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
+import click
+
+from agentscript.cli.actions import reporting_errors
+from agentscript.cli.render import to_json
+from agentscript.runtime.jsjson import stringify
+
+
+@click.group(name="memory")
+def memory_group() -> None:
+    """Show, export, import and repair memory resources (file://, sqlite://, postgresql://)."""
+
+
+@memory_group.command(name="show")
+@click.argument("uri")
+@click.option("--kind", help="Only records of this kind.")
+@click.option("--text", help="Only records containing this text (case-insensitive).")
+@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True)
+@click.pass_context
+def show_command(
+    ctx: click.Context, uri: str, kind: str | None, text: str | None, limit: int
+) -> None:
+    """Print the newest records of URI as JSON, filtered like a program's query."""
+
+    def show() -> int:
+        from agentscript.providers.memory.commands import show
+
+        print(to_json(show(uri, kind=kind, text=text, limit=limit)))
+        return 0
+
+    ctx.exit(reporting_errors(show))
+
+
+@memory_group.command(name="export")
+@click.argument("uri")
+@click.pass_context
+def export_command(ctx: click.Context, uri: str) -> None:
+    """Write every record of URI to stdout as JSONL, oldest first."""
+
+    def export() -> int:
+        from agentscript.providers.memory.commands import export
+
+        for envelope in export(uri):
+            sys.stdout.write(stringify(envelope) + "\n")
+        return 0
+
+    ctx.exit(reporting_errors(export))
+
+
+@memory_group.command(name="import")
+@click.argument("uri")
+@click.argument("source", required=False, default="-", metavar="[FILE|-]")
+@click.pass_context
+def import_command(ctx: click.Context, uri: str, source: str) -> None:
+    """Add the records of a JSONL export (stdin by default) to URI, keeping their ids;
+    records already present are skipped."""
+
+    def load() -> int:
+        from agentscript.providers.memory.commands import import_records
+
+        with _lines(source) as lines:
+            counts = import_records(uri, lines, source="<stdin>" if source == "-" else source)
+        print(f"added {counts.added}, skipped {counts.skipped}", file=sys.stderr)
+        return 0
+
+    ctx.exit(reporting_errors(load))
+
+
+@memory_group.command(name="repair")
+@click.argument("target", metavar="FILE")
+@click.pass_context
+def repair_command(ctx: click.Context, target: str) -> None:
+    """Move unreadable lines of a JSONL memory file into FILE.corrupt and keep the rest."""
+
+    def repair() -> int:
+        from agentscript.providers.memory.commands import repair
+
+        report = repair(target)
+        if report.moved:
+            numbers = ", ".join(str(number) for number in report.moved)
+            print(
+                f"{report.path}: kept {report.kept} records, moved line(s) {numbers} "
+                f"to {report.corrupt_path}",
+                file=sys.stderr,
+            )
+        else:
+            print(f"{report.path}: kept {report.kept} records, nothing to repair", file=sys.stderr)
+        return 0
+
+    ctx.exit(reporting_errors(repair))
+
+
+@contextmanager
+def _lines(source: str) -> Iterator[Iterator[str] | TextIO]:
+    if source == "-":
+        yield sys.stdin
+        return
+    with Path(source).open(encoding="utf-8") as handle:
+        yield handle
