@@ -13,7 +13,19 @@ import re
 from typing import Any
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
-_encode_string = json.JSONEncoder(ensure_ascii=False).encode
+_encode_json_string = json.JSONEncoder(ensure_ascii=False).encode
+# A surrogate code point in a Python string is always unpaired; JavaScript (ES2019+) writes it
+# as a \uXXXX escape, which also keeps the text encodable as UTF-8.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _encode_string(text: str) -> str:
+    encoded = _encode_json_string(text)
+    if text.isascii() or not _LONE_SURROGATE.search(encoded):
+        return encoded
+    return _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", encoded)
+
+
 # Below 2**53 every integer is exact in a double, so its decimal digits are what JavaScript prints.
 _EXACT_INTEGER_LIMIT = 2**53
 

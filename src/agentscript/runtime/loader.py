@@ -54,7 +54,10 @@ def load_program_source(
     """
     loader = _Loader()
     program = parse_program(source, source_path)
-    imports, imported_agents = loader.resolve(program, source_path, base_dir, stack=[])
+    # The entry file is on the import stack too, so `a.as -> b.as -> a.as` stops at the
+    # first repeat.
+    stack = [str(Path(source_path).resolve())] if source_path is not None else []
+    imports, imported_agents = loader.resolve(program, source_path, base_dir, stack=stack)
     return dataclasses.replace(
         program,
         imports=_unique_imports(imports),

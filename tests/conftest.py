@@ -1,0 +1,187 @@
+"""Shared helpers for the language tests: a recording model, a program builder and a runner.
+
+Tests reach these through fixtures. Every helper runs offline and deterministically: models,
+tools and memory are the mock providers or the recording model below, never the network.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agentscript
+from agentscript.lang import ast
+from agentscript.lang.checker import check_program
+from agentscript.providers.llm.mock import MockLlm
+from agentscript.providers.memory.mock import MockMemory
+from agentscript.providers.tools.mock import MockTools
+from agentscript.runtime.interpreter import ExecutionOptions, RunResult, execute
+from agentscript.runtime.ports import (
+    GenerateRequest,
+    GenerateResponse,
+    InputProvider,
+    LlmProvider,
+    MemoryProvider,
+    ToolProvider,
+)
+from agentscript.runtime.trace import TraceSink
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+# The agent header most tests share: one llm import and the three configuration lines.
+AGENT_HEADER = """import llm Model from "openai://gpt-4.1-mini"
+import tool Search from "mcp://tools/search"
+
+agent A {
+  model Model
+  role "Researcher"
+  description "Finds facts."
+"""
+
+
+class RecordingLlm:
+    """A model that records every request and answers from a queue.
+
+    An answer that is an exception is raised instead of returned; once the queue is empty the
+    mock model's shape defaults answer.
+    """
+
+    def __init__(self, answers: Iterable[Any] = ()) -> None:
+        self.answers: list[Any] = list(answers)
+        self.requests: list[GenerateRequest] = []
+        self._fallback = MockLlm()
+
+    def generate(self, request: GenerateRequest) -> GenerateResponse:
+        self.requests.append(request)
+        if not self.answers:
+            return self._fallback.generate(request)
+        answer = self.answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return GenerateResponse(value=answer)
+
+    @property
+    def instructions(self) -> list[Any]:
+        return [request.instruction for request in self.requests]
+
+
+class RecordingSink(TraceSink):
+    """Keeps what a trace sink is told, in order, as (callback, kind, data) triples."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, dict[str, Any]]] = []
+
+    def agent_started(self, call: agentscript.TraceEvent) -> None:
+        self.calls.append(("agent_started", call.kind, dict(call.data)))
+
+    def event(self, event: agentscript.TraceEvent) -> None:
+        self.calls.append(("event", event.kind, dict(event.data)))
+
+
+class ScriptedInput:
+    """An interactive input provider answering from a dict and remembering what was asked."""
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        self.answers = answers
+        self.asked: list[tuple[str, str]] = []
+
+    def read(self, name: str, path: str) -> Any:
+        self.asked.append((name, path))
+        return self.answers[name]
+
+
+def agent_program(body: str, *, params: str = "", functions: str = "", imports: str = "") -> str:
+    """A one-agent program around a main func `body`, with a model, a role and a description."""
+    return imports + AGENT_HEADER + f"  main func({params}) {{\n{body}\n  }}\n" + functions + "}\n"
+
+
+def run_program(
+    source: str | ast.Program,
+    input_value: Any = None,
+    *,
+    llm: LlmProvider | None = None,
+    tools: ToolProvider | None = None,
+    memory: MemoryProvider | None = None,
+    input_provider: InputProvider | None = None,
+    path: str | Path | None = None,
+    agent: str | None = None,
+    function: str | None = None,
+    sinks: list[TraceSink] | None = None,
+    debug_stream: io.StringIO | None = None,
+    check: bool = True,
+) -> RunResult:
+    """Load (unless given a Program), optionally assert the checker is silent, then execute."""
+    program = source if isinstance(source, ast.Program) else agentscript.load_source(source, path)
+    if check:
+        assert [d.format() for d in check_program(program)] == []
+    options = ExecutionOptions(
+        llm=llm or MockLlm(),
+        tools=tools or MockTools(),
+        memory=memory or MockMemory(),
+        input_provider=input_provider,
+        agent_name=agent,
+        function_name=function,
+        debug_stream=debug_stream,
+        trace_sinks=list(sinks or []),
+    )
+    return execute(program, {} if input_value is None else input_value, options)
+
+
+def position_of(source: str, needle: str, occurrence: int = 1) -> str:
+    """`line:column` (1-based) of the `occurrence`-th appearance of `needle` in `source`.
+
+    A `^` in `needle` marks the exact character meant: `"a: ^}"` is the brace after `a: `.
+    """
+    marker = max(needle.find("^"), 0)
+    text = needle.replace("^", "", 1)
+    offset = -1
+    for _ in range(occurrence):
+        offset = source.index(text, offset + 1)
+    offset += marker
+    line = source.count("\n", 0, offset) + 1
+    column = offset - (source.rfind("\n", 0, offset) + 1) + 1
+    return f"{line}:{column}"
+
+
+@pytest.fixture
+def make_llm() -> Callable[..., RecordingLlm]:
+    """`make_llm(answer, …)`: a RecordingLlm answering with the given values in order."""
+
+    def make(*answers: Any) -> RecordingLlm:
+        return RecordingLlm(answers)
+
+    return make
+
+
+@pytest.fixture
+def run() -> Callable[..., RunResult]:
+    return run_program
+
+
+@pytest.fixture
+def program() -> Callable[..., str]:
+    return agent_program
+
+
+@pytest.fixture
+def at() -> Callable[..., str]:
+    return position_of
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture
+def sink() -> RecordingSink:
+    return RecordingSink()
+
+
+@pytest.fixture
+def scripted_input() -> Callable[[dict[str, Any]], ScriptedInput]:
+    return ScriptedInput
