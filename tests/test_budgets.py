@@ -45,7 +45,7 @@ class SlowCountingModel:
 
 
 def run_loop(model: SlowCountingModel, **budget: float) -> agentscript.RunResult:
-    return agentscript.run(agentscript.load_source(LOOP), {}, RunConfig(model=model, **budget))  # type: ignore[arg-type]
+    return agentscript.run(agentscript.load_source(LOOP), {}, RunConfig(model=model, **budget))
 
 
 def test_calls_budget_names_itself_and_keeps_the_trace_so_far() -> None:
@@ -94,3 +94,17 @@ def test_meter_refuses_a_call_when_no_tokens_are_left() -> None:
     meter.after_model_call(Usage(5, 5))
     with pytest.raises(BudgetExceeded, match="10 of 10 tokens used"):
         meter.before_model_call()
+
+
+class BrokenModel:
+    """A provider with a bug of its own: it raises a plain Python exception."""
+
+    def generate(self, request: GenerateRequest) -> GenerateResponse:
+        raise KeyError("choices")
+
+
+def test_a_provider_bug_becomes_a_located_error_with_the_trace() -> None:
+    with pytest.raises(agentscript.ExecutionError) as caught:
+        agentscript.run(agentscript.load_source(LOOP), {}, RunConfig(model=BrokenModel()))
+    assert str(caught.value).startswith("LLM provider failed: 'choices' at 10:")
+    assert caught.value.trace is not None

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 from agentscript.lang import ast
 from agentscript.runtime.budgets import RunMeter
 from agentscript.runtime.context import BuiltContext, ContextItem, build_context
-from agentscript.runtime.errors import ExecutionError, ModelOutputError
+from agentscript.runtime.errors import AgentScriptError, ExecutionError, ModelOutputError
 from agentscript.runtime.jsjson import stringify
 from agentscript.runtime.ports import GenerateRequest, LlmProvider
 from agentscript.runtime.shapes import coerce, shape_schema, validate_output
@@ -137,6 +137,11 @@ def run_generate(
                 if meter is not None:
                     meter.after_model_call(error.usage)
                 raise
+            except AgentScriptError:
+                raise
+            except Exception as problem:  # a provider's own bug must not escape as a traceback
+                detail = str(problem) or type(problem).__name__
+                raise ExecutionError(f"LLM provider failed: {detail}") from problem
             usage.add(response.usage)
             if meter is not None:
                 meter.after_model_call(response.usage)
