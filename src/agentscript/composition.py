@@ -73,6 +73,8 @@ class RunConfig:
     env_allow: list[str] | None = None
     # Answer memory calls from an in-process mock instead of the real backends.
     mock_memory: bool = False
+    # The directory memory files must stay in (default: the workspace).
+    memory_root: str | Path | None = None
 
 
 def build_llm(config: RunConfig, owned: list[Closeable]) -> LlmProvider:
@@ -170,7 +172,8 @@ def build_memory(
         return MockMemory()
     from agentscript.providers.memory.router import MemoryRouter
 
-    router = MemoryRouter(workspace, program_dir)
+    root = Path(config.memory_root) if config.memory_root is not None else workspace
+    router = MemoryRouter(root, program_dir)
     owned.append(router)
     return router
 

@@ -47,6 +47,7 @@ class RunOptions:
     # The `run` subcommand says what a run spent on stderr; the 0.1.0 form stays silent.
     report_usage: bool = False
     workspace: str | None = None
+    memory_root: str | None = None
     mock_tools: bool = False
     approve: ApprovalMode | None = None
     approvals: str | None = None
@@ -113,6 +114,7 @@ def _run(options: RunOptions) -> int:
         record=options.record,
         replay=options.replay,
         workspace=options.workspace,
+        memory_root=options.memory_root,
         mock_tools=options.mock_tools,
         approve=options.approve,
         approvals=options.approvals,

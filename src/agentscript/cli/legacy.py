@@ -56,8 +56,9 @@ class LegacyArgs:
             trace=self.values.get("trace"),
             verbose="verbose" in self.switches,
             quiet="quiet" in self.switches,
-            # 0.1.0 rooted host tools at the working directory, not the program's.
+            # 0.1.0 rooted host tools at the working directory and memory at the program's.
             workspace=os.getcwd(),
+            memory_root=os.path.dirname(os.path.abspath(self.file)),
         )
 
 
