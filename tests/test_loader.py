@@ -143,7 +143,7 @@ def test_base_dir_anchors_relative_imports_without_a_source_path(tmp_path: Path)
             {"planner.as": PLANNER.replace("agent Planner", "agent Other")},
             "Imported agent 'Planner' was not found in ./planner.as",
         ),
-        ({"planner.as": "agent Planner {\n  use x\n}"}, ""),
+        ({"planner.as": "agent Planner {\n  x = 1\n}"}, ""),
     ],
     ids=["missing-file", "missing-agent", "parse-error"],
 )

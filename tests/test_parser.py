@@ -467,7 +467,7 @@ PARSE_ERRORS = [
     ("import llm M from u", "Expected llm URI", "u"),
     ("agent { }", "Only main agent can omit its name", "{"),
     ('agent "A" { }', "Expected agent name", '"A"'),
-    ("agent A { use x }", "Expected configuration declaration or function declaration", "use"),
+    ("agent A { x = 1 }", "Expected configuration declaration or function declaration", "x"),
     ("agent A { func () { } }", "Only main func can omit its name", "("),
     ('agent A { func "f"() { } }', "Expected function name", '"f"'),
     ('agent A { main func("x") { } }', "Expected parameter name", '"x"'),

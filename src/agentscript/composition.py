@@ -15,7 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TextIO
 
 from agentscript.runtime.budgets import RunBudget, RunMeter
-from agentscript.runtime.interpreter import DEFAULT_MAX_CALL_DEPTH, ExecutionOptions
+from agentscript.runtime.interpreter import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_CALL_DEPTH,
+    ExecutionOptions,
+)
 from agentscript.runtime.ports import (
     Closeable,
     GenerateRequest,
@@ -75,6 +79,10 @@ class RunConfig:
     mock_memory: bool = False
     # The directory memory files must stay in (default: the workspace).
     memory_root: str | Path | None = None
+    # How many `parallel for` iterations run at once.
+    concurrency: int = DEFAULT_CONCURRENCY
+    # `use one of` choices by site id, e.g. {"main.as#Writer.draft[tone]": "formal"}.
+    variants: dict[str, str] = field(default_factory=dict)
 
 
 def build_llm(config: RunConfig, owned: list[Closeable]) -> LlmProvider:
@@ -146,6 +154,8 @@ def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
         debug_stream=config.debug_stream if config.debug_stream is not None else sys.stderr,
         trace_sinks=list(config.trace_sinks),
         meter=RunMeter(budget),
+        concurrency=config.concurrency,
+        variants=dict(config.variants),
     )
     return RunSetup(options, owned)
 

@@ -52,6 +52,8 @@ class RunOptions:
     approve: ApprovalMode | None = None
     approvals: str | None = None
     env_allow: str | None = None  # comma-separated names
+    concurrency: int = 4
+    variants: tuple[str, ...] = ()  # SITE=NAME
 
     @property
     def trace_file(self) -> str | None:
@@ -120,6 +122,8 @@ def _run(options: RunOptions) -> int:
         approvals=options.approvals,
         ask_user=_terminal_approver(),
         env_allow=_names(options.env_allow),
+        concurrency=options.concurrency,
+        variants=_variants(options.variants),
     )
     try:
         result = api.run(program, input_value, config)
@@ -150,6 +154,17 @@ def _terminal_approver() -> AskUser | None:
     from agentscript.cli.approval import terminal_approver
 
     return terminal_approver()
+
+
+def _variants(pairs: tuple[str, ...]) -> dict[str, str]:
+    """`--variant SITE=NAME` pairs; the site id itself may contain `=` only before the last."""
+    chosen: dict[str, str] = {}
+    for pair in pairs:
+        site, separator, name = pair.rpartition("=")
+        if not separator or not site or not name:
+            raise CliError(f"--variant expects SITE=NAME, got '{pair}'")
+        chosen[site] = name
+    return chosen
 
 
 def _names(text: str | None) -> list[str] | None:

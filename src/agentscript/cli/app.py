@@ -125,6 +125,20 @@ def cli(ctx: click.Context) -> None:
 )
 @click.option("--approvals", metavar="FILE", help="Approval policy (YAML or JSON).")
 @click.option("--env-allow", metavar="NAMES", help="Comma-separated variables env:// may read.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="How many parallel for iterations run at once.",
+)
+@click.option(
+    "--variant",
+    "variants",
+    multiple=True,
+    metavar="SITE=NAME",
+    help="Choose a `use one of` candidate, e.g. main.as#Agent.func[label]=name.",
+)
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -148,6 +162,8 @@ def run_command(
     approve: ApprovalMode | None,
     approvals: str | None,
     env_allow: str | None,
+    concurrency: int,
+    variants: tuple[str, ...],
 ) -> None:
     """Run a program and print its result and trace as JSON.
 
@@ -184,6 +200,8 @@ def run_command(
         approve=approve,
         approvals=approvals,
         env_allow=env_allow,
+        concurrency=concurrency,
+        variants=variants,
     )
     ctx.exit(actions.run_program(options))
 

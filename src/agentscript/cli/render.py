@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from agentscript.runtime.jsjson import stringify
 from agentscript.runtime.ports import GenerateRequest
-from agentscript.runtime.trace import event_title, format_trace
+from agentscript.runtime.trace import event_title, format_trace, nested_groups
 
 if TYPE_CHECKING:
     from rich.tree import Tree
@@ -131,8 +131,11 @@ def _add_branches(node: Tree, trace: list[dict[str, Any]]) -> None:
         rest = event_title(kind, data)[len(f"- {kind}") :]
         label = Text.assemble((kind, _KIND_STYLES.get(kind, "bold")), rest)
         branch = node.add(label)
-        if kind == "agent":
-            _add_branches(branch, data.get("trace") or [])
+        for heading, events in nested_groups(kind, data):
+            if heading is None:
+                _add_branches(branch, events)
+            else:
+                _add_branches(branch.add(Text(heading[2:], style="dim")), events)
 
 
 _KIND_STYLES = {
@@ -144,6 +147,7 @@ _KIND_STYLES = {
     "for": "bold",
     "use": "dim",
     "approval": "bold red",
+    "parallel_for": "bold magenta",
     "llm_retry": "yellow",
 }
 

@@ -208,6 +208,18 @@ class GenerateExpr(Node):
     return_shape: ShapeObjectExpr | None = None
 
 
+@dataclass(slots=True)
+class ParallelForExpr(Node):
+    """`parallel for x in xs max N { … final expression }` (later form): the list of each
+    iteration's final value, in input order."""
+
+    item_name: str
+    item_range: SourceRange
+    iterable: Expr
+    max_items: int
+    body: list[Stmt]
+
+
 Expr = (
     IdentifierExpr
     | StringExpr
@@ -222,6 +234,7 @@ Expr = (
     | UnaryExpr
     | BinaryExpr
     | GenerateExpr
+    | ParallelForExpr
 )
 
 
@@ -239,6 +252,26 @@ class UseStmt(Node):
     value: Expr
     budget: Budget | None = None
     label: str | None = None
+
+
+@dataclass(slots=True)
+class UseCandidate(Node):
+    """One candidate of `use one of`: a named source (or `empty`), an optional budget, and
+    whether it is the `selected` default."""
+
+    name: str
+    value: Expr | None
+    budget: Budget | None = None
+    selected: bool | None = None
+
+
+@dataclass(slots=True)
+class UseOneOfStmt(Node):
+    """`use one of { a: x max 1k  b: y selected  none: empty } as label` (later form): one
+    candidate is chosen per run at this site; only it (under the label) reaches the prompt."""
+
+    candidates: list[UseCandidate]
+    label: str
 
 
 @dataclass(slots=True)
@@ -290,6 +323,7 @@ class ReturnStmt(Node):
 Stmt = (
     ConfigStmt
     | UseStmt
+    | UseOneOfStmt
     | AssignStmt
     | ExprStmt
     | IfStmt
@@ -340,6 +374,8 @@ class AgentDecl(Node):
     is_main: bool
     config: list[ConfigDecl]
     functions: list[FuncDecl]
+    # Agent-level `use` (later form): declared afresh in every function call of the agent.
+    uses: list[UseStmt | UseOneOfStmt] | None = None
     # The file the agent was declared in (imported agents keep their own file).
     source_path: str | None = None
 

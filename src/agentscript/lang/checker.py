@@ -26,6 +26,11 @@ _GENERATE_OPTIONS = frozenset(
     {"input", "attempts", "limit", "debug", "max_output", "temperature", "think", "strict"}
 )
 _THINK_LEVELS = frozenset({"auto", "low", "medium", "high"})
+# Tool calls that only read, so they may run inside `parallel for`; every other call of a
+# file, http(s), sh or mcp tool is effectful (an MCP tool's effects cannot be known statically).
+_FILE_READS = frozenset({"read", "list"})
+_HTTP_READS = frozenset({"GET", "HEAD", "OPTIONS"})
+_SHELL_READS = frozenset({"find", "grep", "sed"})
 _REQUIRED_CONFIG = ("model", "role", "description")
 
 
@@ -49,6 +54,24 @@ class _Scope:
             scope = scope.parent
         return None
 
+    def owner(self, name: str) -> _Scope | None:
+        """The scope that binds `name`, or None."""
+        scope: _Scope | None = self
+        while scope is not None:
+            if name in scope.symbols:
+                return scope
+            scope = scope.parent
+        return None
+
+    def is_within(self, ancestor: _Scope) -> bool:
+        """Whether this scope is `ancestor` or nested inside it."""
+        scope: _Scope | None = self
+        while scope is not None:
+            if scope is ancestor:
+                return True
+            scope = scope.parent
+        return False
+
     def is_configured(self, key: str) -> bool:
         scope: _Scope | None = self
         while scope is not None:
@@ -68,7 +91,10 @@ class _Checker:
         self.path: str | None = program.source_path
         self.agent: ast.AgentDecl | None = None
         self.imports: dict[str, str] = {}
+        self.import_uris: dict[str, str] = {}
         self.agents: dict[str, ast.AgentDecl] = {}
+        # Bodies of the `parallel for` expressions being checked, innermost last.
+        self.parallel_bodies: list[_Scope] = []
 
     def report(self, code: str, message: str, where: SourceRange) -> None:
         self.diagnostics.append(Diagnostic(code, message, where, path=self.path))
@@ -81,6 +107,7 @@ class _Checker:
                 self.report("DUPLICATE_IMPORT", f"Duplicate import '{decl.name}'", decl.range)
             else:
                 self.imports[decl.name] = decl.resource_kind
+                self.import_uris[decl.name] = decl.uri
         self.check_agent_set()
         for agent in self.program.agents:
             self.check_agent(agent)
@@ -154,6 +181,8 @@ class _Checker:
         scope = self.agent_scope(agent)
         for config in agent.config:
             self.check_config(config.key, config.value, config.range, scope)
+        for use in agent.uses or []:
+            self.check_statement(use, scope)
         for func in agent.functions:
             self.check_function(func, scope)
 
@@ -211,6 +240,10 @@ class _Checker:
             self.check_assignment(stmt, scope)
         elif isinstance(stmt, ast.UseStmt):
             self.check_use(stmt, scope)
+        elif isinstance(stmt, ast.UseOneOfStmt):
+            for candidate in stmt.candidates:
+                if candidate.value is not None:
+                    self.check_context(candidate.value, candidate.budget, candidate.range, scope)
         elif isinstance(stmt, ast.ReturnStmt):
             self.check_expr(stmt.value, scope)
         elif isinstance(stmt, ast.IfStmt):
@@ -242,6 +275,12 @@ class _Checker:
         target = stmt.target
         if isinstance(target, ast.IdentifierExpr):
             kind = scope.lookup(target.name)
+            if self.is_outer(target.name, scope):
+                self.report(
+                    "PARALLEL_FOR_OUTER_ASSIGNMENT",
+                    f"parallel for body cannot assign to outer variable '{target.name}'",
+                    target.range,
+                )
             if stmt.operator is not None:
                 # `x += e` reads x first, so x must already exist.
                 if kind is None:
@@ -253,12 +292,37 @@ class _Checker:
                 scope.symbols[target.name] = LOCAL
         else:
             self.check_expr(target, scope)
+            root = _root_identifier(target)
+            if root is not None and self.is_outer(root.name, scope):
+                self.report(
+                    "PARALLEL_FOR_OUTER_MUTATION",
+                    f"parallel for body cannot mutate outer variable '{root.name}'",
+                    target.range,
+                )
+
+    def is_outer(self, name: str, scope: _Scope) -> bool:
+        """Inside a `parallel for` body: whether `name` is a variable of the enclosing code
+        (iterations run at the same time, so they must not change it)."""
+        if not self.parallel_bodies:
+            return False
+        owner = scope.owner(name)
+        return (
+            owner is not None
+            and owner.symbols[name] in (LOCAL, PARAM)
+            and not owner.is_within(self.parallel_bodies[-1])
+        )
 
     def check_use(self, stmt: ast.UseStmt, scope: _Scope) -> None:
-        if stmt.budget is not None and stmt.budget.amount <= 0:
-            self.report("INVALID_BUDGET", "Budget amount must be greater than 0", stmt.range)
-        self.check_expr(stmt.value, scope)
-        root = stmt.value
+        self.check_context(stmt.value, stmt.budget, stmt.range, scope)
+
+    def check_context(
+        self, value: ast.Expr, budget: ast.Budget | None, where: SourceRange, scope: _Scope
+    ) -> None:
+        """What `use` (or a `use one of` candidate) puts into the prompt."""
+        if budget is not None and budget.amount <= 0:
+            self.report("INVALID_BUDGET", "Budget amount must be greater than 0", where)
+        self.check_expr(value, scope)
+        root = value
         while isinstance(root, ast.MemberExpr | ast.IndexExpr):
             root = root.object
         if isinstance(root, ast.IdentifierExpr) and scope.lookup(root.name) in _RESOURCE_KINDS:
@@ -278,6 +342,8 @@ class _Checker:
             self.check_call(expr, scope)
         elif isinstance(expr, ast.GenerateExpr):
             self.check_generate(expr, scope)
+        elif isinstance(expr, ast.ParallelForExpr):
+            self.check_parallel_for(expr, scope)
         else:
             for child in _child_expressions(expr):
                 self.check_expr(child, scope)
@@ -322,13 +388,37 @@ class _Checker:
         else:
             self.report("NOT_CALLABLE", f"'{name}' is not an agent function or agent", callee.range)
 
+    def check_parallel_for(self, expr: ast.ParallelForExpr, scope: _Scope) -> None:
+        self.check_expr(expr.iterable, scope)
+        if expr.max_items <= 0:
+            self.report(
+                "INVALID_ITERATION_LIMIT",
+                "parallel for item count must be greater than 0",
+                expr.range,
+            )
+        if not expr.body or not isinstance(expr.body[-1], ast.ExprStmt):
+            self.report(
+                "PARALLEL_FOR_MISSING_VALUE",
+                "parallel for body must end with a value expression",
+                expr.range,
+            )
+        body_scope = scope.child()
+        body_scope.symbols[expr.item_name] = LOCAL
+        self.parallel_bodies.append(body_scope)
+        try:
+            self.check_block(expr.body, body_scope)
+        finally:
+            self.parallel_bodies.pop()
+
     def check_member_call(self, callee: ast.MemberExpr, count: int, scope: _Scope) -> None:
         self.check_expr(callee.object, scope)
         receiver = callee.object
+        method = callee.property
+        if self.parallel_bodies:
+            self.check_parallel_call(receiver, method, callee, scope)
         if not isinstance(receiver, ast.IdentifierExpr):
             return
         kind = scope.lookup(receiver.name)
-        method = callee.property
         if kind == AGENT:
             agent = self.agents.get(receiver.name)
             if agent is None:
@@ -352,6 +442,31 @@ class _Checker:
                     f"Memory method '{label}' expects 1 argument(s), got {count}",
                     callee.range,
                 )
+
+    def check_parallel_call(
+        self, receiver: ast.Expr, method: str, callee: ast.MemberExpr, scope: _Scope
+    ) -> None:
+        """Inside `parallel for`: no `.add` on outer lists, no effectful tool or memory calls."""
+        root = _root_identifier(receiver)
+        if root is None:
+            return
+        name = root.name
+        kind = scope.lookup(name) if root is receiver else None
+        effectful = (kind == "memory" and method == "add") or (
+            kind == "tool" and effectful_tool_call(self.import_uris.get(name, ""), method)
+        )
+        if effectful:
+            self.report(
+                "PARALLEL_FOR_EFFECTFUL_CALL",
+                f"effectful operation '{name}.{method}' is not allowed inside parallel for",
+                callee.range,
+            )
+        elif method == "add" and self.is_outer(name, scope):
+            self.report(
+                "PARALLEL_FOR_OUTER_MUTATION",
+                f"parallel for body cannot mutate outer variable '{name}'",
+                callee.range,
+            )
 
     def check_arity(self, agent: str, func: ast.FuncDecl, count: int, where: SourceRange) -> None:
         expected = len(func.params)
@@ -451,6 +566,27 @@ class _Checker:
                     shape_field.range,
                 )
             names.add(shape_field.name)
+
+
+def _root_identifier(expr: ast.Expr) -> ast.IdentifierExpr | None:
+    """`a` for `a.b[0].c`; None when the chain starts with something else."""
+    while isinstance(expr, ast.MemberExpr | ast.IndexExpr):
+        expr = expr.object
+    return expr if isinstance(expr, ast.IdentifierExpr) else None
+
+
+def effectful_tool_call(uri: str, method: str) -> bool:
+    """Whether calling `method` on a tool imported from `uri` may change something: by scheme
+    and method, since iterations of a `parallel for` run at the same time."""
+    scheme = uri.split(":", 1)[0].lower()
+    if scheme == "file":
+        return method not in _FILE_READS
+    if scheme in ("http", "https"):
+        return method.upper() not in _HTTP_READS
+    if scheme == "sh":
+        command = uri.split(":", 1)[1].lstrip("/").split("/", 1)[0] if ":" in uri else ""
+        return command not in _SHELL_READS
+    return scheme != "env"
 
 
 def _child_expressions(expr: ast.Expr) -> Iterator[ast.Expr]:

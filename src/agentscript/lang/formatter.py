@@ -56,6 +56,9 @@ def format_expr(expr: ast.Expr) -> str:
         return f"not {operand}" if expr.operator == "not" else f"-{operand}"
     if isinstance(expr, ast.BinaryExpr):
         return _format_binary(expr)
+    if isinstance(expr, ast.ParallelForExpr):
+        iterable = format_expr(expr.iterable)
+        return f"parallel for {expr.item_name} in {iterable} max {expr.max_items} {{ … }}"
     return f"generate({_format_properties(expr.options.properties)})"
 
 

@@ -201,10 +201,13 @@ class _Parser:
         self.expect_symbol("{")
         config: list[ast.ConfigDecl] = []
         functions: list[ast.FuncDecl] = []
+        uses: list[ast.UseStmt | ast.UseOneOfStmt] = []
         while not self.current.is_symbol("}"):
             if self.current.kind is TokenKind.IDENTIFIER and self.current.value in CONFIG_KEYS:
                 key, value, config_start = self.config_line()
                 config.append(ast.ConfigDecl(range=self.span(config_start), key=key, value=value))
+            elif self.current.is_word("use"):
+                uses.append(self.use_stmt())
             elif self.current.is_word("func") or (
                 self.current.is_word("main") and self.peek().is_word("func")
             ):
@@ -218,6 +221,7 @@ class _Parser:
             is_main=is_main,
             config=config,
             functions=functions,
+            uses=uses or None,
             source_path=self.path,
         )
 
@@ -341,17 +345,89 @@ class _Parser:
                 return rule(self)
         return self.assignment_or_expression()
 
-    def use_stmt(self) -> ast.UseStmt:
+    def use_stmt(self) -> ast.UseStmt | ast.UseOneOfStmt:
         start = self.advance().start
+        if (
+            self.current.is_word("one")
+            and self.peek().is_word("of")
+            and self.peek(2).is_symbol("{")
+        ):
+            return self.use_one_of(start)
         value = self.within(_USE_BUDGET, self.expression)
-        budget = None
+        budget = self.optional_budget()
+        label = self.context_label()
+        return ast.UseStmt(range=self.span(start), value=value, budget=budget, label=label)
+
+    def optional_budget(self) -> ast.Budget | None:
+        """`< BUDGET` (0.1.0) or `max BUDGET` (later form) after a used expression."""
         if self.current.is_symbol("<") or (
             self.current.is_word("max") and self.peek().kind is TokenKind.NUMBER
         ):
             self.advance()
-            budget = self.budget()
+            return self.budget()
+        return None
+
+    def use_one_of(self, start: int) -> ast.UseOneOfStmt:
+        """`use one of { name: expr [max B] [selected] … name: empty } as label`."""
+        self.advance()  # one
+        self.advance()  # of
+        opening = self.expect_symbol("{")
+        candidates: list[ast.UseCandidate] = []
+        names: set[str] = set()
+        while not self.current.is_symbol("}"):
+            if self.current.kind is TokenKind.EOF:
+                raise self.error("Expected '}'")
+            candidate = self.use_candidate()
+            if candidate.name in names:
+                raise ParseError(
+                    f"Duplicate candidate '{candidate.name}' in use one of",
+                    candidate.range.start,
+                    self.path,
+                )
+            names.add(candidate.name)
+            candidates.append(candidate)
+            self.skip_comma()
+        self.advance()
+        where = self.map.position(opening.start)
+        if len(candidates) < 2:
+            raise ParseError("use one of requires at least two candidates", where, self.path)
+        if sum(1 for candidate in candidates if candidate.selected) > 1:
+            raise ParseError("use one of can mark only one candidate as selected", where, self.path)
         label = self.context_label()
-        return ast.UseStmt(range=self.span(start), value=value, budget=budget, label=label)
+        if label is None:
+            raise self.error("use one of requires a label: as <label>")
+        return ast.UseOneOfStmt(range=self.span(start), candidates=candidates, label=label)
+
+    def use_candidate(self) -> ast.UseCandidate:
+        name = self.expect_name("Expected candidate name")
+        self.expect_symbol(":")
+        value: ast.Expr | None
+        if self.current.is_word("empty") and self.ends_candidate(self.peek()):
+            self.advance()
+            value = None
+        else:
+            value = self.within(_USE_BUDGET, self.expression)
+        budget = self.optional_budget() if value is not None else None
+        selected = None
+        if self.current.is_word("selected") and self.on_same_line(self.current):
+            self.advance()
+            selected = True
+        return ast.UseCandidate(
+            range=self.span(name.start),
+            name=name.value,
+            value=value,
+            budget=budget,
+            selected=selected,
+        )
+
+    def ends_candidate(self, token: Token) -> bool:
+        """After `empty`: the candidate ends at `}`, `,`, `selected` or a line break."""
+        return (
+            token.is_symbol("}")
+            or token.is_symbol(",")
+            or token.is_word("selected")
+            or self.map.line_of(token.start) != self.map.line_of(self.current.end)
+        )
 
     def budget(self) -> ast.Budget:
         token = self.current
@@ -412,6 +488,24 @@ class _Parser:
             item_range=self.token_range(item),
             iterable=iterable,
             max_iterations=limit,
+            body=body,
+        )
+
+    def parallel_for(self) -> ast.ParallelForExpr:
+        """`parallel for x in xs max N { … }` (later form; `< N` also accepted)."""
+        start = self.advance().start  # parallel
+        self.advance()  # for
+        item = self.expect_name("Expected for item name")
+        self.expect_word("in")
+        iterable = self.within(_LOOP_BOUND, self.expression)
+        limit = self.loop_bound(iterable, "Expected parallel for item count")
+        body = self.block()
+        return ast.ParallelForExpr(
+            range=self.span(start),
+            item_name=item.value,
+            item_range=self.token_range(item),
+            iterable=iterable,
+            max_items=limit,
             body=body,
         )
 
@@ -619,6 +713,8 @@ class _Parser:
             if word == "generate":
                 return self.generate()
         if token.is_name:
+            if token.value == "parallel" and self.peek().is_word("for"):
+                return self.parallel_for()
             self.advance()
             return ast.IdentifierExpr(range=self.span(token.start), name=token.value)
         if token.is_symbol("{"):

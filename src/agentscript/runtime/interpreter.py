@@ -11,7 +11,9 @@ import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -35,7 +37,7 @@ from agentscript.runtime.ports import (
     ToolProvider,
 )
 from agentscript.runtime.scope import MISSING, CallFrame, Scope, UseDeclaration
-from agentscript.runtime.trace import Tracer, TraceSink
+from agentscript.runtime.trace import TraceEvent, Tracer, TraceSink, event_json
 from agentscript.runtime.uris import scrub_uri
 from agentscript.runtime.values import (
     AgentBinding,
@@ -48,6 +50,7 @@ from agentscript.runtime.values import (
 )
 
 DEFAULT_MAX_CALL_DEPTH = 1000
+DEFAULT_CONCURRENCY = 4
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
 
@@ -75,6 +78,10 @@ class ExecutionOptions:
     # Counts model calls and tokens and enforces the run budget (time is checked at every
     # function call and loop iteration).
     meter: RunMeter = field(default_factory=RunMeter)
+    # How many `parallel for` iterations run at once.
+    concurrency: int = DEFAULT_CONCURRENCY
+    # `use one of` choices by site id (`file#Agent.func[label]`), beating `selected` and first.
+    variants: dict[str, str] = field(default_factory=dict)
 
 
 class _Return:
@@ -219,6 +226,9 @@ class Interpreter:
             scope = Scope(fixed=self._fixed_for(agent), frame=CallFrame(agent, function, path))
             for config in agent.config:
                 self.apply_config(config.key, config.value, scope, config.range)
+            for use in agent.uses or ():
+                # Agent-level context is declared afresh in every call, for every function.
+                self._statement_rules[type(use)](use, scope)
             for param, arg in zip(function.params, args, strict=True):
                 scope.locals[param.name] = arg
             return self.run_body(function.body, scope)
@@ -289,6 +299,7 @@ class Interpreter:
             ast.LoopUntilStmt: self.exec_loop,
             ast.RepeatStmt: self.exec_repeat,
             ast.ConfigStmt: self.exec_config,
+            ast.UseOneOfStmt: self.exec_use_one_of,
         }
 
     def exec_block(self, body: list[ast.Stmt], scope: Scope) -> _Return | None:
@@ -320,9 +331,22 @@ class Interpreter:
         owner[target.property] = value
 
     def exec_use(self, stmt: ast.UseStmt, scope: Scope) -> None:
+        self.declare_use(stmt, scope)
+
+    def declare_use(
+        self, stmt: ast.UseStmt, scope: Scope, variant: dict[str, Any] | None = None
+    ) -> None:
         source = format_expr(stmt.value)
         scope.uses.append(UseDeclaration(stmt, source, scope))
-        budget = stmt.budget
+        self.trace_use(source, stmt.budget, stmt.label, variant)
+
+    def trace_use(
+        self,
+        source: str | None,
+        budget: ast.Budget | None,
+        label: str | None,
+        variant: dict[str, Any] | None = None,
+    ) -> None:
         data: dict[str, Any] = {
             "source": source,
             # The 0.1.0 use event always names the unit, null when there is none.
@@ -330,9 +354,61 @@ class Interpreter:
             if budget
             else None,
         }
-        if stmt.label is not None:
-            data["label"] = stmt.label
+        if label is not None:
+            data["label"] = label
+        if variant is not None:
+            data["variant"] = variant
         self.tracer.emit("use", data)
+
+    def exec_use_one_of(self, stmt: ast.UseOneOfStmt, scope: Scope) -> None:
+        """Pick one candidate for this site: the run's hint, else `selected`, else the first.
+        Only the pick (under the label) can reach the prompt; `empty` adds nothing."""
+        site = self.site_id(stmt, scope)
+        names = [candidate.name for candidate in stmt.candidates]
+        hint = self.options.variants.get(site)
+        if hint is not None:
+            if hint not in names:
+                raise self.error(
+                    f"Unknown variant '{hint}' for use one of site '{site}' "
+                    f"(candidates: {', '.join(names)})",
+                    stmt.range,
+                    scope,
+                )
+            picked, reason = stmt.candidates[names.index(hint)], "trial"
+        else:
+            chosen = [candidate for candidate in stmt.candidates if candidate.selected]
+            picked, reason = (chosen[0], "selected") if chosen else (stmt.candidates[0], "first")
+        variant = {
+            "site_id": site,
+            "picked": picked.name,
+            "available": names,
+            "reason": reason,
+            "empty": picked.value is None,
+        }
+        if picked.value is None:
+            self.trace_use(None, None, stmt.label, variant)
+            return
+        use = ast.UseStmt(
+            range=picked.range, value=picked.value, budget=picked.budget, label=stmt.label
+        )
+        self.declare_use(use, scope, variant)
+
+    def site_id(self, stmt: ast.UseOneOfStmt, scope: Scope) -> str:
+        """`<file>#<Agent>.<func>[<label>]`, the function part left out for agent-level sites;
+        the file is relative to the entry program's directory."""
+        frame = scope.frame
+        assert frame is not None
+        entry = self.program.source_path
+        own = frame.agent.source_path or entry
+        if own is None:
+            file = "<source>"
+        elif entry is None:
+            file = os.path.basename(own)
+        else:
+            file = os.path.relpath(own, os.path.dirname(entry)).replace(os.sep, "/")
+        agent_level = any(use is stmt for use in frame.agent.uses or ())
+        where = frame.agent.name if agent_level else f"{frame.agent.name}.{frame.function.name}"
+        return f"{file}#{where}[{stmt.label}]"
 
     def exec_return(self, stmt: ast.ReturnStmt, scope: Scope) -> _Return:
         return _Return(self.evaluate(stmt.value, scope))
@@ -403,6 +479,7 @@ class Interpreter:
             ast.UnaryExpr: self.eval_unary,
             ast.BinaryExpr: self.eval_binary,
             ast.GenerateExpr: self.eval_generate,
+            ast.ParallelForExpr: self.eval_parallel_for,
         }
 
     def evaluate(self, expr: ast.Expr, scope: Scope) -> Any:
@@ -605,6 +682,85 @@ class Interpreter:
             data["record"] = sanitize(result.get("record"))
         self.tracer.emit("memory", data)
         return result
+
+    # ------------------------------------------------------------------ parallel for
+
+    def eval_parallel_for(self, expr: ast.ParallelForExpr, scope: Scope) -> list[Any]:
+        """Run the iterations on a bounded worker pool, wait for all of them, and return their
+        final values in input order; any failure fails the whole expression, listing each."""
+        items = self.evaluate(expr.iterable, scope)
+        if not isinstance(items, list):
+            raise self.error("parallel for source must be a list", expr.iterable.range, scope)
+        body = expr.body
+        if not body or type(body[-1]) is not ast.ExprStmt:
+            raise self.error(
+                "parallel for body must end with a value expression", expr.range, scope
+            )
+        chosen = items[: expr.max_items]
+        point = self.tracer.branch_point()
+        depth = self.depth
+        concurrency = max(1, self.options.concurrency)
+
+        def iteration(index: int) -> tuple[Any, str | None, list[TraceEvent]]:
+            self._local.depth = depth
+            with self.tracer.branch(point) as events:
+                iteration_scope = Scope(scope)
+                iteration_scope.locals[expr.item_name] = chosen[index]
+                try:
+                    return self.run_iteration(body, iteration_scope), None, events
+                except AgentScriptError as error:
+                    return None, str(error), events
+                except RecursionError:
+                    return None, "Values or calls are nested too deeply to evaluate", events
+
+        started = time.monotonic()
+        if len(chosen) <= 1 or concurrency == 1:
+            outcomes = [iteration(index) for index in range(len(chosen))]
+        else:
+            with ThreadPoolExecutor(max_workers=min(concurrency, len(chosen))) as pool:
+                outcomes = list(pool.map(iteration, range(len(chosen))))
+        records: list[dict[str, Any]] = []
+        for index, (value, error, events) in enumerate(outcomes):
+            record: dict[str, Any] = {
+                "index": index,
+                "input": sanitize(chosen[index]),
+                "ok": error is None,
+                "trace": [event_json(event) for event in events],
+            }
+            if error is None:
+                record["result"] = sanitize(value)
+            else:
+                record["error"] = error
+            records.append(record)
+        failures = [(index, error) for index, (_, error, _) in enumerate(outcomes) if error]
+        self.tracer.emit(
+            "parallel_for",
+            {
+                "item": expr.item_name,
+                "source": format_expr(expr.iterable),
+                "max_items": expr.max_items,
+                "items": len(chosen),
+                "concurrency": concurrency,
+                "duration_ms": round((time.monotonic() - started) * 1000),
+                "ok": not failures,
+                "iterations": records,
+            },
+        )
+        if failures:
+            summary = "; ".join(f"[{index}] {error}" for index, error in failures)
+            raise self.error(f"parallel for failed: {summary}", expr.range, scope)
+        return [value for value, _, _ in outcomes]
+
+    def run_iteration(self, body: list[ast.Stmt], scope: Scope) -> Any:
+        """One iteration: the statements, then the final expression's value. A `return` has no
+        function to return from here, so it is an error."""
+        rules = self._statement_rules
+        for stmt in body[:-1]:
+            if rules[type(stmt)](stmt, scope) is not None:
+                raise self.error("return is not allowed inside parallel for", stmt.range, scope)
+        last = body[-1]
+        assert isinstance(last, ast.ExprStmt)
+        return self.evaluate(last.expr, scope)
 
     # ------------------------------------------------------------------ generate
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +32,7 @@ class TraceEvent:
 
     def to_json(self) -> dict[str, Any]:
         """`{kind, data}` as JSON data; a finished agent event's nested events included."""
-        return _event_json(self)
+        return event_json(self)
 
 
 class TraceSink:
@@ -46,8 +48,21 @@ class TraceSink:
 
 @dataclass(slots=True)
 class _Frame:
+    """Where new events go: the run's top level, an agent call, or one `parallel for`
+    iteration. `depth` is the nesting depth of the events recorded in it."""
+
     call: TraceEvent | None
+    depth: int = 0
     events: list[TraceEvent] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class BranchPoint:
+    """Where concurrent branches (parallel iterations) attach: the enclosing agent call and the
+    depth of the event that will hold them."""
+
+    call: TraceEvent | None
+    depth: int
 
 
 class Tracer:
@@ -62,6 +77,8 @@ class Tracer:
         self._root = _Frame(call=None)
         self._ids = itertools.count(1)
         self._local = threading.local()
+        # Sinks see one event at a time even when parallel iterations emit concurrently.
+        self._sink_lock = threading.Lock()
 
     @property
     def _stack(self) -> list[_Frame]:
@@ -76,7 +93,7 @@ class Tracer:
         return self._root.events
 
     def to_json(self) -> list[dict[str, Any]]:
-        return [_event_json(event) for event in self._root.events]
+        return [event_json(event) for event in self._root.events]
 
     def redact(self, secret: str) -> None:
         """From now on, `secret` appears as "[REDACTED]" in every event recorded."""
@@ -93,16 +110,43 @@ class Tracer:
             data=data,
             id=next(self._ids),
             parent=frame.call.id if frame.call else None,
-            depth=len(stack) - 1,
+            depth=frame.depth,
         )
         frame.events.append(event)
-        for sink in self.sinks:
-            sink.event(event)
+        self._notify(event)
         return event
+
+    def _notify(self, event: TraceEvent, started: bool = False) -> None:
+        if not self.sinks:
+            return
+        with self._sink_lock:
+            for sink in self.sinks:
+                if started:
+                    sink.agent_started(event)
+                else:
+                    sink.event(event)
+
+    def branch_point(self) -> BranchPoint:
+        """Call in the spawning thread before starting concurrent branches."""
+        frame = self._stack[-1]
+        return BranchPoint(frame.call, frame.depth)
+
+    @contextmanager
+    def branch(self, point: BranchPoint) -> Iterator[list[TraceEvent]]:
+        """Within a worker thread: record the events of one branch in their own list (yielded),
+        one level below `point`, instead of in the shared frames of the spawning thread."""
+        saved = getattr(self._local, "stack", None)
+        frame = _Frame(call=point.call, depth=point.depth + 1)
+        self._local.stack = [frame]
+        try:
+            yield frame.events
+        finally:
+            self._local.stack = saved
 
     def enter_agent(self, agent: str, function: str, args: list[Any]) -> TraceEvent:
         stack = self._stack
-        parent = stack[-1].call
+        frame = stack[-1]
+        parent = frame.call
         if self._secrets:
             args = _scrub(args, self._secrets)
         call = TraceEvent(
@@ -110,11 +154,10 @@ class Tracer:
             data={"agent": agent, "function": function, "args": args},
             id=next(self._ids),
             parent=parent.id if parent else None,
-            depth=len(stack) - 1,
+            depth=frame.depth,
         )
-        stack.append(_Frame(call=call))
-        for sink in self.sinks:
-            sink.agent_started(call)
+        stack.append(_Frame(call=call, depth=frame.depth + 1))
+        self._notify(call, started=True)
         return call
 
     def exit_agent(self, call: TraceEvent, result: Any = None, error: str | None = None) -> None:
@@ -127,8 +170,7 @@ class Tracer:
             call.data["error"] = _scrub(error, self._secrets) if self._secrets else error
         call.data["trace"] = frame.events
         stack[-1].events.append(call)
-        for sink in self.sinks:
-            sink.event(call)
+        self._notify(call)
 
 
 def _scrub(value: Any, secrets: list[str]) -> Any:
@@ -144,11 +186,12 @@ def _scrub(value: Any, secrets: list[str]) -> Any:
     return value
 
 
-def _event_json(event: TraceEvent) -> dict[str, Any]:
+def event_json(event: TraceEvent) -> dict[str, Any]:
+    """The JSON form of a recorded event, nested agent events included."""
     if event.kind != "agent" or "trace" not in event.data:
         return {"kind": event.kind, "data": event.data}
     data = dict(event.data)
-    data["trace"] = [_event_json(child) for child in data["trace"]]
+    data["trace"] = [event_json(child) for child in data["trace"]]
     return {"kind": event.kind, "data": data}
 
 
@@ -187,6 +230,11 @@ def event_title(kind: str, data: dict[str, Any]) -> str:
     if kind == "approval":
         by = f" ({data['by']})" if data.get("by") else ""
         return f"- approval {name('tool')}.{name('method')} {name('decision')}{by}"
+    if kind == "parallel_for":
+        return (
+            f"- parallel for {name('item')} ({name('items')} items, "
+            f"concurrency {name('concurrency')})"
+        )
     if kind == "llm_retry":
         return (
             f"- retry {name('provider')} after {name('status')} "
@@ -202,10 +250,31 @@ def format_trace(trace: list[dict[str, Any]]) -> str:
     return "\n".join(lines) if lines else "(empty trace)"
 
 
+def nested_groups(kind: str, data: dict[str, Any]) -> list[tuple[str | None, list[Any]]]:
+    """The events nested in an event, for renderers: an agent call's own events (no heading),
+    or one group per `parallel for` iteration headed `- iteration [i] ok|failed`."""
+    if kind == "agent":
+        return [(None, data.get("trace") or [])]
+    if kind == "parallel_for":
+        return [
+            (
+                f"- iteration [{iteration.get('index')}] "
+                f"{'ok' if iteration.get('ok') else 'failed'}",
+                iteration.get("trace") or [],
+            )
+            for iteration in data.get("iterations") or []
+        ]
+    return []
+
+
 def _format_into(trace: list[dict[str, Any]], depth: int, lines: list[str]) -> None:
     for event in trace:
         kind = str(event.get("kind"))
         data = event.get("data") or {}
         lines.append("  " * depth + event_title(kind, data))
-        if kind == "agent":
-            _format_into(data.get("trace") or [], depth + 1, lines)
+        for heading, events in nested_groups(kind, data):
+            if heading is None:
+                _format_into(events, depth + 1, lines)
+            else:
+                lines.append("  " * (depth + 1) + heading)
+                _format_into(events, depth + 2, lines)
