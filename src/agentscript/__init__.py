@@ -1,17 +1,35 @@
 """AgentScript: a small language for LLM agents whose prompt context is explicit.
 
 The library is the product; the `agentscript` command is one client of it. See `api` for the
-calls below and README.md for a tour.
+calls below and README.md for a tour. Names are imported on first use, so commands that only
+check a program do not pay for the runtime's imports.
 """
 
-from agentscript.api import check, load, load_source, run
-from agentscript.composition import RunConfig
-from agentscript.lang.errors import Diagnostic, ParseError, SemanticError
-from agentscript.runtime.errors import AgentScriptError, ExecutionError, LoadError
-from agentscript.runtime.interpreter import RunResult
-from agentscript.runtime.trace import TraceEvent, TraceSink, format_trace
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# Public name → the module that defines it.
+_EXPORTS = {
+    "check": "agentscript.api",
+    "load": "agentscript.api",
+    "load_source": "agentscript.api",
+    "run": "agentscript.api",
+    "RunConfig": "agentscript.composition",
+    "Diagnostic": "agentscript.lang.errors",
+    "ParseError": "agentscript.lang.errors",
+    "SemanticError": "agentscript.lang.errors",
+    "AgentScriptError": "agentscript.runtime.errors",
+    "ExecutionError": "agentscript.runtime.errors",
+    "LoadError": "agentscript.runtime.errors",
+    "RunResult": "agentscript.runtime.interpreter",
+    "TraceEvent": "agentscript.runtime.trace",
+    "TraceSink": "agentscript.runtime.trace",
+    "format_trace": "agentscript.runtime.trace",
+}
 
 __all__ = [
     "AgentScriptError",
@@ -31,3 +49,20 @@ __all__ = [
     "load_source",
     "run",
 ]
+
+if TYPE_CHECKING:
+    from agentscript.api import check, load, load_source, run
+    from agentscript.composition import RunConfig
+    from agentscript.lang.errors import Diagnostic, ParseError, SemanticError
+    from agentscript.runtime.errors import AgentScriptError, ExecutionError, LoadError
+    from agentscript.runtime.interpreter import RunResult
+    from agentscript.runtime.trace import TraceEvent, TraceSink, format_trace
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentscript' has no attribute '{name}'")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value

@@ -14,15 +14,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentscript.composition import RunConfig, build_run
 from agentscript.lang import ast
 from agentscript.lang.checker import check_program
 from agentscript.lang.errors import Diagnostic, SemanticError
-from agentscript.runtime.interpreter import RunResult, execute
 from agentscript.runtime.loader import load_program, load_program_source
 
 if TYPE_CHECKING:
+    from agentscript.composition import RunConfig
     from agentscript.providers.llm.endpoints import ModelReport
+    from agentscript.runtime.interpreter import RunResult
 
 
 def load(path: str | Path) -> ast.Program:
@@ -105,6 +105,10 @@ def run(
     diagnostics = [d for d in check_program(program) if d.severity == "error"]
     if diagnostics:
         raise SemanticError(diagnostics)
+    # The runtime is imported here, not at module level: loading and checking stay fast.
+    from agentscript.composition import RunConfig, build_run
+    from agentscript.runtime.interpreter import execute
+
     setup = build_run(config or RunConfig(), program.source_path)
     try:
         return execute(program, {} if input is None else input, setup.options)

@@ -17,9 +17,9 @@ from agentscript import api
 from agentscript.cli import render
 from agentscript.cli.errors import REPORTED_ERRORS, CliError, error_lines
 from agentscript.cli.input import PromptedInput, read_input
-from agentscript.composition import ModelChoice, RunConfig
 
 if TYPE_CHECKING:
+    from agentscript.composition import ModelChoice
     from agentscript.providers.tools.approvals import ApprovalMode, AskUser
 from agentscript.runtime.errors import AgentScriptError
 from agentscript.runtime.jsjson import parse
@@ -100,6 +100,8 @@ def run_program(options: RunOptions) -> int:
 def _run(options: RunOptions) -> int:
     check_output_flags(options.quiet, options.verbose, options.trace)
     check_input_flags(options.input_json, options.input_file)
+    from agentscript.composition import RunConfig
+
     input_value = read_input(options.input_json, options.input_file)
     program = api.load(options.path)
     config = RunConfig(

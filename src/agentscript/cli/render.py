@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from agentscript.runtime.jsjson import stringify
-from agentscript.runtime.ports import GenerateRequest
 from agentscript.runtime.trace import event_title, format_trace, nested_groups
 
 if TYPE_CHECKING:
     from rich.tree import Tree
 
     from agentscript.providers.llm.endpoints import ModelReport
+    from agentscript.runtime.ports import GenerateRequest
 
 
 def to_json(value: Any) -> str:

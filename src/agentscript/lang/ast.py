@@ -42,7 +42,7 @@ def _number(value: float) -> float | int:
     return int(value) if float(value).is_integer() else value
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Node:
     """Base of all syntax nodes. `kind` in JSON is the class name."""
 
@@ -85,12 +85,12 @@ def _json_value(value: Any) -> Any:
 # ----------------------------------------------------------------------------- shapes
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class NamedShapeType(Node):
     name: str
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ListShapeType(Node):
     item_type: ShapeType
 
@@ -98,7 +98,7 @@ class ListShapeType(Node):
 ShapeType = NamedShapeType | ListShapeType
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ShapeField(Node):
     name: str
     type: ShapeType
@@ -106,7 +106,7 @@ class ShapeField(Node):
     implicit: bool | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ShapeObjectExpr(Node):
     fields: list[ShapeField]
 
@@ -114,80 +114,80 @@ class ShapeObjectExpr(Node):
 # ----------------------------------------------------------------------------- expressions
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class IdentifierExpr(Node):
     name: str
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class StringExpr(Node):
     value: str
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class NumberExpr(Node):
     value: float
     raw: str
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class BooleanExpr(Node):
     value: bool
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class NullExpr(Node):
     pass
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ListExpr(Node):
     items: list[Expr]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ObjectProperty(Node):
     key: str
     value: Expr
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ObjectExpr(Node):
     properties: list[ObjectProperty]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class MemberExpr(Node):
     object: Expr
     property: str
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class IndexExpr(Node):
     object: Expr
     index: Expr
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class CallExpr(Node):
     callee: Expr
     args: list[Expr]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class UnaryExpr(Node):
     operator: str  # "not" (0.1.0) or "-" (later form)
     value: Expr
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class BinaryExpr(Node):
     operator: str  # == != and or (0.1.0); + - * / < <= > >= (later forms)
     left: Expr
     right: Expr
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class GenerateOptionsExpr(Node):
     properties: list[ObjectProperty]
     input: Expr | None = None
@@ -201,14 +201,14 @@ class GenerateOptionsExpr(Node):
     strict: bool | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class GenerateExpr(Node):
     options: GenerateOptionsExpr
     # None for a free-form generate (later form): the model's text is the result.
     return_shape: ShapeObjectExpr | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ParallelForExpr(Node):
     """`parallel for x in xs max N { … final expression }` (later form): the list of each
     iteration's final value, in input order."""
@@ -241,20 +241,20 @@ Expr = (
 # ----------------------------------------------------------------------------- statements
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ConfigStmt(Node):
     key: str
     value: Expr
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class UseStmt(Node):
     value: Expr
     budget: Budget | None = None
     label: str | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class UseCandidate(Node):
     """One candidate of `use one of`: a named source (or `empty`), an optional budget, and
     whether it is the `selected` default."""
@@ -265,7 +265,7 @@ class UseCandidate(Node):
     selected: bool | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class UseOneOfStmt(Node):
     """`use one of { a: x max 1k  b: y selected  none: empty } as label` (later form): one
     candidate is chosen per run at this site; only it (under the label) reaches the prompt."""
@@ -274,26 +274,26 @@ class UseOneOfStmt(Node):
     label: str
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class AssignStmt(Node):
     target: Expr
     value: Expr
     operator: str | None = None  # "+=" or "-=" (later form); None for plain `=`
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ExprStmt(Node):
     expr: Expr
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class IfStmt(Node):
     condition: Expr
     then_body: list[Stmt]
     else_body: list[Stmt] | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ForInStmt(Node):
     item_name: str
     item_range: SourceRange
@@ -302,20 +302,20 @@ class ForInStmt(Node):
     body: list[Stmt]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class LoopUntilStmt(Node):
     condition: Expr
     max_iterations: int
     body: list[Stmt]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class RepeatStmt(Node):
     max_attempts: int
     body: list[Stmt]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ReturnStmt(Node):
     value: Expr
 
@@ -337,7 +337,7 @@ Stmt = (
 # ----------------------------------------------------------------------------- declarations
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ImportDecl(Node):
     resource_kind: str
     name: str
@@ -348,19 +348,19 @@ class ImportDecl(Node):
     HIDDEN: ClassVar[frozenset[str]] = frozenset({"source_path"})
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ConfigDecl(Node):
     key: str
     value: Expr
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class FuncParam(Node):
     name: str
     shape: ShapeObjectExpr | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class FuncDecl(Node):
     name: str
     is_main: bool
@@ -368,7 +368,7 @@ class FuncDecl(Node):
     body: list[Stmt]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class AgentDecl(Node):
     name: str
     is_main: bool
@@ -394,7 +394,7 @@ class AgentDecl(Node):
         return None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Program(Node):
     imports: list[ImportDecl]
     agents: list[AgentDecl]
