@@ -1,11 +1,13 @@
 // examples/deprecations.as: find the call sites of a deprecated function and plan the
 // migration, guided by a migration note that lives next to this program.
+// Grep is the real `sh://grep`, run in-process over the small code base in billing/ (the
+// workspace is this program's directory, so `path` is relative to examples/).
 // Shows: a `sh://grep` tool with structured arguments, `import file` (a Markdown note),
 // string `+`, `use … max N as "label"`, generate options `max_output` and `strict`,
 // `list[json]`, `if` without `else`, final-expression return.
 // Syntax: later forms (`max`, labels, `name: type` contracts, `->`, `+`, final expression).
-// Run offline (scripted answers; the mock grep answers with a summary of the call):
-//   agentscript run examples/deprecations.as --mock examples/deprecations.responses.json --input '{"symbol": "load_config", "path": "src"}'
+// Run offline (scripted model answers; the search is real):
+//   agentscript run examples/deprecations.as --mock examples/deprecations.responses.json --input '{"symbol": "load_config", "path": "billing"}'
 
 import llm Model from "openai://gpt-4.1"
 import tool Grep from "sh://grep"

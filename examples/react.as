@@ -1,13 +1,15 @@
 // examples/react.as: a ReAct agent. Each round it thinks, then either searches or finishes;
-// what it saw goes into a scratch list that the next round reads back. At most 4 rounds.
-// Shows: import tool (mcp://), `loop until … < N`, a scratch list with .add / .summary / .length,
-// `use` with budgets, a `use` inside the loop body that lives for one round only.
+// what it found goes into a scratch list that the next round reads back. At most 4 rounds.
+// Search is the real `sh://grep`, run in-process over the small knowledge base in notes/
+// (a substring search, line by line; `max: 5` keeps the first five matching lines).
+// Shows: import tool (sh://grep), `loop until … < N`, a scratch list with .add / .summary /
+// .length, `use` with budgets, a `use` inside the loop body that lives for one round only.
 // Syntax: 0.1.0 only (`{ return { shape } }`, `<` budgets and bounds, explicit `return`).
-// Run offline (scripted answers; the mock tool answers each call with a summary of the call):
+// Run offline (scripted model answers; the searches are real, confined to examples/):
 //   agentscript run examples/react.as --mock examples/react.responses.json --input '{"question": "Which Python release added the match statement?"}' --trace pretty
 
 import llm Model from "openai://gpt-4.1-mini"
-import tool Search from "mcp://tools/search"
+import tool Search from "sh://grep"
 
 main agent Researcher {
     model Model
@@ -32,8 +34,8 @@ main agent Researcher {
             if step.action == "finish" {
                 done = true
             } else {
-                found = Search.query({ q: step.query, limit: 3 })
-                notes.add({ query: step.query, thought: step.thought, found: found })
+                found = Search.run({ path: "notes", pattern: step.query, max: 5 })
+                notes.add({ query: step.query, thought: step.thought, found: found.matches })
             }
         }
 

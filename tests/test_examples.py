@@ -2,46 +2,59 @@
 
 Every `.as` under examples/ and tutorials/ is a program a reader will copy, so it must parse and
 check without diagnostics. Every program that is not only imported by another one must also run
-under the mock model with its scripted answers (`NAME.responses.json`) and the input shown in its
-header's `agentscript run …` line, using up exactly the answers its script holds.
+with the scripted mock model (`NAME.responses.json`), the real host tools and the input shown in
+its header's `agentscript run …` line, using up exactly the answers its script holds. Each run
+works in a copy of the program's directory tree under a temporary directory, so nothing a
+program writes (files, effect side stores, memory) lands in the repository.
 
 Golden files under tests/fixtures/examples/ pin what a reader sees: the `--parse` JSON, the exact
 prompt of the first generate, and the run's value. After an intended change, regenerate them with
 `UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_examples.py` and review the diff.
 
-Two smaller guards live here too: programs whose header claims 0.1.0 syntax use no later form,
-and the complete programs in docs/language.md check and run.
+Smaller guards live here too: programs whose header claims 0.1.0 syntax use no later form, a
+header passes `--approve auto` exactly when its program needs approvals, the compensate and MCP
+tutorials do what their headers promise, and the complete programs in docs/language.md check
+and run.
 """
 
 from __future__ import annotations
 
-import functools
+import importlib.util
 import itertools
 import json
 import os
 import shlex
-from dataclasses import dataclass
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 
 import agentscript
+from agentscript.composition import build_tools
 from agentscript.lang import ast
 from agentscript.lang.errors import ParseError
 from agentscript.lang.lexer import tokenize
 from agentscript.lang.parser import parse_program
 from agentscript.lang.tokens import TokenKind
-from agentscript.runtime.ports import GenerateRequest
+from agentscript.providers.tools.effects import effects_in_trace
+from agentscript.runtime.ports import Closeable, GenerateRequest
 from agentscript.runtime.shapes import default_object
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM_DIRS = ("examples", "tutorials")
 GOLDEN_DIR = ROOT / "tests" / "fixtures" / "examples"
 UPDATE_GOLDEN = os.environ.get("UPDATE_GOLDEN") == "1"
-# Absolute paths in `--parse` output (file and memory imports) depend on the checkout location.
+# Absolute paths in `--parse` output (file and memory imports) and in effect records depend on
+# where the programs lie: the checkout, or the temporary copy a test runs them in.
 ROOT_PLACEHOLDER = "<ROOT>"
+# Not copied with a program's tree: what earlier runs in the checkout may have left behind.
+NOT_COPIED = shutil.ignore_patterns(".agentscript", "__pycache__")
 # The header line that says a program sticks to the 0.1.0 grammar (checked below).
 SYNTAX_0_1_0 = "Syntax: 0.1.0 only"
 # Symbols the 0.1.0 tokenizer knows; anything else (`->`, `+`, `>=`, `+=` …) is a later form.
@@ -84,6 +97,10 @@ IMPORTED_ONLY = sorted(
     {target for program in ALL_PROGRAMS for target in _agent_import_targets(program)}
 )
 ENTRY_PROGRAMS = [program for program in ALL_PROGRAMS if program not in IMPORTED_ONLY]
+# Programs with promises of their own, checked at the end of this file.
+COMPENSATE = "tutorials/compensate/compensate.as"
+MCP_TUTORIAL = "tutorials/mcp/mcp.as"
+SELF_IMPROVE = "examples/self-improve.as"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +110,7 @@ class RunCommand:
     program: str
     responses: str
     input: Any
+    approve: str | None = None
 
 
 def _header(program: str) -> list[str]:
@@ -106,7 +124,7 @@ def _header(program: str) -> list[str]:
 
 
 def _parse_run_command(text: str) -> RunCommand:
-    """`agentscript run FILE --mock RESPONSES [--input JSON] [--trace pretty]`."""
+    """`agentscript run FILE --mock RESPONSES [--approve MODE] [--trace T] [--input JSON]`."""
     words = shlex.split(text)
     assert words[:2] == ["agentscript", "run"], text
     options = dict(zip(words[3::2], words[4::2], strict=False))
@@ -115,6 +133,7 @@ def _parse_run_command(text: str) -> RunCommand:
         program=words[2],
         responses=options["--mock"],
         input=json.loads(options.get("--input", "{}")),
+        approve=options.get("--approve"),
     )
 
 
@@ -129,11 +148,18 @@ def run_command(program: str) -> RunCommand:
 # ----------------------------------------------------------------------------- running
 
 
-@functools.cache
-def scripted_run(program: str) -> agentscript.RunResult:
-    command = run_command(program)
-    config = agentscript.RunConfig(model="mock", responses=str(ROOT / command.responses))
-    return agentscript.run(agentscript.load(ROOT / program), command.input, config)
+def copy_program_tree(program: str, base: Path) -> Path:
+    """Copy the directory of `program`, with everything below it, to the same place under
+    `base` (which then stands for the checkout) and return the copied program's path."""
+    source = (ROOT / program).parent
+    shutil.copytree(source, base / source.relative_to(ROOT), ignore=NOT_COPIED)
+    return base / program
+
+
+def scripted_config(base: Path, program: str, **options: Any) -> agentscript.RunConfig:
+    """The header's run as a RunConfig: scripted mock model, real tools, writes approved."""
+    responses = base / run_command(program).responses
+    return agentscript.RunConfig(model="mock", responses=str(responses), approve="auto", **options)
 
 
 class _FirstPrompt(Exception):
@@ -148,25 +174,84 @@ def _stop_at_first_prompt(request: GenerateRequest) -> None:
     raise _FirstPrompt(request)
 
 
-def first_prompt(program: str) -> GenerateRequest | None:
-    """The request of the program's first generate, captured by a dry run (None if it has none)."""
-    config = agentscript.RunConfig(model="dry-run", on_dry_run_prompt=_stop_at_first_prompt)
-    try:
-        agentscript.run(agentscript.load(ROOT / program), run_command(program).input, config)
-    except _FirstPrompt as reached:
-        return reached.request
-    return None
+@dataclass(frozen=True, slots=True)
+class ScriptedRun:
+    """A finished run and `base`, the directory that stood for the checkout in its copy."""
+
+    result: agentscript.RunResult
+    base: Path
+
+
+@dataclass(frozen=True, slots=True)
+class FirstPrompt:
+    """The request of a dry run's first generate (None if it has none), and its copy's base."""
+
+    request: GenerateRequest | None
+    base: Path
+
+
+@dataclass(slots=True)
+class ProgramRuns:
+    """Each program's scripted run and first-prompt dry run, done once per module, each in a
+    fresh copy of the program's tree."""
+
+    factory: pytest.TempPathFactory
+    runs: dict[str, ScriptedRun] = field(default_factory=dict)
+    prompts: dict[str, FirstPrompt] = field(default_factory=dict)
+
+    def scripted(self, program: str) -> ScriptedRun:
+        if program not in self.runs:
+            base = self.factory.mktemp("run")
+            path = copy_program_tree(program, base)
+            config = scripted_config(base, program)
+            result = agentscript.run(agentscript.load(path), run_command(program).input, config)
+            self.runs[program] = ScriptedRun(result, base)
+        return self.runs[program]
+
+    def first_prompt(self, program: str) -> FirstPrompt:
+        if program not in self.prompts:
+            base = self.factory.mktemp("dry-run")
+            path = copy_program_tree(program, base)
+            # A dry run answers tools with the mock tool; the prompt a reader sees is built
+            # from the real tools' answers, so hand it the real ones.
+            owned: list[Closeable] = []
+            tools = build_tools(agentscript.RunConfig(approve="auto"), path.parent, owned)
+            config = agentscript.RunConfig(
+                model="dry-run", on_dry_run_prompt=_stop_at_first_prompt, tools=tools
+            )
+            request = None
+            try:
+                agentscript.run(agentscript.load(path), run_command(program).input, config)
+            except agentscript.ExecutionError as error:
+                # The runtime wraps what a model provider raises, so look at the cause.
+                if not isinstance(error.__cause__, _FirstPrompt):
+                    raise
+                request = error.__cause__.request
+            finally:
+                for provider in owned:
+                    provider.close()
+            self.prompts[program] = FirstPrompt(request, base)
+        return self.prompts[program]
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory: pytest.TempPathFactory) -> ProgramRuns:
+    return ProgramRuns(tmp_path_factory)
+
+
+def events(trace: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    """The data of every `kind` event, including those nested in agent calls, in run order."""
+    found: list[dict[str, Any]] = []
+    for event in trace:
+        if event["kind"] == kind:
+            found.append(event["data"])
+        if event["kind"] == "agent":
+            found.extend(events(event["data"]["trace"], kind))
+    return found
 
 
 def generate_events(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every generate event's data, including those nested in agent calls, in run order."""
-    found: list[dict[str, Any]] = []
-    for event in trace:
-        if event["kind"] == "generate":
-            found.append(event["data"])
-        elif event["kind"] == "agent":
-            found.extend(generate_events(event["data"]["trace"]))
-    return found
+    return events(trace, "generate")
 
 
 def scripted_answer_count(responses: Path) -> int:
@@ -176,12 +261,24 @@ def scripted_answer_count(responses: Path) -> int:
     return sum(len(answers) for answers in script.values())
 
 
+def snapshot(directory: Path) -> dict[str, bytes | None]:
+    """Every file (its bytes) and directory (None) below `directory`, by relative path."""
+    return {
+        path.relative_to(directory).as_posix(): None if path.is_dir() else path.read_bytes()
+        for path in sorted(directory.rglob("*"))
+    }
+
+
 # ----------------------------------------------------------------------------- golden files
 
 
-def machine_independent(text: str) -> str:
-    """`text` with the checkout location replaced by a placeholder (plain and URI-quoted)."""
-    variants = {str(ROOT), quote(str(ROOT)), str(ROOT.absolute()), quote(str(ROOT.absolute()))}
+def machine_independent(text: str, *copies: Path) -> str:
+    """`text` with the checkout location, and that of any copy of it, replaced by a placeholder
+    (plain, resolved and URI-quoted)."""
+    variants: set[str] = set()
+    for root in (ROOT, *copies):
+        for form in (str(root), str(root.absolute()), str(root.resolve())):
+            variants.update((form, quote(form)))
     for variant in sorted(variants, key=len, reverse=True):
         text = text.replace(variant, ROOT_PLACEHOLDER)
     return text
@@ -225,6 +322,7 @@ GOLDEN_SUFFIXES = (".parse.json", ".prompt.txt", ".value.json")
 def test_discovery_finds_entry_and_imported_programs() -> None:
     assert "examples/hello.as" in ENTRY_PROGRAMS
     assert "tutorials/plan-execute/main.as" in ENTRY_PROGRAMS
+    assert {COMPENSATE, MCP_TUTORIAL, SELF_IMPROVE} <= set(ENTRY_PROGRAMS)
     assert {
         "tutorials/plan-execute/planner.as",
         "tutorials/plan-execute/executor.as",
@@ -255,14 +353,26 @@ def test_header_run_line_uses_the_programs_own_responses(program: str) -> None:
 
 
 @pytest.mark.parametrize("program", ENTRY_PROGRAMS)
-def test_program_runs_under_mock_and_uses_every_scripted_answer(program: str) -> None:
-    result = scripted_run(program)
-    generates = generate_events(result.trace)
+def test_header_approves_writes_exactly_when_the_program_needs_approvals(
+    program: str, programs: ProgramRuns
+) -> None:
+    asked = events(programs.scripted(program).result.trace, "approval")
+    wanted = "auto" if asked else None
+    assert run_command(program).approve == wanted, "--approve auto iff a call needs approval"
+
+
+@pytest.mark.parametrize("program", ENTRY_PROGRAMS)
+def test_program_runs_under_mock_and_uses_every_scripted_answer(
+    program: str, programs: ProgramRuns
+) -> None:
+    run = programs.scripted(program)
+    generates = generate_events(run.result.trace)
     assert [g for g in generates if g.get("ok") is False] == []
     used = sum(g["attempts"] for g in generates)
     assert used == scripted_answer_count(ROOT / run_command(program).responses)
-    assert result.trace, "a run leaves a trace"
-    assert_golden(program, ".value.json", render_json(result.value))
+    assert run.result.trace, "a run leaves a trace"
+    value = machine_independent(render_json(run.result.value), run.base)
+    assert_golden(program, ".value.json", value)
 
 
 @pytest.mark.parametrize("program", ENTRY_PROGRAMS)
@@ -272,15 +382,18 @@ def test_parse_json_matches_golden(program: str) -> None:
 
 
 @pytest.mark.parametrize("program", ENTRY_PROGRAMS)
-def test_first_prompt_matches_golden(program: str) -> None:
-    request = first_prompt(program)
-    assert_golden(program, ".prompt.txt", machine_independent(render_prompt(request)))
+def test_first_prompt_matches_golden(program: str, programs: ProgramRuns) -> None:
+    prompt = programs.first_prompt(program)
+    rendered = machine_independent(render_prompt(prompt.request), prompt.base)
+    assert_golden(program, ".prompt.txt", rendered)
 
 
 @pytest.mark.parametrize("program", ENTRY_PROGRAMS)
-def test_dry_run_prompt_is_the_prompt_the_scripted_run_traced(program: str) -> None:
-    request = first_prompt(program)
-    generates = generate_events(scripted_run(program).trace)
+def test_dry_run_prompt_is_the_prompt_the_scripted_run_traced(
+    program: str, programs: ProgramRuns
+) -> None:
+    request = programs.first_prompt(program).request
+    generates = generate_events(programs.scripted(program).result.trace)
     if request is None:
         assert generates == []
         return
@@ -319,6 +432,131 @@ def test_make_demo_runs_an_example_with_its_scripted_answers() -> None:
     assert "--trace pretty" in line
 
 
+# ----------------------------------------------------------------------------- promises
+
+
+def _run_copy(path: Path, config: agentscript.RunConfig, program: str) -> agentscript.RunResult:
+    return agentscript.run(agentscript.load(path), run_command(program).input, config)
+
+
+def _undo_command(trace_file: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """`agentscript undo TRACE.json`, run as a separate process the way a reader would."""
+    return subprocess.run(
+        [sys.executable, "-m", "agentscript", "undo", str(trace_file), *options],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_compensate_rejected_writes_leave_the_workspace_as_found(tmp_path: Path) -> None:
+    path = copy_program_tree(COMPENSATE, tmp_path / "copy")
+    workspace = path.parent
+    script = json.loads(path.with_name("compensate.responses.json").read_text(encoding="utf-8"))
+    script["Publisher.verify"] = [{"ok": False, "problem": "Rejected by the test."}] * 2
+    reject_all = tmp_path / "reject-all.json"
+    reject_all.write_text(json.dumps(script), encoding="utf-8")
+    before = snapshot(workspace)
+    config = agentscript.RunConfig(model="mock", responses=str(reject_all), approve="auto")
+    result = _run_copy(path, config, COMPENSATE)
+    assert [entry["kept"] for entry in result.value.values()] == [False, False]
+    undos = [e for e in events(result.trace, "tool") if e["method"] == "undo"]
+    assert [(u["result"]["ok"], len(u["result"]["undone"])) for u in undos] == [(True, 1)] * 2
+    assert snapshot(workspace) == before
+
+
+def test_compensate_keeps_the_good_write_and_the_cli_undoes_it(tmp_path: Path) -> None:
+    path = copy_program_tree(COMPENSATE, tmp_path / "copy")
+    workspace = path.parent
+    before = snapshot(workspace)
+    result = _run_copy(path, scripted_config(tmp_path / "copy", COMPENSATE), COMPENSATE)
+    assert result.value["changelog"]["kept"] is True
+    assert result.value["announcement"]["kept"] is False
+    after = snapshot(workspace)
+    assert set(after) == set(before), "the rejected announcement.md is gone again"
+    assert [name for name in before if after[name] != before[name]] == ["CHANGELOG.md"]
+    assert after["CHANGELOG.md"].startswith(b"## 2.4\n")
+    recorded = effects_in_trace(result.trace)
+    assert [(e["action"], e["path"], e["existed"]) for e in recorded] == [
+        ("write", "CHANGELOG.md", True),
+        ("write", "announcement.md", False),
+    ]
+
+    trace_file = tmp_path / "run.json"
+    trace_file.write_text(json.dumps(result.trace, ensure_ascii=False), encoding="utf-8")
+    dry = _undo_command(trace_file, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "would restore CHANGELOG.md" in dry.stdout
+    assert snapshot(workspace) == after, "a dry run changes nothing"
+    undo = _undo_command(trace_file)
+    assert undo.returncode == 0, undo.stderr
+    assert undo.stdout.splitlines()[0] == "restore CHANGELOG.md"
+    assert snapshot(workspace) == before
+
+
+def _import_file(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"tutorial_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_mcp_tutorial_traces_the_real_servers_answers(programs: ProgramRuns) -> None:
+    run = programs.scripted(MCP_TUTORIAL)
+    server = _import_file(run.base / "tutorials" / "mcp" / "notes_server.py")
+    calls = events(run.result.trace, "tool")
+    assert [(call["method"], call["scheme"], call["uri"]) for call in calls] == [
+        ("call", "mcp", "mcp://notes"),
+        ("get", "mcp", "mcp://notes"),
+    ]
+    search, get = (call["result"] for call in calls)
+    topic = run_command(MCP_TUTORIAL).input["topic"]
+    hits = server.search(topic, 3).model_dump()
+    assert search["structured"] == hits
+    assert json.loads(search["text"]) == hits
+    assert (get["ok"], get["isError"]) == (True, False)
+    assert get["text"] == server.note_text(calls[1]["args"][0]["id"])
+    answer = generate_events(run.result.trace)[-1]
+    assert get["text"] in answer["context"]["finalUserMessage"], "the note is the context"
+
+
+def test_mcp_tutorial_tools_lists_the_servers_tools() -> None:
+    from agentscript.api import tools
+
+    (listing,) = tools(agentscript.load(ROOT / MCP_TUTORIAL))
+    assert listing.get("problem") is None
+    assert [(tool["name"], tool["risk"]) for tool in listing["tools"]] == [
+        ("search", "read"),
+        ("get", "read"),
+    ]
+
+
+def test_self_improve_lessons_persist_in_a_jsonl_memory(tmp_path: Path) -> None:
+    path = copy_program_tree(SELF_IMPROVE, tmp_path)
+    tasks = run_command(SELF_IMPROVE).input["tasks"]
+    lesson = "Lead with the benefit to the user, not with the feature name."
+
+    def run(product: str) -> tuple[int, str]:
+        config = scripted_config(tmp_path, SELF_IMPROVE)  # the default, real memory
+        result = agentscript.run(path, {"product": product, "tasks": tasks}, config)
+        first = generate_events(result.trace)[0]["context"]["finalUserMessage"]
+        return result.value["lessons"], first
+
+    first_run, second_run, other_product = run("Tally"), run("Tally"), run("Ledger")
+    assert first_run[0] == 1 and lesson not in first_run[1]
+    assert second_run[0] == 2 and lesson in second_run[1], "the first run's lesson is read back"
+    assert other_product[0] == 1 and lesson not in other_product[1], "lessons are per product"
+    stored = (path.parent / ".agentscript" / "lessons.jsonl").read_text(encoding="utf-8")
+    records = [json.loads(line)["record"] for line in stored.splitlines()]
+    assert [(r["kind"], r["product"], r["text"]) for r in records] == [
+        ("lesson", "Tally", lesson),
+        ("lesson", "Tally", lesson),
+        ("lesson", "Ledger", lesson),
+    ]
+
+
 # ----------------------------------------------------------------------------- docs snippets
 
 DOCS = ROOT / "docs" / "language.md"
@@ -348,8 +586,9 @@ def test_docs_have_program_snippets() -> None:
 
 
 @pytest.mark.parametrize("index", range(len(DOC_PROGRAMS)))
-def test_docs_program_checks_and_runs_under_mock(index: int) -> None:
-    program = agentscript.load_source(DOC_PROGRAMS[index], DOCS.with_name(f"snippet-{index}.as"))
+def test_docs_program_checks_and_runs_under_mock(index: int, tmp_path: Path) -> None:
+    # As if saved in an empty directory: whatever the snippet writes stays there.
+    program = agentscript.load_source(DOC_PROGRAMS[index], tmp_path / f"snippet-{index}.as")
     assert [d.format() for d in agentscript.check(program)] == []
     # Running to the end without an error is the check: snippets are meant to be copied.
     agentscript.run(program, _shape_default_input(program), agentscript.RunConfig(model="mock"))
