@@ -199,3 +199,36 @@ def test_flag_form_roots_tools_at_the_working_directory(
     assert code == 0
     assert json.loads(out) == "from the working directory"
     assert os.getcwd() == str(tmp_path)
+
+
+def test_a_dry_run_reads_for_real_and_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "notes.md").write_text("real notes")
+    path = program(
+        tmp_path,
+        'import llm M from "openai://m"\nimport tool File from "file://workspace"\n'
+        'agent A {\n  model M\n  role "r"\n  description "d"\n  main func() {\n'
+        '    text = File.read({ path: "notes.md" })\n'
+        '    saved = File.write({ path: "out/new.md", content: text })\n'
+        "    use text\n"
+        '    generate({ input: "Summarise." }) -> { summary }\n'
+        "    return saved\n  }\n}\n",
+    )
+    code, out, err = cli(capsys, "run", str(path), "--dry-run")
+    assert code == 0
+    assert "Context:\n[0] text:\nreal notes" in err
+    assert json.loads(out)["value"] == {"ok": True, "dryRun": True, "effects": []}
+    assert not (tmp_path / "out").exists()
+
+
+def test_undo_removes_the_directories_a_write_created(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "run.json"
+    path = program(tmp_path, WRITER.replace("out/report.md", "deep/er/report.md"))
+    code, _, _ = cli(capsys, "run", str(path), "--mock", "--approve", "auto", "--trace", str(trace))
+    assert code == 0 and (tmp_path / "deep" / "er" / "report.md").exists()
+    code, _, _ = cli(capsys, "undo", str(trace))
+    assert code == 0
+    assert not (tmp_path / "deep").exists()

@@ -189,11 +189,11 @@ def build_memory(
 
 
 def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> ToolProvider:
-    """The host tools by URI scheme, behind the approval gate; a dry run gets the mock tool,
-    so walking a program changes nothing."""
+    """The host tools by URI scheme, behind the approval gate; in a dry run reads run for real
+    and every other call is only reported, so walking a program changes nothing."""
     if config.tools is not None:
         return config.tools
-    if config.mock_tools or config.model == "dry-run":
+    if config.mock_tools:
         from agentscript.providers.tools.mock import MockTools
 
         return MockTools()
@@ -224,6 +224,12 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
             "mcp": LazyTool(mcp_tools),
         }
     )
+    if config.model == "dry-run":
+        from agentscript.providers.tools.dry_run import DryRunTools
+
+        dry = DryRunTools(registry)
+        owned.append(dry)
+        return dry
     policy = ApprovalPolicy.load(config.approvals) if config.approvals is not None else None
     gate = ApprovalGate(registry, policy=policy, mode=config.approve, ask_user=config.ask_user)
     owned.append(gate)

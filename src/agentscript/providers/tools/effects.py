@@ -156,6 +156,10 @@ def _undo_one(
         overlay[key] = wanted
     elif wanted is None:
         workspace.delete(path)
+        created = effect.get("created_dirs")
+        for directory in reversed(created if isinstance(created, list) else []):
+            if isinstance(directory, str):
+                workspace.remove_empty_directory(directory)
     else:
         workspace.write_bytes(path, wanted)
     action = "delete" if wanted is None else "restore"

@@ -52,10 +52,13 @@ class FileTools:
         existed = self.workspace.exists(path)
         previous = self.workspace.read_bytes(path) if existed else None
         data = content.encode("utf-8")
-        self.workspace.write_bytes(path, data)
+        created = self.workspace.write_bytes(path, data)
         effect = file_effect(
             self.workspace, request.tool_name, "write", path, existed, previous, data
         )
+        if created:
+            # Undo removes these again (when empty), so a created file leaves nothing behind.
+            effect["created_dirs"] = created
         return {"ok": True, "effects": [effect]}
 
     def patch(self, request: ToolCall) -> dict[str, Any]:

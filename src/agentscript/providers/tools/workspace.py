@@ -136,17 +136,22 @@ class Workspace:
     # ------------------------------------------------------------------ descriptors
 
     @contextmanager
-    def _directory(self, parts: list[str], create: bool = False) -> Iterator[int]:
-        """An open descriptor of the directory `parts` below the root, walked with O_NOFOLLOW."""
+    def _directory(
+        self, parts: list[str], create: bool = False, created: list[str] | None = None
+    ) -> Iterator[int]:
+        """An open descriptor of the directory `parts` below the root, walked with O_NOFOLLOW.
+        With `create`, missing directories are made and their paths added to `created`."""
         fd = os.open(self.root, _DIRECTORY_FLAGS)
         try:
-            for part in parts:
+            for depth, part in enumerate(parts):
                 try:
                     child = os.open(part, _DIRECTORY_FLAGS, dir_fd=fd)
                 except FileNotFoundError:
                     if not create:
                         raise
                     os.mkdir(part, 0o755, dir_fd=fd)
+                    if created is not None:
+                        created.append("/".join(parts[: depth + 1]))
                     child = os.open(part, _DIRECTORY_FLAGS, dir_fd=fd)
                 except OSError as problem:
                     if problem.errno == errno.ELOOP:
@@ -275,14 +280,16 @@ class Workspace:
 
     # ------------------------------------------------------------------ writing
 
-    def write_bytes(self, path: str, data: bytes) -> None:
-        """Replace (or create) the file atomically; parent directories are created."""
+    def write_bytes(self, path: str, data: bytes) -> list[str]:
+        """Replace (or create) the file atomically. Missing parent directories are created;
+        their workspace-relative paths are returned, outermost first."""
         if len(data) > self.max_file_bytes:
             raise WorkspaceError(
                 f"File is larger than the workspace limit of {self.max_file_bytes} bytes: {path}"
             )
         parents, name = self._split(path)
-        with self._directory(parents, create=True) as directory:
+        created: list[str] = []
+        with self._directory(parents, create=True, created=created) as directory:
             mode = 0o644
             try:
                 info = os.stat(name, dir_fd=directory, follow_symlinks=False)
@@ -311,9 +318,21 @@ class Workspace:
                     os.unlink(temporary, dir_fd=directory)
                 raise
             os.fsync(directory)
+        return created
 
-    def write_text(self, path: str, text: str) -> None:
-        self.write_bytes(path, text.encode("utf-8"))
+    def write_text(self, path: str, text: str) -> list[str]:
+        return self.write_bytes(path, text.encode("utf-8"))
+
+    def remove_empty_directory(self, path: str) -> bool:
+        """Remove the directory `path` if it is empty; True when it was removed."""
+        parents, name = self._split(path)
+        with self._directory(parents) as directory:
+            try:
+                os.rmdir(name, dir_fd=directory)
+            except (FileNotFoundError, OSError):
+                return False
+            os.fsync(directory)
+            return True
 
     def delete(self, path: str) -> None:
         parents, name = self._split(path)
