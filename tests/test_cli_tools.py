@@ -54,7 +54,7 @@ def program(tmp_path: Path, source: str, name: str = "prog.as") -> Path:
 def test_writes_need_approval_and_without_a_terminal_they_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = cli(capsys, "run", str(program(tmp_path, WRITER)), "--mock")
+    code, _, err = cli(capsys, "run", str(program(tmp_path, WRITER)), "--mock")
     assert code == 1
     assert "File.write needs approval and there is no terminal to ask" in err
     assert not (tmp_path / "out").exists()
