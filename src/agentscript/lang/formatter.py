@@ -9,21 +9,7 @@ from __future__ import annotations
 import json
 
 from agentscript.lang import ast
-
-_PRECEDENCE = {
-    "or": 1,
-    "and": 2,
-    "==": 3,
-    "!=": 3,
-    "<": 4,
-    "<=": 4,
-    ">": 4,
-    ">=": 4,
-    "+": 5,
-    "-": 5,
-    "*": 6,
-    "/": 6,
-}
+from agentscript.lang.tokens import BINARY_PRECEDENCE
 
 
 def format_expr(expr: ast.Expr) -> str:
@@ -69,11 +55,14 @@ def _format_properties(properties: list[ast.ObjectProperty]) -> str:
 
 
 def _format_binary(expr: ast.BinaryExpr) -> str:
-    precedence = _PRECEDENCE[expr.operator]
+    precedence = BINARY_PRECEDENCE[expr.operator]
     left = format_expr(expr.left)
     right = format_expr(expr.right)
-    if isinstance(expr.left, ast.BinaryExpr) and _PRECEDENCE[expr.left.operator] < precedence:
+    if isinstance(expr.left, ast.BinaryExpr) and BINARY_PRECEDENCE[expr.left.operator] < precedence:
         left = f"({left})"
-    if isinstance(expr.right, ast.BinaryExpr) and _PRECEDENCE[expr.right.operator] <= precedence:
+    if (
+        isinstance(expr.right, ast.BinaryExpr)
+        and BINARY_PRECEDENCE[expr.right.operator] <= precedence
+    ):
         right = f"({right})"
     return f"{left} {expr.operator} {right}"

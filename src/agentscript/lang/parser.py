@@ -17,6 +17,7 @@ from agentscript.lang import ast
 from agentscript.lang.errors import ParseError, SourceMap, SourceRange
 from agentscript.lang.lexer import tokenize
 from agentscript.lang.tokens import (
+    BINARY_PRECEDENCE,
     CONFIG_KEYS,
     IMPORT_KINDS,
     SHAPE_TYPE_NAMES,
@@ -38,21 +39,6 @@ MAX_NESTING = 200
 # tree (checker, formatter, to_json); the recursion limit is raised to fit MAX_NESTING levels.
 _RECURSION_ROOM = MAX_NESTING * 16 + 2000
 
-# Binary operators by precedence, loosest first: or < and < equality < comparison < sum < product.
-_PRECEDENCE = {
-    "or": 1,
-    "and": 2,
-    "==": 3,
-    "!=": 3,
-    "<": 4,
-    "<=": 4,
-    ">": 4,
-    ">=": 4,
-    "+": 5,
-    "-": 5,
-    "*": 6,
-    "/": 6,
-}
 _WORD_OPERATORS = frozenset({"or", "and"})
 _POSTFIX_SYMBOLS = frozenset({".", "(", "["})
 
@@ -185,19 +171,24 @@ class _Parser:
             range=self.span(start), resource_kind=kind, name=name, uri=uri, source_path=self.path
         )
 
-    def agent_decl(self) -> ast.AgentDecl:
-        start = self.current.start
+    def declaration_head(self, keyword: str, opening: str, anonymous: str) -> tuple[bool, str]:
+        """`[main] agent [NAME]` or `[main] func [NAME]`: whether it is main, and its name
+        (only a main declaration may leave the name out)."""
         is_main = False
         if self.current.is_word("main"):
             self.advance()
             is_main = True
-        self.expect_word("agent")
-        if self.current.is_symbol("{"):
-            if not is_main:
-                raise self.error("Only main agent can omit its name")
-            name = "__main_agent"
-        else:
-            name = self.expect_name("Expected agent name").value
+        self.expect_word(keyword)
+        if not self.current.is_symbol(opening):
+            label = "agent" if keyword == "agent" else "function"
+            return is_main, self.expect_name(f"Expected {label} name").value
+        if not is_main:
+            raise self.error(f"Only main {keyword} can omit its name")
+        return is_main, anonymous
+
+    def agent_decl(self) -> ast.AgentDecl:
+        start = self.current.start
+        is_main, name = self.declaration_head("agent", "{", "__main_agent")
         self.expect_symbol("{")
         config: list[ast.ConfigDecl] = []
         functions: list[ast.FuncDecl] = []
@@ -233,17 +224,7 @@ class _Parser:
 
     def func_decl(self) -> ast.FuncDecl:
         start = self.current.start
-        is_main = False
-        if self.current.is_word("main"):
-            self.advance()
-            is_main = True
-        self.expect_word("func")
-        if self.current.is_symbol("("):
-            if not is_main:
-                raise self.error("Only main func can omit its name")
-            name = "__main"
-        else:
-            name = self.expect_name("Expected function name").value
+        is_main, name = self.declaration_head("func", "(", "__main")
         self.expect_symbol("(")
         params: list[ast.FuncParam] = []
         while not self.current.is_symbol(")"):
@@ -594,7 +575,7 @@ class _Parser:
             raise self.error(f"Nesting is deeper than {MAX_NESTING} levels")
 
     def binary(self, min_precedence: int) -> ast.Expr:
-        """Precedence climbing over _PRECEDENCE; all binary operators are left-associative.
+        """Precedence climbing over BINARY_PRECEDENCE; all binary operators are left-associative.
         Each operator applied nests the tree one level deeper, so it counts as nesting."""
         left = self.unary()
         levels = 0
@@ -607,7 +588,7 @@ class _Parser:
                     operator = token.value
                 else:
                     return left
-                precedence = _PRECEDENCE.get(operator)
+                precedence = BINARY_PRECEDENCE.get(operator)
                 if precedence is None or precedence < min_precedence:
                     return left
                 if operator == "<" and self.less_than_is_bound():

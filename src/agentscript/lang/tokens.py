@@ -28,6 +28,22 @@ CONFIG_KEYS = frozenset({"model", "role", "description"})
 
 IMPORT_KINDS = ("tool", "llm", "file", "agent", "memory")
 
+# Binary operators by precedence, loosest first: or < and < equality < comparison < sum < product.
+BINARY_PRECEDENCE = {
+    "or": 1,
+    "and": 2,
+    "==": 3,
+    "!=": 3,
+    "<": 4,
+    "<=": 4,
+    ">": 4,
+    ">=": 4,
+    "+": 5,
+    "-": 5,
+    "*": 6,
+    "/": 6,
+}
+
 
 class Token:
     """One token: its kind, text and code-point offsets. `symbol` repeats the value for symbol
