@@ -16,7 +16,13 @@ ANSWER = {"answer": "Rayleigh scattering", "score": 0.9}
 
 def completion(content: str) -> dict[str, object]:
     return {
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
         "usage": {"prompt_tokens": 1200, "completion_tokens": 34},
     }
 
@@ -24,7 +30,9 @@ def completion(content: str) -> dict[str, object]:
 @pytest.fixture
 def served(httpserver: HTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A program talking to a local OpenAI-compatible server, with the key in the environment."""
-    httpserver.expect_request("/v1/chat/completions").respond_with_json(completion(json.dumps(ANSWER)))
+    httpserver.expect_request("/v1/chat/completions").respond_with_json(
+        completion(json.dumps(ANSWER))
+    )
     monkeypatch.setenv("OPENAI_API_KEY", SECRET_KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", httpserver.url_for("/v1"))
     path = tmp_path / "ask.as"
@@ -41,7 +49,9 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 QUESTION = '{"question": "Why is the sky blue?"}'
 
 
-def test_run_prints_a_usage_line_on_stderr(served: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_prints_a_usage_line_on_stderr(
+    served: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, err = cli(capsys, "run", str(served), "--input", QUESTION)
     assert code == 0
     assert json.loads(out)["value"] == ANSWER
@@ -59,7 +69,15 @@ def test_budget_flag_stops_the_run_and_the_partial_trace_is_written(
 ) -> None:
     trace_file = tmp_path / "trace.json"
     code, out, err = cli(
-        capsys, "run", str(served), "--input", QUESTION, "--max-tokens", "1000", "--trace", str(trace_file)
+        capsys,
+        "run",
+        str(served),
+        "--input",
+        QUESTION,
+        "--max-tokens",
+        "1000",
+        "--trace",
+        str(trace_file),
     )
     assert code == 1
     assert out == ""
@@ -90,11 +108,15 @@ def test_record_then_replay_through_the_command_line(
     served: Path, tmp_path: Path, httpserver: HTTPServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cassette = tmp_path / "session.jsonl"
-    code, recorded, _ = cli(capsys, "run", str(served), "--input", QUESTION, "--record", str(cassette))
+    code, recorded, _ = cli(
+        capsys, "run", str(served), "--input", QUESTION, "--record", str(cassette)
+    )
     assert code == 0
     assert SECRET_KEY not in cassette.read_text()
     httpserver.clear()
-    code, replayed, _ = cli(capsys, "run", str(served), "--input", QUESTION, "--replay", str(cassette))
+    code, replayed, _ = cli(
+        capsys, "run", str(served), "--input", QUESTION, "--replay", str(cassette)
+    )
     assert code == 0
     assert json.loads(replayed) == json.loads(recorded)
     assert httpserver.log == []

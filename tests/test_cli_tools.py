@@ -90,7 +90,9 @@ def test_workspace_flag_moves_the_jail(tmp_path: Path, capsys: pytest.CaptureFix
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     path = program(tmp_path, WRITER)
-    code, _, _ = cli(capsys, "run", str(path), "--mock", "--approve", "auto", "--workspace", str(elsewhere))
+    code, _, _ = cli(
+        capsys, "run", str(path), "--mock", "--approve", "auto", "--workspace", str(elsewhere)
+    )
     assert code == 0
     assert (elsewhere / "out" / "report.md").exists()
     assert not (tmp_path / "out").exists()
@@ -124,7 +126,11 @@ def test_undo_reverts_a_recorded_run_and_reports_conflicts(
     assert code == 0
     code, out, _ = cli(capsys, "undo", str(trace), "--dry-run")
     assert code == 0
-    assert out.splitlines() == ["would restore draft.md", "would restore notes.md", "would delete notes.md"]
+    assert out.splitlines() == [
+        "would restore draft.md",
+        "would restore notes.md",
+        "would delete notes.md",
+    ]
     assert (tmp_path / "notes.md").read_text() == "second"
     (tmp_path / "draft.md").write_text("edited by hand after the run")
     code, out, _ = cli(capsys, "undo", str(trace))
@@ -138,7 +144,9 @@ def test_undo_reverts_a_recorded_run_and_reports_conflicts(
     assert (tmp_path / "draft.md").read_text() == "edited by hand after the run"
 
 
-def test_undo_reports_unreadable_traces_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_undo_reports_unreadable_traces_clearly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     code, _, err = cli(capsys, "undo", str(bad))
@@ -151,7 +159,13 @@ def test_tools_lists_mcp_server_tools_with_their_risk(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "agentscript.mcp.json").write_text(
-        json.dumps({"mcpServers": {"echo": {"command": "${AGENTSCRIPT_PYTHON}", "args": [str(ECHO_SERVER)]}}})
+        json.dumps(
+            {
+                "mcpServers": {
+                    "echo": {"command": "${AGENTSCRIPT_PYTHON}", "args": [str(ECHO_SERVER)]}
+                }
+            }
+        )
     )
     path = program(
         tmp_path,
@@ -171,7 +185,9 @@ def test_tools_lists_mcp_server_tools_with_their_risk(
 
 
 def test_terminal_approver_reads_yes_no_always_and_asks_again_when_unclear() -> None:
-    request = ApprovalRequest("approval-1", "File", "write", "file://workspace", "effect", [{"path": "a"}])
+    request = ApprovalRequest(
+        "approval-1", "File", "write", "file://workspace", "effect", [{"path": "a"}]
+    )
     replies = iter(["maybe", "Y"])
     assert TerminalApprover(lambda prompt: next(replies))(request) == "yes"
     assert TerminalApprover(lambda prompt: "a")(request) == "always"
