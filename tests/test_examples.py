@@ -262,10 +262,12 @@ def scripted_answer_count(responses: Path) -> int:
 
 
 def snapshot(directory: Path) -> dict[str, bytes | None]:
-    """Every file (its bytes) and directory (None) below `directory`, by relative path."""
+    """Every file (its bytes) and directory (None) below `directory`, by relative path, leaving
+    out AgentScript's own state directory (the run journal is written on every run)."""
     return {
-        path.relative_to(directory).as_posix(): None if path.is_dir() else path.read_bytes()
+        relative: None if path.is_dir() else path.read_bytes()
         for path in sorted(directory.rglob("*"))
+        if not (relative := path.relative_to(directory).as_posix()).startswith(".agentscript")
     }
 
 

@@ -173,7 +173,7 @@ main agent A {
     with pytest.raises(agentscript.ExecutionError) as caught:
         agentscript.run(agentscript.load(path), {}, RunConfig(model="mock", approve="deny"))
     assert str(caught.value).count("File.write was refused (--approve deny)") == 2
-    assert list(tmp_path.iterdir()) == [path]
+    assert not (tmp_path / "a.txt").exists() and not (tmp_path / "b.txt").exists()
     result = agentscript.run(agentscript.load(path), {}, RunConfig(model="mock", approve="auto"))
     assert len(result.value) == 2
     assert (tmp_path / "a.txt").exists() and (tmp_path / "b.txt").exists()

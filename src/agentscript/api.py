@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agentscript.lang import ast
 from agentscript.lang.checker import check_program
 from agentscript.lang.errors import Diagnostic, SemanticError
+from agentscript.runtime.errors import AgentScriptError
 from agentscript.runtime.loader import load_program, load_program_source
 
 if TYPE_CHECKING:
@@ -109,8 +110,35 @@ def run(
     from agentscript.composition import RunConfig, build_run
     from agentscript.runtime.interpreter import execute
 
-    setup = build_run(config or RunConfig(), program.source_path)
+    config = config or RunConfig()
+    setup = build_run(config, program.source_path)
+    journal = setup.journal
+    input_value = {} if input is None else input
+    if journal is not None:
+        entry = (
+            f"{config.agent or ''}.{config.function or ''}"
+            if config.agent or config.function
+            else None
+        )
+        journal.start_run(program.source_path, input_value, entry=entry, workspace=setup.workspace)
     try:
-        return execute(program, {} if input is None else input, setup.options)
+        result = execute(program, input_value, setup.options)
+    except AgentScriptError as error:
+        if journal is not None:
+            journal.finish_run("error", error=error, usage=error.spent)
+            error.journal = journal
+        raise
+    except KeyboardInterrupt:
+        if journal is not None:
+            journal.finish_run("interrupted")
+        raise
+    except BaseException as error:
+        if journal is not None:
+            journal.finish_run("error", error=error)
+        raise
     finally:
         setup.close()
+    if journal is not None:
+        journal.finish_run("ok", value=result.value, usage=result.usage)
+        result.journal = journal
+    return result

@@ -31,6 +31,7 @@ from agentscript.runtime.ports import (
 from agentscript.runtime.trace import TraceSink
 
 if TYPE_CHECKING:
+    from agentscript.learn.journal import JournalSink
     from agentscript.providers.tools.approvals import ApprovalMode, AskUser
     from agentscript.providers.tools.base import SchemeTool
 
@@ -83,6 +84,10 @@ class RunConfig:
     concurrency: int = DEFAULT_CONCURRENCY
     # `use one of` choices by site id, e.g. {"main.as#Writer.draft[tone]": "formal"}.
     variants: dict[str, str] = field(default_factory=dict)
+    # Journal the run (events, task graph, execution trace) in `<workspace>/.agentscript/runs.db`
+    # or at `journal_path`. Dry runs are never journaled.
+    journal: bool = True
+    journal_path: str | Path | None = None
 
 
 def build_llm(config: RunConfig, owned: list[Closeable]) -> LlmProvider:
@@ -125,10 +130,13 @@ def _base_llm(config: RunConfig) -> LlmProvider:
 
 @dataclass(slots=True)
 class RunSetup:
-    """The options for one run and the providers it owns (closed by `close`)."""
+    """The options for one run, the providers it owns (closed by `close`), its workspace and,
+    when journaled, the sink that records it."""
 
     options: ExecutionOptions
     owned: list[Closeable]
+    workspace: Path
+    journal: JournalSink | None = None
 
     def close(self) -> None:
         for provider in reversed(self.owned):
@@ -157,7 +165,20 @@ def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
         concurrency=config.concurrency,
         variants=dict(config.variants),
     )
-    return RunSetup(options, owned)
+    journal = build_journal(config, workspace)
+    if journal is not None:
+        options.trace_sinks.append(journal)
+    return RunSetup(options, owned, workspace, journal)
+
+
+def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:
+    """The sink that journals this run, unless journaling is off or this is a dry run."""
+    if not config.journal or config.model == "dry-run":
+        return None
+    from agentscript.learn.journal import journal_path, shared_journal
+
+    path = Path(config.journal_path) if config.journal_path else journal_path(workspace)
+    return shared_journal(path).sink()
 
 
 def workspace_root(config: RunConfig, program_path: str | None) -> Path:

@@ -21,6 +21,7 @@ from agentscript.cli.input import PromptedInput, read_input
 if TYPE_CHECKING:
     from agentscript.composition import ModelChoice
     from agentscript.providers.tools.approvals import ApprovalMode, AskUser
+    from agentscript.runtime.ports import RunJournal
 from agentscript.runtime.errors import AgentScriptError
 from agentscript.runtime.jsjson import parse
 
@@ -54,6 +55,7 @@ class RunOptions:
     env_allow: str | None = None  # comma-separated names
     concurrency: int = 4
     variants: tuple[str, ...] = ()  # SITE=NAME
+    journal: bool = True
 
     @property
     def trace_file(self) -> str | None:
@@ -126,6 +128,7 @@ def _run(options: RunOptions) -> int:
         env_allow=_names(options.env_allow),
         concurrency=options.concurrency,
         variants=_variants(options.variants),
+        journal=options.journal,
     )
     try:
         result = api.run(program, input_value, config)
@@ -137,6 +140,7 @@ def _run(options: RunOptions) -> int:
             render.print_trace(error.trace, sys.stderr)
         if error.spent is not None and options.report_usage and not options.quiet:
             print(render.usage_line(error.spent), file=sys.stderr)
+        _report_journal(error.journal)
         raise
     if options.trace_file is not None:
         render.write_trace_file(options.trace_file, result.trace)
@@ -149,7 +153,16 @@ def _run(options: RunOptions) -> int:
         render.print_trace(result.trace, sys.stdout)
     if options.report_usage and not options.quiet:
         print(render.usage_line(result.usage), file=sys.stderr)
+    _report_journal(result.journal)
     return 0
+
+
+def _report_journal(journal: RunJournal | None, timeout: float = 10.0) -> None:
+    """Wait for the run's journal record and warn about anything that kept it incomplete."""
+    if journal is None:
+        return
+    for problem in journal.wait(timeout):
+        print(f"warning: run journal: {problem}", file=sys.stderr)
 
 
 def _terminal_approver() -> AskUser | None:

@@ -15,6 +15,7 @@ import click
 from agentscript import __version__
 from agentscript.cli import actions
 from agentscript.cli.memory import memory_group
+from agentscript.cli.runs import runs_group
 
 if TYPE_CHECKING:
     from agentscript.providers.tools.approvals import ApprovalMode
@@ -139,6 +140,7 @@ def cli(ctx: click.Context) -> None:
     metavar="SITE=NAME",
     help="Choose a `use one of` candidate, e.g. main.as#Agent.func[label]=name.",
 )
+@click.option("--no-journal", is_flag=True, help="Do not record this run in the run journal.")
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -164,6 +166,7 @@ def run_command(
     env_allow: str | None,
     concurrency: int,
     variants: tuple[str, ...],
+    no_journal: bool,
 ) -> None:
     """Run a program and print its result and trace as JSON.
 
@@ -202,6 +205,7 @@ def run_command(
         env_allow=env_allow,
         concurrency=concurrency,
         variants=variants,
+        journal=not no_journal,
     )
     ctx.exit(actions.run_program(options))
 
@@ -265,6 +269,7 @@ def repl_command(ctx: click.Context) -> None:
 
 
 cli.add_command(memory_group)
+cli.add_command(runs_group)
 
 
 def invoke(args: list[str]) -> int:

@@ -13,7 +13,9 @@ from agentscript.cli import legacy
 from agentscript.cli.errors import CliError
 
 # The words that select a subcommand; anything else is a file of the 0.1.0 form.
-SUBCOMMANDS = frozenset({"run", "check", "parse", "repl", "models", "tools", "undo", "memory"})
+SUBCOMMANDS = frozenset(
+    {"run", "check", "parse", "repl", "models", "tools", "undo", "memory", "runs"}
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

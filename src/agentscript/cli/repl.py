@@ -219,8 +219,12 @@ class ReplSession:
         input_value = parse_input_object(argument, ":run input") if argument else {}
         if not self.agents:
             raise CliError("No agents to run. Paste an agent or use :load.")
+        # REPL experiments are not journaled: they are drafts, not runs of a program.
         config = RunConfig(
-            model="mock", input_provider=PromptedInput(self._ask), debug_stream=self._err
+            model="mock",
+            input_provider=PromptedInput(self._ask),
+            debug_stream=self._err,
+            journal=False,
         )
         try:
             result = api.run(self._program(), input_value, config)

@@ -22,6 +22,8 @@ class AgentScriptError(Exception):
     trace: list[dict[str, Any]] | None = None
     # What the run had spent when it failed (model calls, tokens, seconds).
     spent: dict[str, float | int] | None = None
+    # The failed run's journal record (a RunJournal), when the run was journaled.
+    journal: Any = None
 
 
 class ExecutionError(AgentScriptError):

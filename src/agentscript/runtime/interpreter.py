@@ -33,6 +33,7 @@ from agentscript.runtime.ports import (
     LlmProvider,
     MemoryProvider,
     MemoryRequest,
+    RunJournal,
     ToolCall,
     ToolProvider,
 )
@@ -60,6 +61,8 @@ class RunResult:
     trace: list[dict[str, Any]]
     # What the run spent: model calls, input/output tokens, seconds.
     usage: dict[str, float | int] = field(default_factory=dict)
+    # The run's journal record, when the run was journaled.
+    journal: RunJournal | None = None
 
 
 @dataclass(slots=True)

@@ -124,6 +124,15 @@ class InputProvider(Protocol):
         ...
 
 
+class RunJournal(Protocol):
+    """What keeps a run's record after it returns (the run journal): its id, and a way to wait
+    until the record is complete, returning whatever went wrong while writing it."""
+
+    run_id: str
+
+    def wait(self, timeout: float | None = None) -> list[str]: ...
+
+
 @runtime_checkable
 class Closeable(Protocol):
     """Providers holding processes or connections are closed when the run ends."""

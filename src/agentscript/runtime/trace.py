@@ -45,6 +45,10 @@ class TraceSink:
     def event(self, event: TraceEvent) -> None:
         """A finished event, in execution order."""
 
+    def redact(self, secret: str) -> None:
+        """`secret` was handed out during the run: events already arrive redacted, but a sink
+        that also stores the run's value or error must hide it there too."""
+
 
 @dataclass(slots=True)
 class _Frame:
@@ -99,6 +103,8 @@ class Tracer:
         """From now on, `secret` appears as "[REDACTED]" in every event recorded."""
         if secret and secret not in self._secrets:
             self._secrets.append(secret)
+            for sink in self.sinks:
+                sink.redact(secret)
 
     def emit(self, kind: str, data: dict[str, Any]) -> TraceEvent:
         if self._secrets:

@@ -24,6 +24,8 @@ from typing import BinaryIO
 from agentscript.runtime.errors import ExecutionError
 
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+# AgentScript's state directory in a workspace; tree walks from the root pass over it.
+STATE_DIRECTORY = ".agentscript"
 MAX_SYMLINK_HOPS = 40
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -243,7 +245,8 @@ class Workspace:
 
     def walk(self, path: str) -> Iterator[Entry]:
         """The start path itself, then everything below it depth-first in sorted order.
-        Symlinks are skipped entirely, as the original did."""
+        Symlinks are skipped entirely, as the original did, and so is the workspace's own
+        `.agentscript/` state directory unless the walk starts inside it."""
         parts = self.parts(path)
         start = "/".join(parts) or "."
         if parts:
@@ -264,6 +267,9 @@ class Workspace:
 
     def _walk_below(self, fd: int, prefix: str) -> Iterator[Entry]:
         for name in sorted(os.listdir(fd)):
+            if not prefix and name == STATE_DIRECTORY:
+                # Our own state (journal, memory, effect side store) is not the user's files.
+                continue
             info = os.stat(name, dir_fd=fd, follow_symlinks=False)
             relative = f"{prefix}/{name}" if prefix else name
             if stat.S_ISLNK(info.st_mode):

@@ -1,0 +1,321 @@
+"""How much the run journal costs: events journaled per second, task graph build time per 1,000
+events, query latency over a journal of 100,000 events, and the wall time journaling adds to a
+mock run (target: at most 5%).
+
+The overhead is measured on one program run again and again in this process, alternating runs
+with and without a JournalSink (start_run, the events, finish_run with its graph ingest and
+execution trace all included). It is given twice: with the mock model answering instantly (a
+run that does nothing but interpret, the worst case) and with the mock model taking
+`--model-ms` per answer (still far faster than any real model). Prints one table and never
+asserts on timings: figures depend on the machine, above all on its disk.
+
+    .venv/bin/python benchmarks/journal.py [--events 20000] [--total 100000] [--runs 200]
+        [--model-ms 5] [--queries 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import agentscript
+from agentscript.learn.graph import NodeType, build_run_graph
+from agentscript.learn.journal import (
+    Journal,
+    list_runs,
+    replay_run,
+    run_trace,
+    show_run,
+    wait_for_journal,
+)
+from agentscript.providers.llm.mock import ScriptedLlm
+from agentscript.runtime.ports import GenerateRequest, GenerateResponse
+from agentscript.runtime.trace import TraceEvent, TraceSink
+
+TARGET_OVERHEAD_PERCENT = 5.0
+
+# The mock run: nested agent calls, reads, an approved write and shaped generates.
+PROGRAM = """import llm Model from "openai://gpt-4.1-mini"
+import tool File from "file://workspace"
+import tool Search from "sh://grep"
+
+main agent Lead {
+  model Model
+  role "lead"
+  description "Plans and delegates."
+  main func(input { topic string }) {
+    use input.topic
+    notes = []
+    for step in [1, 2, 3, 4, 5] < 5 {
+      idea = generate({ input: "next idea" }) -> { text string }
+      found = Search.run({ path: "docs", pattern: "tide", max: 5 })
+      notes.add(Worker.check(idea.text))
+    }
+    File.write({ path: "out/report.md", content: "tides" })
+    return { notes: notes.length }
+  }
+}
+
+agent Worker {
+  model Model
+  role "checker"
+  description "Checks one idea."
+  func check(text) {
+    use text
+    return generate({ input: "check" }) -> { ok boolean }
+  }
+  main func() { return 1 }
+}
+"""
+ANSWERS = {"Lead": [{"text": "idea"}] * 5, "Worker": [{"ok": True}] * 5}
+
+
+class SlowLlm:
+    """The scripted mock with a fixed delay per answer, standing in for a (very fast) model."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.inner = ScriptedLlm(json.loads(json.dumps(ANSWERS)))
+
+    def generate(self, request: GenerateRequest) -> GenerateResponse:
+        if self.seconds:
+            time.sleep(self.seconds)
+        return self.inner.generate(request)
+
+
+@dataclass(slots=True)
+class Row:
+    name: str
+    value: str
+    note: str = ""
+
+
+def synthetic_events(count: int, run: int = 0) -> list[TraceEvent]:
+    """A realistic mix in the proportions of the mock run: generates with their context, tool
+    calls with arguments, results and effects, approvals, uses and loop steps."""
+    events: list[TraceEvent] = []
+    for number in range(1, count + 1):
+        kind = ("generate", "tool", "approval", "use", "for")[number % 5]
+        data: dict[str, Any]
+        if kind == "generate":
+            data = {
+                "instruction": "next idea",
+                "attempts": 1,
+                "context": {"system": "You are a lead. " * 20, "context": [{"text": "x" * 300}]},
+                "result": {"text": f"idea {number}"},
+            }
+        elif kind == "tool":
+            path = f"docs/file-{(number + run) % 50}.md"
+            data = {
+                "tool": "File" if number % 2 else "Search",
+                "method": "write" if number % 2 else "run",
+                "scheme": "file" if number % 2 else "sh",
+                "uri": "file://workspace" if number % 2 else "sh://grep",
+                "args": [{"path": path, "content": "tides " * 20}],
+                "result": {"ok": True, "effects": []},
+                "effects": [],
+            }
+        elif kind == "approval":
+            data = {
+                "approval_id": f"approval-{number}",
+                "tool": "File",
+                "method": "write",
+                "uri": "file://workspace",
+                "risk": "effect",
+                "decision": "pending" if number % 2 else "approved",
+                "mode": "auto",
+            }
+        elif kind == "use":
+            data = {"source": "input.topic", "budget": None}
+        else:
+            data = {"item": "step", "index": number, "value": number}
+        events.append(TraceEvent(kind, data, id=number, parent=None, depth=0))
+    return events
+
+
+def journal_events(journal: Journal, events: list[TraceEvent]) -> float:
+    """Seconds from start_run until every event is on disk (the flush after the last one);
+    the run is then finished, which adds it to the task graph."""
+    sink = journal.sink()
+    started = time.perf_counter()
+    sink.start_run("bench.as", {"topic": "tides"})
+    for event in events:
+        sink.event(event)
+    sink.flush()
+    elapsed = time.perf_counter() - started
+    sink.finish_run("ok", value={"ok": True})
+    if sink.wait():
+        raise SystemExit(f"journal failed: {sink.problems}")
+    return elapsed
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def latency(run: Callable[[], object], samples: int) -> tuple[float, float]:
+    durations: list[float] = []
+    for _ in range(samples):
+        start = time.perf_counter()
+        run()
+        durations.append((time.perf_counter() - start) * 1000)
+    return percentile(durations, 0.5), percentile(durations, 0.95)
+
+
+def measure_throughput(root: Path, count: int) -> list[Row]:
+    journal = Journal.open(root / "throughput.db")
+    events = synthetic_events(count)
+    seconds = journal_events(journal, events)
+    run = journal.store.runs(1)[0]
+    entries = journal.store.entries(run.run_id)
+    started = time.perf_counter()
+    build_run_graph(run, entries, "ok")
+    built = time.perf_counter() - started
+    fresh = Journal.open(root / "graph-only.db")
+    fresh.store.save(run, entries[:1], new=True)
+    started = time.perf_counter()
+    fresh.graph.ingest(run, entries, "ok")
+    ingested = time.perf_counter() - started
+    journal.close()
+    fresh.close()
+    per_thousand = 1000 / count
+    return [
+        Row("events journaled per second", f"{count / seconds:,.0f}", f"{count:,} events"),
+        Row("graph build per 1,000 events", f"{built * per_thousand * 1000:.1f} ms", "in memory"),
+        Row(
+            "graph build + store per 1,000 events",
+            f"{ingested * per_thousand * 1000:.1f} ms",
+            "SQLite, one transaction per step",
+        ),
+    ]
+
+
+def measure_queries(root: Path, total: int, samples: int) -> list[Row]:
+    journal = Journal.open(root / "queries.db")
+    per_run = 1000
+    for run in range(total // per_run):
+        journal_events(journal, synthetic_events(per_run, run))
+    views = list_runs(journal, limit=None)
+    middle = views[len(views) // 2].run.run_id
+    graph = journal.graph
+    chain = graph.tool_chain(middle)
+    node = chain[len(chain) // 2].node_id
+    rows = []
+    events = sum(view.run.events for view in views)
+    for name, query in (
+        ("runs list (20 newest)", lambda: list_runs(journal)),
+        ("runs show (1,000 entries)", lambda: show_run(journal, middle)),
+        ("runs replay (1,000 events)", lambda: replay_run(journal, middle)),
+        ("runs trace (stored)", lambda: run_trace(journal, middle)),
+        ("nodes by type in a run", lambda: graph.nodes(NodeType.TOOL_CALL, middle)),
+        ("neighbours of a tool call", lambda: graph.neighbours(node)),
+        ("tool chain of a run", lambda: graph.tool_chain(middle)),
+        ("runs that touched a file", lambda: graph.runs_touching("docs/file-7.md")),
+    ):
+        p50, p95 = latency(query, samples)
+        rows.append(
+            Row(f"query: {name}", f"{p50:.2f} / {p95:.2f} ms", f"p50 / p95, {events:,} events")
+        )
+    journal.close()
+    return rows
+
+
+def measure_overhead(root: Path, runs: int, model_seconds: float) -> list[Row]:
+    workspace = root / f"overhead-{model_seconds}"
+    (workspace / "docs").mkdir(parents=True)
+    (workspace / "docs" / "tides.md").write_text("tide tables\n" * 20, encoding="utf-8")
+    path = workspace / "bench.as"
+    path.write_text(PROGRAM, encoding="utf-8")
+    program = agentscript.load_source(PROGRAM, path=path)
+    journal = Journal.open(root / f"overhead-{model_seconds}.db")
+
+    learning: list[float] = []
+
+    def once(journaled: bool) -> float:
+        llm = SlowLlm(model_seconds)
+        started = time.perf_counter()
+        sinks: list[TraceSink] = []
+        sink = journal.sink() if journaled else None
+        if sink is not None:
+            sink.start_run(str(path), {"topic": "tides"}, workspace=workspace)
+            sinks.append(sink)
+        result = agentscript.run(
+            program,
+            {"topic": "tides"},
+            agentscript.RunConfig(
+                model=llm, trace_sinks=sinks, approve="auto", workspace=workspace
+            ),
+        )
+        if sink is None:
+            return time.perf_counter() - started
+        sink.finish_run("ok", value=result.value, usage=result.usage)
+        elapsed = time.perf_counter() - started
+        # The end is written and the graph and trace built in the background after the run;
+        # wait for them outside the measured time, so they never slow the next run down.
+        if sink.wait():
+            raise SystemExit(f"journal failed: {sink.problems}")
+        learning.append(time.perf_counter() - started - elapsed)
+        return elapsed
+
+    for _ in range(5):
+        once(False)
+        once(True)
+    learning.clear()
+    plain: list[float] = []
+    journaled: list[float] = []
+    for _ in range(runs):
+        plain.append(once(False))
+        journaled.append(once(True))
+    journal.close()
+    base, with_journal = statistics.median(plain), statistics.median(journaled)
+    overhead = (with_journal / base - 1) * 100
+    verdict = "meets" if overhead <= TARGET_OVERHEAD_PERCENT else "misses"
+    model = "instant model" if model_seconds == 0 else f"model {model_seconds * 1000:.0f} ms/answer"
+    return [
+        Row(
+            f"journal overhead, {model}",
+            f"{overhead:+.1f}%",
+            f"median {base * 1000:.2f} -> {with_journal * 1000:.2f} ms over {runs} runs; "
+            f"{verdict} the {TARGET_OVERHEAD_PERCENT:.0f}% target",
+        ),
+        Row(
+            f"journal work after the run, {model}",
+            f"{statistics.median(learning) * 1000:.2f} ms",
+            "median: end written, graph and trace built, in the background",
+        ),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument("--total", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--model-ms", type=float, default=5.0)
+    parser.add_argument("--queries", type=int, default=50)
+    options = parser.parse_args()
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory)
+        rows += measure_throughput(root, options.events)
+        rows += measure_queries(root, options.total, options.queries)
+        rows += measure_overhead(root, options.runs, 0.0)
+        rows += measure_overhead(root, options.runs, options.model_ms / 1000)
+        wait_for_journal()
+    width = max(len(row.name) for row in rows)
+    value_width = max(len(row.value) for row in rows)
+    print(f"{'measure'.ljust(width)}  {'value'.ljust(value_width)}  note")
+    for row in rows:
+        print(f"{row.name.ljust(width)}  {row.value.ljust(value_width)}  {row.note}")
+
+
+if __name__ == "__main__":
+    main()

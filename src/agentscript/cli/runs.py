@@ -1,0 +1,133 @@
+"""`agentscript runs …`: list, show, replay and draw the runs in a workspace's journal.
+
+Each command opens `<workspace>/.agentscript/runs.db` (the current directory by default),
+calls `agentscript.learn` and prints the result; a run is named by its id, an id prefix or
+`last`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import click
+
+from agentscript.cli.actions import reporting_errors
+from agentscript.cli.render import print_trace, to_json
+
+if TYPE_CHECKING:
+    from agentscript.learn.journal import Journal
+
+_WORKSPACE = click.option(
+    "--workspace", metavar="DIR", default=".", show_default=True, help="Whose journal to read."
+)
+
+
+@click.group(name="runs")
+def runs_group() -> None:
+    """The run journal: what every run did, kept in <workspace>/.agentscript/runs.db."""
+
+
+def _with_journal(action: Callable[[Journal], int], workspace: str) -> int:
+    from agentscript.learn.journal import Journal
+
+    def act() -> int:
+        journal = Journal.for_workspace(workspace)
+        try:
+            return action(journal)
+        finally:
+            journal.close()
+
+    return reporting_errors(act)
+
+
+@runs_group.command(name="list")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@_WORKSPACE
+@click.pass_context
+def list_command(ctx: click.Context, limit: int, as_json: bool, workspace: str) -> None:
+    """The newest runs: id, status, start, duration, events, program."""
+    from agentscript.learn.journal import format_runs, list_runs
+
+    def show(journal: Journal) -> int:
+        views = list_runs(journal, limit)
+        print(to_json([view.to_json() for view in views]) if as_json else format_runs(views))
+        return 0
+
+    ctx.exit(_with_journal(show, workspace))
+
+
+@runs_group.command(name="show")
+@click.argument("run")
+@click.option("--pretty", is_flag=True, help="A readable header and trace instead of JSON.")
+@_WORKSPACE
+@click.pass_context
+def show_command(ctx: click.Context, run: str, pretty: bool, workspace: str) -> None:
+    """Everything the journal holds about RUN."""
+    from agentscript.learn.journal import format_run, show_run
+
+    def show(journal: Journal) -> int:
+        detail = show_run(journal, run)
+        print(format_run(detail) if pretty else to_json(detail.to_json()))
+        return 0
+
+    ctx.exit(_with_journal(show, workspace))
+
+
+@runs_group.command(name="replay")
+@click.argument("run")
+@click.option("--pretty", is_flag=True, help="Draw the trace instead of printing JSON.")
+@_WORKSPACE
+@click.pass_context
+def replay_command(ctx: click.Context, run: str, pretty: bool, workspace: str) -> None:
+    """RUN's trace as it happened, exactly as the run returned it."""
+    from agentscript.learn.journal import replay_run
+
+    def replay(journal: Journal) -> int:
+        trace = replay_run(journal, run)
+        if pretty:
+            print_trace(trace, sys.stdout)
+        else:
+            print(to_json(trace))
+        return 0
+
+    ctx.exit(_with_journal(replay, workspace))
+
+
+@runs_group.command(name="trace")
+@click.argument("run")
+@_WORKSPACE
+@click.pass_context
+def trace_command(ctx: click.Context, run: str, workspace: str) -> None:
+    """RUN's execution trace: goal, tool chain, approvals, files, result, success."""
+    from agentscript.learn.journal import run_trace
+
+    def trace(journal: Journal) -> int:
+        print(to_json(run_trace(journal, run).to_json()))
+        return 0
+
+    ctx.exit(_with_journal(trace, workspace))
+
+
+@runs_group.command(name="graph")
+@click.argument("run")
+@click.option("--html", "html_file", metavar="FILE", help="Also write a self-contained page.")
+@_WORKSPACE
+@click.pass_context
+def graph_command(ctx: click.Context, run: str, html_file: str | None, workspace: str) -> None:
+    """RUN's tool chain as a tree; with --html, its task graph as an SVG page."""
+    from rich.console import Console
+
+    from agentscript.learn.pictures import render_run_html, run_picture, tool_chain_tree
+
+    def draw(journal: Journal) -> int:
+        picture = run_picture(journal, run)
+        Console(highlight=False).print(tool_chain_tree(picture))
+        if html_file is not None:
+            written = render_run_html(journal, run, html_file)
+            print(f"wrote {written}", file=sys.stderr)
+        return 0
+
+    ctx.exit(_with_journal(draw, workspace))
