@@ -1,0 +1,592 @@
+"""How well `MemoryService.recall` finds the evidence of LoCoMo questions, and how fast it is.
+
+Each conversation of the LoCoMo dev file becomes one scope of episodic entries, one per turn
+(event_time = the session's date, source.session = the session, key = the turn's id so a
+re-ingest updates instead of duplicating). Every question of categories 1-4 is asked through
+`recall`, and the evidence turns it cites are looked for in the results: turn-level and
+session-level recall_all@k, recall_any@k (k = 1, 5, 10) and MRR, per category, next to a plain
+BM25 baseline computed in the same run (standard library only: k1 1.2, b 0.75, lowercase
+alphanumeric tokens, no stemming, one conversation per corpus, the raw turn text), without and
+with the small stop list of the reference measurement.
+Nothing here reads answers or evidence before scoring, and nothing is tuned per question.
+
+Then a synthetic store of 100,000 entries measures recall p95 and remember p95 at that size.
+Prints tables; never asserts. The data set is evaluation data only: it is read from
+`../shared/benchmarks/locomo/` (or --data) and never copied into the repository.
+
+    .venv/bin/python benchmarks/locomo_recall.py [--data PATH] [--ablations]
+        [--scale 100000] [--scale-queries 300] [--no-scale]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import random
+import re
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from agentscript.memory import (
+    DEFAULT_ANALYZER,
+    Analyzer,
+    Entry,
+    FixedClock,
+    MemoryConfig,
+    MemoryService,
+    RecallTuning,
+    Source,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = ROOT.parent / "shared" / "benchmarks" / "locomo" / "locomo-dev.json"
+KS = (1, 5, 10)
+# Enough results to rank sessions: a conversation has about 27 of them.
+RESULTS_PER_QUESTION = 50
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+TARGETS = {"turn recall_all@10": 0.65, "session recall_all@5": 0.85}
+TARGET_RECALL_P95_MS = 10.0
+TARGET_REMEMBER_P95_MS = 5.0
+_TURN_ID = re.compile(r"D:?(\d+):(\d+)")
+_SESSION = re.compile(r"session_(\d+)")
+_BASELINE_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+# --------------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    turn_id: str
+    session: int
+    speaker: str
+    text: str
+    caption: str
+    when: datetime
+
+
+@dataclass(slots=True)
+class Conversation:
+    sample_id: str
+    turns: list[Turn]
+    questions: list[tuple[str, int, frozenset[str]]]
+
+
+def load(path: Path) -> list[Conversation]:
+    """The conversations and their category 1-4 questions. Evidence ids are only repaired in
+    form (`D:11:26` → `D11:26`, `D8:6; D9:17` → two ids); ids naming no turn stay misses."""
+    conversations = []
+    for sample in json.loads(path.read_text(encoding="utf-8")):
+        talk = sample["conversation"]
+        turns = []
+        for name, value in talk.items():
+            match = _SESSION.fullmatch(name)
+            if not match:
+                continue
+            when = datetime.strptime(talk[f"{name}_date_time"], "%I:%M %p on %d %B, %Y")
+            for turn in value:
+                turns.append(
+                    Turn(
+                        turn["dia_id"],
+                        int(match[1]),
+                        turn["speaker"],
+                        turn["text"],
+                        turn.get("blip_caption") or "",
+                        when.replace(tzinfo=UTC),
+                    )
+                )
+        turns.sort(key=lambda turn: _turn_order(turn.turn_id))
+        questions = [
+            (
+                qa["question"],
+                int(qa["category"]),
+                frozenset(
+                    f"D{match[1]}:{match[2]}"
+                    for evidence in qa.get("evidence", [])
+                    for match in _TURN_ID.finditer(evidence)
+                ),
+            )
+            for qa in sample["qa"]
+            if int(qa["category"]) in CATEGORIES
+        ]
+        conversations.append(Conversation(sample["sample_id"], turns, questions))
+    return conversations
+
+
+def _turn_order(turn_id: str) -> tuple[int, int]:
+    match = _TURN_ID.fullmatch(turn_id)
+    return (int(match[1]), int(match[2])) if match else (0, 0)
+
+
+def session_of(turn_id: str) -> str:
+    return turn_id.split(":")[0]
+
+
+# ------------------------------------------------------------------------------ ingest
+
+
+@dataclass(frozen=True, slots=True)
+class Ingest:
+    """How turns become entries; each switch is one recall idea the ablation can turn off."""
+
+    # Title `Speaker, 8 May 2023` rather than the turn's own first line.
+    dated_titles: bool = True
+    speaker_tags: bool = True
+    captions: bool = True
+    # Turns of the same session before and after a turn that form its context field.
+    before: int = 2
+    after: int = 2
+
+
+def entry_text(turn: Turn, ingest: Ingest) -> str:
+    if ingest.captions and turn.caption:
+        return f"{turn.text}\n[shared a photo: {turn.caption}]"
+    return turn.text
+
+
+def context_of(turns: list[Turn], index: int, ingest: Ingest) -> str:
+    """Neighbouring turns of the same session, the searchable context of an entry. Their
+    speakers' names are left out: in a two-person chat they would match every question."""
+    around = [*range(index - ingest.before, index), *range(index + 1, index + ingest.after + 1)]
+    return "\n".join(
+        entry_text(turns[other], ingest)
+        for other in around
+        if 0 <= other < len(turns) and turns[other].session == turns[index].session
+    )
+
+
+def scope_of(conversation: Conversation) -> str:
+    return f"/locomo/{conversation.sample_id}"
+
+
+def ingest(service: MemoryService, conversation: Conversation, options: Ingest) -> list[float]:
+    """Remember every turn; the latency of each remember in milliseconds."""
+    latencies = []
+    for index, turn in enumerate(conversation.turns):
+        started = time.perf_counter()
+        service.remember(
+            entry_text(turn, options),
+            kind="episodic",
+            key=turn.turn_id,
+            title=f"{turn.speaker}, {turn.when:%-d %B %Y}" if options.dated_titles else None,
+            tags=[turn.speaker] if options.speaker_tags else None,
+            scope=scope_of(conversation),
+            event_time=turn.when,
+            source={"session": f"{conversation.sample_id}/{session_of(turn.turn_id)}"},
+            context=context_of(conversation.turns, index, options),
+        )
+        latencies.append((time.perf_counter() - started) * 1000)
+    return latencies
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+@dataclass(slots=True)
+class Scores:
+    """Per-question hits, summed per category and overall."""
+
+    sums: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def add(self, category: int, ranked_turns: list[str], evidence: frozenset[str]) -> None:
+        sessions = list(dict.fromkeys(session_of(turn) for turn in ranked_turns))
+        wanted_sessions = frozenset(session_of(turn) for turn in evidence)
+        values: dict[str, float] = {}
+        for unit, ranked, wanted in (
+            ("turn", ranked_turns, evidence),
+            ("session", sessions, wanted_sessions),
+        ):
+            for k in KS:
+                top = set(ranked[:k])
+                values[f"{unit} all@{k}"] = float(wanted <= top)
+                values[f"{unit} any@{k}"] = float(bool(wanted & top))
+            first = next((rank for rank, item in enumerate(ranked, 1) if item in wanted), None)
+            values[f"{unit} mrr"] = 1.0 / first if first else 0.0
+        for name in ("all", CATEGORIES[category]):
+            self.counts[name] += 1
+            self.sums[name].update(values)
+
+    def mean(self, group: str, metric: str) -> float:
+        return self.sums[group][metric] / max(self.counts[group], 1)
+
+
+# ------------------------------------------------------------------------------ BM25 floor
+
+
+# The small stop list of the reference measurement (docs: "plain BM25 ... about 0.52").
+SMALL_STOPLIST = frozenset(
+    "a an the and or of to in on at for with is are was were be been it this that i you he "
+    "she we they my your his her our their what when where who how did do does".split()
+)
+
+
+def baseline_tokens(text: str, stoplist: frozenset[str]) -> list[str]:
+    return [token for token in _BASELINE_TOKEN.findall(text.lower()) if token not in stoplist]
+
+
+class PlainBm25:
+    """Okapi BM25 over the raw text of one conversation's turns, as plain as it gets."""
+
+    def __init__(
+        self,
+        turns: list[Turn],
+        stoplist: frozenset[str] = frozenset(),
+        k1: float = 1.2,
+        b: float = 0.75,
+    ) -> None:
+        self.ids = [turn.turn_id for turn in turns]
+        self.stoplist = stoplist
+        self.documents = [Counter(baseline_tokens(turn.text, stoplist)) for turn in turns]
+        self.lengths = [sum(document.values()) for document in self.documents]
+        self.average = sum(self.lengths) / len(self.lengths)
+        frequency: Counter[str] = Counter()
+        for document in self.documents:
+            frequency.update(document.keys())
+        size = len(self.documents)
+        self.idf = {
+            term: math.log(1 + (size - count + 0.5) / (count + 0.5))
+            for term, count in frequency.items()
+        }
+        self.k1, self.b = k1, b
+
+    def rank(self, query: str, limit: int) -> list[str]:
+        terms = baseline_tokens(query, self.stoplist)
+        scored = []
+        for index, document in enumerate(self.documents):
+            norm = self.k1 * (1 - self.b + self.b * self.lengths[index] / self.average)
+            score = sum(
+                self.idf[term] * document[term] * (self.k1 + 1) / (document[term] + norm)
+                for term in terms
+                if term in document
+            )
+            if score > 0:
+                scored.append((-score, index))
+        scored.sort()
+        return [self.ids[index] for _, index in scored[:limit]]
+
+
+# --------------------------------------------------------------------------------- runs
+
+
+@dataclass(slots=True)
+class Run:
+    name: str
+    scores: Scores
+    recall_ms: list[float]
+    remember_ms: list[float]
+    ingest_seconds: float
+
+
+def run_service(
+    name: str,
+    conversations: list[Conversation],
+    *,
+    analyzer: Analyzer = DEFAULT_ANALYZER,
+    tuning: RecallTuning | None = None,
+    options: Ingest = Ingest(),
+) -> Run:
+    config = MemoryConfig(max_entries=100_000)
+    scores = Scores()
+    recall_ms: list[float] = []
+    remember_ms: list[float] = []
+    ingest_seconds = 0.0
+    with tempfile.TemporaryDirectory() as folder:
+        clock = FixedClock(datetime(2024, 1, 1, tzinfo=UTC))
+        with MemoryService.open(
+            None,
+            database=Path(folder) / "memory.db",
+            config=config,
+            clock=clock,
+            analyzer=analyzer,
+            tuning=tuning,
+        ) as service:
+            for conversation in conversations:
+                started = time.perf_counter()
+                remember_ms += ingest(service, conversation, options)
+                ingest_seconds += time.perf_counter() - started
+            for conversation in conversations:
+                # Questions are asked the day after the conversation's last session.
+                clock.set(conversation.turns[-1].when + timedelta(days=1))
+                for question, category, evidence in conversation.questions:
+                    started = time.perf_counter()
+                    found = service.recall(
+                        question,
+                        scope=scope_of(conversation),
+                        limit=RESULTS_PER_QUESTION,
+                        body_chars=0,
+                    )
+                    recall_ms.append((time.perf_counter() - started) * 1000)
+                    scores.add(category, [hit["key"].upper() for hit in found["results"]], evidence)
+    return Run(name, scores, recall_ms, remember_ms, ingest_seconds)
+
+
+def run_baseline(
+    name: str, conversations: list[Conversation], stoplist: frozenset[str] = frozenset()
+) -> Run:
+    scores = Scores()
+    recall_ms: list[float] = []
+    started = time.perf_counter()
+    indexes = [PlainBm25(conversation.turns, stoplist) for conversation in conversations]
+    ingest_seconds = time.perf_counter() - started
+    for conversation, index in zip(conversations, indexes, strict=True):
+        for question, category, evidence in conversation.questions:
+            started = time.perf_counter()
+            ranked = index.rank(question, RESULTS_PER_QUESTION)
+            recall_ms.append((time.perf_counter() - started) * 1000)
+            scores.add(category, ranked, evidence)
+    return Run(name, scores, recall_ms, [], ingest_seconds)
+
+
+# ------------------------------------------------------------------------------ scaling
+
+
+# A Zipf vocabulary: the word of rank r is drawn with probability proportional to 1/r, as in
+# natural text, with the 100 most frequent ranks left out as a stopword list would.
+_VOCABULARY = 50_000
+_SKIPPED_RANKS = 100
+_CUMULATIVE = list(
+    itertools.accumulate(1.0 / rank for rank in range(_SKIPPED_RANKS + 1, _VOCABULARY + 1))
+)
+
+
+def synthetic_text(words: random.Random, length: int) -> str:
+    ranks = words.choices(range(len(_CUMULATIVE)), cum_weights=_CUMULATIVE, k=length)
+    return " ".join(f"w{rank}x" for rank in ranks)
+
+
+def run_scale(size: int, queries: int, remembers: int) -> dict[str, float]:
+    """Fill a store with `size` synthetic entries in 20 scopes, then time recalls of words
+    taken from stored entries, and remembers of new entries, at that size."""
+    words = random.Random(size)
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    scopes = [f"/synthetic/workspace-{index}" for index in range(20)]
+    texts: list[tuple[str, str]] = []
+    with tempfile.TemporaryDirectory() as folder:
+        clock = FixedClock(start + timedelta(days=400))
+        config = MemoryConfig(max_entries=size)
+        with MemoryService.open(
+            None, database=Path(folder) / "memory.db", config=config, clock=clock
+        ) as service:
+            started = time.perf_counter()
+            batch = 5000
+            for first in range(0, size, batch):
+                with service.store.transaction() as tx:
+                    for number in range(first, min(first + batch, size)):
+                        moment = start + timedelta(minutes=5 * number)
+                        stamp = moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+                        title = synthetic_text(words, 6)
+                        body = synthetic_text(words, words.randint(15, 60))
+                        scope = scopes[number % len(scopes)]
+                        texts.append((scope, f"{title} {body}"))
+                        tx.insert(
+                            Entry(
+                                id=str(uuid.uuid4()),
+                                kind="knowledge",
+                                scope=scope,
+                                title=title,
+                                body=body,
+                                tags=(f"w{number % 50}x",),
+                                created_at=stamp,
+                                updated_at=stamp,
+                                accessed_at=stamp,
+                                event_time=stamp,
+                                bucket=moment.date().isoformat(),
+                                source=Source(session=f"session-{number // 40}"),
+                            )
+                        )
+            fill_seconds = time.perf_counter() - started
+            recall_ms = []
+            for _ in range(queries):
+                scope, text = words.choice(texts)
+                chosen = words.sample(text.split(), k=min(6, len(text.split())))
+                started = time.perf_counter()
+                service.recall(" ".join(chosen), scope=scope, limit=10)
+                recall_ms.append((time.perf_counter() - started) * 1000)
+            remember_ms = []
+            for number in range(remembers):
+                started = time.perf_counter()
+                service.remember(synthetic_text(words, 30), scope=scopes[number % len(scopes)])
+                remember_ms.append((time.perf_counter() - started) * 1000)
+    return {
+        "fill_seconds": fill_seconds,
+        "recall_p50": percentile(recall_ms, 50),
+        "recall_p95": percentile(recall_ms, 95),
+        "remember_p50": percentile(remember_ms, 50),
+        "remember_p95": percentile(remember_ms, 95),
+    }
+
+
+# ----------------------------------------------------------------------------- reporting
+
+
+def percentile(values: list[float], share: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share / 100 * (len(ordered) - 1)))]
+
+
+def print_table(title: str, header: list[str], rows: Iterable[list[str]]) -> None:
+    rows = list(rows)
+    widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header))]
+    print(f"\n{title}")
+    print("  ".join(cell.ljust(width) for cell, width in zip(header, widths, strict=True)))
+    print("  ".join("-" * width for width in widths))
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+
+
+def report(runs: list[Run]) -> None:
+    groups = ["all", *CATEGORIES.values()]
+    for unit in ("turn", "session"):
+        metrics = [f"{unit} {kind}@{k}" for kind in ("all", "any") for k in KS] + [f"{unit} mrr"]
+        print_table(
+            f"{unit}-level recall (LoCoMo dev, categories 1-4)",
+            ["system", "group", "n", *[metric.split(" ", 1)[1] for metric in metrics]],
+            (
+                [
+                    run.name,
+                    group,
+                    str(run.scores.counts[group]),
+                    *[f"{run.scores.mean(group, metric):.3f}" for metric in metrics],
+                ]
+                for group in groups
+                for run in runs
+            ),
+        )
+    print_table(
+        "speed",
+        ["system", "ingest s", "remember p50 ms", "remember p95 ms", "recall p50", "recall p95"],
+        (
+            [
+                run.name,
+                f"{run.ingest_seconds:.2f}",
+                f"{percentile(run.remember_ms, 50):.2f}",
+                f"{percentile(run.remember_ms, 95):.2f}",
+                f"{percentile(run.recall_ms, 50):.2f}",
+                f"{percentile(run.recall_ms, 95):.2f}",
+            ]
+            for run in runs
+        ),
+    )
+    ours = runs[0].scores
+    for name, target in TARGETS.items():
+        unit, metric = name.split(" ")
+        value = ours.mean("all", f"{unit} {metric.replace('recall_', '')}")
+        print(f"target {name} >= {target}: {value:.3f} ({'met' if value >= target else 'missed'})")
+
+
+# ------------------------------------------------------------------------------ ablations
+
+
+def ablations() -> list[tuple[str, dict[str, Any]]]:
+    """The recall ideas added one at a time, each row keeping the ones above it; the last
+    row adds pseudo-relevance feedback, measured but not enabled by default."""
+    full = RecallTuning()
+    bare = RecallTuning(recency_weight=0.0, session_weight=0.0, time_weight=0.0)
+    plain = Analyzer(stem=False, stopwords=False, lemmas=False, compounds=False)
+    text_only = Ingest(speaker_tags=False, captions=False, before=0, after=0)
+    untitled = replace(text_only, dated_titles=False)
+    return [
+        ("FTS5 BM25, no analysis", {"analyzer": plain, "tuning": bare, "options": untitled}),
+        ("+ speaker and date title", {"analyzer": plain, "tuning": bare, "options": text_only}),
+        (
+            "+ stopwords",
+            {
+                "analyzer": Analyzer(stem=False, lemmas=False, compounds=False),
+                "tuning": bare,
+                "options": text_only,
+            },
+        ),
+        (
+            "+ Porter stemming",
+            {
+                "analyzer": Analyzer(lemmas=False, compounds=False),
+                "tuning": bare,
+                "options": text_only,
+            },
+        ),
+        ("+ irregular lemmas, compounds", {"tuning": bare, "options": text_only}),
+        ("+ speaker tag", {"tuning": bare, "options": replace(text_only, speaker_tags=True)}),
+        ("+ photo captions", {"tuning": bare, "options": Ingest(before=0, after=0)}),
+        ("+ context: previous turn", {"tuning": bare, "options": Ingest(before=1, after=0)}),
+        ("+ context: next turn", {"tuning": bare, "options": Ingest(before=1, after=1)}),
+        ("+ context: 2 turns each side", {"tuning": bare}),
+        ("+ session support", {"tuning": replace(bare, session_weight=full.session_weight)}),
+        ("+ time hints", {"tuning": replace(full, recency_weight=0.0)}),
+        ("+ recency (the default)", {"tuning": full}),
+        (
+            "+ feedback (not adopted)",
+            {"tuning": replace(full, feedback_docs=3, feedback_terms=5, feedback_weight=0.3)},
+        ),
+    ]
+
+
+def report_ablations(runs: list[Run]) -> None:
+    metrics = ["turn all@10", "turn any@10", "turn mrr", "session all@5", "session mrr"]
+    print_table(
+        "recall ideas, added one at a time (all categories)",
+        ["step", *metrics, "recall p95 ms"],
+        (
+            [
+                run.name,
+                *[f"{run.scores.mean('all', metric):.3f}" for metric in metrics],
+                f"{percentile(run.recall_ms, 95):.2f}",
+            ]
+            for run in runs
+        ),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--ablations", action="store_true")
+    parser.add_argument("--scale", type=int, default=100_000)
+    parser.add_argument("--scale-queries", type=int, default=300)
+    parser.add_argument("--scale-remembers", type=int, default=300)
+    parser.add_argument("--no-scale", action="store_true")
+    arguments = parser.parse_args(argv)
+    if not arguments.data.exists():
+        print(f"LoCoMo data not found at {arguments.data} (use --data)", file=sys.stderr)
+        return 2
+    conversations = load(arguments.data)
+    print(
+        f"LoCoMo dev: {len(conversations)} conversations, "
+        f"{sum(len(c.turns) for c in conversations)} turns, "
+        f"{sum(len(c.questions) for c in conversations)} questions (categories 1-4)"
+    )
+    runs = [
+        run_service("agentscript", conversations),
+        run_baseline("plain BM25", conversations),
+        run_baseline("BM25 + stop list", conversations, SMALL_STOPLIST),
+    ]
+    report(runs)
+    if arguments.ablations:
+        report_ablations(
+            [run_service(name, conversations, **options) for name, options in ablations()]
+        )
+    if not arguments.no_scale:
+        scale = run_scale(arguments.scale, arguments.scale_queries, arguments.scale_remembers)
+        print(
+            f"\nat {arguments.scale:,} entries (filled in {scale['fill_seconds']:.1f} s): "
+            f"recall p50 {scale['recall_p50']:.2f} ms, p95 {scale['recall_p95']:.2f} ms "
+            f"(target <= {TARGET_RECALL_P95_MS}); remember p50 {scale['remember_p50']:.2f} ms, "
+            f"p95 {scale['remember_p95']:.2f} ms (target <= {TARGET_REMEMBER_P95_MS})"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,318 @@
+"""Memory entries: the record every store keeps, its kinds, its limits and its validation.
+
+An Entry is immutable; every change is a new Entry value written back by the service. Fields
+are checked here, once, before anything reaches a store: sizes (with the limit in the message),
+control characters, tags, keys, and the digest marker (a digest must never become a memory).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, cast
+
+from agentscript.memory.errors import (
+    DIGEST_FEEDBACK,
+    INVALID_ARGUMENT,
+    TOO_LARGE,
+    MemoryServiceError,
+)
+from agentscript.memory.text import normalise_title
+from agentscript.memory.timeline import LEVELS, Level
+
+Kind = Literal["fact", "knowledge", "episodic", "summary"]
+KINDS: tuple[Kind, ...] = ("fact", "knowledge", "episodic", "summary")
+# Kinds `remember` may write; summaries come only from compaction (`write_summary`).
+REMEMBERED_KINDS: tuple[Kind, ...] = ("fact", "knowledge", "episodic")
+# Kinds whose entries merge when their normalised titles match: a fact is a value that a key
+# overwrites, a summary is owned by its bucket, so neither ever merges by title.
+MERGING_KINDS: tuple[Kind, ...] = ("knowledge", "episodic")
+
+GLOBAL_SCOPE = "global"
+
+MAX_TITLE_CHARS = 200
+# A title taken from the text is its first line, cut to this many characters.
+DERIVED_TITLE_CHARS = 80
+MAX_KEY_CHARS = 200
+MAX_TAGS = 32
+MAX_TAG_CHARS = 64
+MAX_SOURCE_CHARS = 200
+DEFAULT_MAX_ENTRY_BYTES = 16_384
+
+# Opens every digest. `remember` and `update` refuse text that carries it, so an agent that
+# pastes its session-start digest back into memory cannot start a feedback loop.
+DIGEST_MARKER = "<memory-digest"
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where an entry came from: the host's session and run ids, and why it was written."""
+
+    session: str | None = None
+    run: str | None = None
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            name: value
+            for name, value in (
+                ("session", self.session),
+                ("run", self.run),
+                ("reason", self.reason),
+            )
+            if value is not None
+        }
+
+    @classmethod
+    def from_value(cls, value: object, field_name: str = "source") -> Source:
+        """A Source from a mapping with only `session`, `run` and `reason` (each optional)."""
+        if value is None:
+            return cls()
+        if isinstance(value, Source):
+            return value
+        if not isinstance(value, dict):
+            raise MemoryServiceError(
+                INVALID_ARGUMENT, f"{field_name} must be an object", field_name
+            )
+        unknown = sorted(set(value) - {"session", "run", "reason"})
+        if unknown:
+            raise MemoryServiceError(
+                INVALID_ARGUMENT,
+                f"{field_name} has unknown field(s) {', '.join(map(str, unknown))}; "
+                "allowed: session, run, reason",
+                field_name,
+            )
+        parts = {
+            name: clean_line(value.get(name), f"{field_name}.{name}", MAX_SOURCE_CHARS)
+            for name in ("session", "run", "reason")
+        }
+        return cls(**parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One memory. Timestamps are stored UTC strings (see timeline); `bucket` is the local day
+    of `event_time` for ordinary entries and the summarised bucket for summaries, whose `level`
+    says which; `archive_ref` lists a summary's sources; `superseded_by` points to the entry
+    that replaced this one under the same key."""
+
+    id: str
+    kind: Kind
+    scope: str
+    title: str
+    body: str
+    created_at: str
+    updated_at: str
+    accessed_at: str
+    event_time: str
+    bucket: str
+    key: str | None = None
+    tags: tuple[str, ...] = ()
+    context: str = ""
+    level: Level | None = None
+    archived: bool = False
+    archive_reason: str | None = None
+    source: Source = field(default_factory=Source)
+    archive_ref: tuple[str, ...] = ()
+    reinforce_count: int = 0
+    superseded_by: str | None = None
+
+    @property
+    def title_norm(self) -> str:
+        return normalise_title(self.title)
+
+    @property
+    def active(self) -> bool:
+        return not self.archived
+
+    def evolve(self, **changes: Any) -> Entry:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as JSON-able values, in a stable order."""
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "key": self.key,
+            "title": self.title,
+            "body": self.body,
+            "tags": list(self.tags),
+            "context": self.context,
+            "scope": self.scope,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "accessed_at": self.accessed_at,
+            "event_time": self.event_time,
+            "level": self.level,
+            "bucket": self.bucket,
+            "archived": self.archived,
+            "archive_reason": self.archive_reason,
+            "source": self.source.to_dict(),
+            "archive_ref": list(self.archive_ref),
+            "reinforce_count": self.reinforce_count,
+            "superseded_by": self.superseded_by,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Entry:
+        """The inverse of `to_dict`, for stores that keep entries as JSON."""
+        return cls(
+            id=data["id"],
+            kind=cast(Kind, data["kind"]),
+            scope=data["scope"],
+            title=data["title"],
+            body=data["body"],
+            created_at=data["created_at"],
+            updated_at=data["updated_at"],
+            accessed_at=data["accessed_at"],
+            event_time=data["event_time"],
+            bucket=data["bucket"],
+            key=data.get("key"),
+            tags=tuple(data.get("tags") or ()),
+            context=data.get("context") or "",
+            level=cast("Level | None", data.get("level")),
+            archived=bool(data.get("archived")),
+            archive_reason=data.get("archive_reason"),
+            source=Source(**(data.get("source") or {})),
+            archive_ref=tuple(data.get("archive_ref") or ()),
+            reinforce_count=int(data.get("reinforce_count") or 0),
+            superseded_by=data.get("superseded_by"),
+        )
+
+
+# ------------------------------------------------------------------------------ validation
+
+
+def require_kind(value: object, allowed: tuple[Kind, ...], field_name: str = "kind") -> Kind:
+    if value not in allowed:
+        raise MemoryServiceError(
+            INVALID_ARGUMENT,
+            f"{field_name} must be one of {', '.join(allowed)}, not {value!r}",
+            field_name,
+        )
+    return value
+
+
+def require_level(value: object, field_name: str = "level") -> Level:
+    if value not in LEVELS:
+        raise MemoryServiceError(
+            INVALID_ARGUMENT,
+            f"{field_name} must be one of {', '.join(LEVELS)}, not {value!r}",
+            field_name,
+        )
+    return value
+
+
+def clean_text(value: object, field_name: str, *, required: bool = False) -> str:
+    """Free text (markdown allowed): a string without NUL and without the digest marker."""
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise MemoryServiceError(INVALID_ARGUMENT, f"{field_name} must be a string", field_name)
+    if "\x00" in value:
+        raise MemoryServiceError(
+            INVALID_ARGUMENT, f"{field_name} contains a NUL character", field_name
+        )
+    if DIGEST_MARKER in value.casefold():
+        raise MemoryServiceError(
+            DIGEST_FEEDBACK,
+            f"{field_name} contains a memory digest ({DIGEST_MARKER}…>): a digest is a view of "
+            "stored memories and is never stored back; remember the new fact itself instead",
+            field_name,
+        )
+    text = value.strip()
+    if required and not text:
+        raise MemoryServiceError(INVALID_ARGUMENT, f"{field_name} must not be empty", field_name)
+    return text
+
+
+def clean_line(value: object, field_name: str, max_chars: int) -> str | None:
+    """A short single-line value (a key, a session id): no control characters, length-capped."""
+    if value is None:
+        return None
+    text = clean_text(value, field_name)
+    if any(unicodedata.category(char) == "Cc" for char in text):
+        raise MemoryServiceError(
+            INVALID_ARGUMENT,
+            f"{field_name} must be one line without control characters",
+            field_name,
+        )
+    if not text:
+        raise MemoryServiceError(INVALID_ARGUMENT, f"{field_name} must not be empty", field_name)
+    if len(text) > max_chars:
+        raise MemoryServiceError(
+            TOO_LARGE,
+            f"{field_name} is {len(text)} characters; the limit is {max_chars}",
+            field_name,
+        )
+    return text
+
+
+def clean_key(value: object) -> str | None:
+    """A key, compared case-insensitively: NFKC, case-folded, spaces collapsed."""
+    text = clean_line(value, "key", MAX_KEY_CHARS)
+    return None if text is None else normalise_title(text)
+
+
+def clean_title(value: object) -> str:
+    title = clean_line(value, "title", MAX_TITLE_CHARS)
+    if title is None:
+        raise MemoryServiceError(INVALID_ARGUMENT, "title must not be empty", "title")
+    return " ".join(title.split())
+
+
+def title_from_text(text: str) -> str:
+    """The first non-empty line, markdown heading marks removed, cut to DERIVED_TITLE_CHARS."""
+    for line in text.splitlines():
+        line = " ".join(line.strip().lstrip("#").split())
+        if line:
+            if len(line) > DERIVED_TITLE_CHARS:
+                return line[: DERIVED_TITLE_CHARS - 1] + "…"
+            return line
+    raise MemoryServiceError(INVALID_ARGUMENT, "text must not be empty", "text")
+
+
+def clean_tags(value: object) -> tuple[str, ...]:
+    """Tags, lowercased and space-collapsed, duplicates dropped, first occurrence kept."""
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise MemoryServiceError(INVALID_ARGUMENT, "tags must be a list of strings", "tags")
+    tags: dict[str, None] = {}
+    for index, tag in enumerate(value):
+        cleaned = clean_line(tag, f"tags[{index}]", MAX_TAG_CHARS)
+        tags[normalise_title(cleaned or "")] = None
+    return limit_tags(tuple(tags))
+
+
+def limit_tags(tags: tuple[str, ...]) -> tuple[str, ...]:
+    if len(tags) > MAX_TAGS:
+        raise MemoryServiceError(
+            TOO_LARGE, f"{len(tags)} tags given; the limit is {MAX_TAGS}", "tags"
+        )
+    return tags
+
+
+def merge_tags(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
+    """The union of two tag lists in order of first appearance, capped at MAX_TAGS."""
+    return tuple(dict.fromkeys((*first, *second)))[:MAX_TAGS]
+
+
+def entry_bytes(entry: Entry) -> int:
+    """What counts against `max_entry_bytes`: the UTF-8 size of every text an entry carries."""
+    return sum(
+        len(part.encode("utf-8"))
+        for part in (entry.title, entry.body, entry.context, entry.key or "", *entry.tags)
+    )
+
+
+def check_size(entry: Entry, limit: int) -> None:
+    size = entry_bytes(entry)
+    if size > limit:
+        raise MemoryServiceError(
+            TOO_LARGE,
+            f"the entry is {size:,} bytes (UTF-8 of title, body, context, key and tags); the "
+            f"limit is {limit:,} bytes (max_entry_bytes in memory.yml): split it, or store the "
+            "essentials",
+            "body",
+        )

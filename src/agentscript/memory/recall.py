@@ -1,0 +1,161 @@
+"""Ranking for recall: BM25 candidates from the store, then a few bounded, explainable steps.
+
+1. The store returns the best `pool` entries by weighted BM25 (tags > title > key > body >
+   context) over analysed terms. Everything after re-orders that pool; nothing adds entries
+   the text does not match, except the feedback step's second search, run with the same filter.
+2. Pseudo-relevance feedback (optional): the terms that characterise the top few entries, and
+   are rare in the pool, become a second query whose scores are added at a fraction.
+3. Session support: an entry whose source session also produced other strong matches gains a
+   share of the best of them, because a memory is rarely relevant alone.
+4. Time hints: when the query names absolute dates (timehints.py), entries whose event day
+   falls in one of those windows are multiplied by `1 + time_weight`.
+5. Recency breaks ties: a bounded multiplier (at most `1 + recency_weight`) decaying with age,
+   so it can reorder near-equal scores and never lift an irrelevant entry over a relevant one.
+Recency counts from event_time for what happened (episodic entries, summaries) and from
+updated_at for what is known (facts, knowledge), never from accessed_at: ranking by accessed_at
+would let what was recalled once be recalled forever.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from agentscript.memory.entries import Entry
+from agentscript.memory.store import EntryFilter, FieldWeights, Match, MemoryStore, TextQuery
+from agentscript.memory.timehints import TimeWindow
+from agentscript.memory.timeline import bucket_days, parse_timestamp
+
+_SECONDS_PER_DAY = 86_400.0
+
+
+@dataclass(frozen=True, slots=True)
+class RecallTuning:
+    """The knobs of ranking. The defaults are the configuration measured in
+    docs/memory-service.md; the benchmark switches each step off to show what it gains."""
+
+    weights: FieldWeights = field(default_factory=FieldWeights)
+    pool: int = 100
+    recency_weight: float = 0.05
+    recency_half_life_days: float = 30.0
+    session_weight: float = 0.3
+    feedback_docs: int = 0
+    feedback_terms: int = 0
+    feedback_weight: float = 0.0
+    time_weight: float = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    entry: Entry
+    score: float
+
+
+def rank(
+    store: MemoryStore,
+    terms: list[str],
+    where: EntryFilter,
+    limit: int,
+    tuning: RecallTuning,
+    now: datetime,
+    windows: list[TimeWindow] | None = None,
+) -> list[Ranked]:
+    """The best `limit` entries for `terms` under `where`, best first, ties by id; `windows`
+    are the time hints of the query. Only the winners are loaded from the store."""
+    pool = max(tuning.pool, limit)
+    matches = {
+        match.id: match
+        for match in store.search(TextQuery(tuple(terms), tuning.weights), where, pool)
+    }
+    scores = {identifier: match.score for identifier, match in matches.items()}
+    if tuning.feedback_terms and tuning.feedback_weight and matches:
+        expansion = _feedback_terms(store, list(matches.values()), terms, where, tuning)
+        if expansion:
+            for match in store.search(TextQuery(tuple(expansion), tuning.weights), where, pool):
+                matches.setdefault(match.id, match)
+                scores[match.id] = scores.get(match.id, 0.0) + tuning.feedback_weight * match.score
+    if tuning.session_weight:
+        scores = _session_support(matches, scores, tuning.session_weight)
+    final = {
+        identifier: score
+        * _recency(matches[identifier], now, tuning)
+        * _timeliness(matches[identifier], windows or [], tuning)
+        for identifier, score in scores.items()
+    }
+    best = sorted(final, key=lambda identifier: (-final[identifier], identifier))[:limit]
+    entries = {entry.id: entry for entry in store.select(replace(where, ids=tuple(best)))}
+    return [
+        Ranked(entries[identifier], final[identifier])
+        for identifier in best
+        if identifier in entries
+    ]
+
+
+def _recency(match: Match, now: datetime, tuning: RecallTuning) -> float:
+    if not tuning.recency_weight:
+        return 1.0
+    age_days = max((now - parse_timestamp(match.recency)).total_seconds(), 0.0) / _SECONDS_PER_DAY
+    return 1.0 + tuning.recency_weight * math.pow(0.5, age_days / tuning.recency_half_life_days)
+
+
+def _timeliness(match: Match, windows: list[TimeWindow], tuning: RecallTuning) -> float:
+    if not windows or not tuning.time_weight:
+        return 1.0
+    first, stop = bucket_days(match.bucket)
+    last = stop - timedelta(days=1)
+    return 1.0 + tuning.time_weight if any(w.holds(first, last) for w in windows) else 1.0
+
+
+def _session_support(
+    matches: dict[str, Match], scores: dict[str, float], weight: float
+) -> dict[str, float]:
+    """Add `weight` × the best score among the other matches of the same source session."""
+    best: dict[str, list[float]] = {}
+    for identifier, score in scores.items():
+        session = matches[identifier].session
+        if session is not None:
+            top = best.setdefault(session, [])
+            top.append(score)
+            top.sort(reverse=True)
+            del top[2:]
+    supported: dict[str, float] = {}
+    for identifier, score in scores.items():
+        session = matches[identifier].session
+        others = list(best[session]) if session is not None else []
+        if others and others[0] == score:
+            others = others[1:]
+        supported[identifier] = score + weight * (others[0] if others else 0.0)
+    return supported
+
+
+def _feedback_terms(
+    store: MemoryStore,
+    matches: list[Match],
+    terms: list[str],
+    where: EntryFilter,
+    tuning: RecallTuning,
+) -> list[str]:
+    """Terms frequent in the top `feedback_docs` entries and rare across the pool (a
+    Rocchio-style expansion with the pool as background), excluding the query's own terms."""
+    analyzer = store.analyzer
+    pool = store.select(replace(where, ids=tuple(match.id for match in matches)))
+    order = {match.id: index for index, match in enumerate(matches)}
+    pool.sort(key=lambda entry: order[entry.id])
+    documents = [set(analyzer.terms(f"{entry.title} {entry.body}")) for entry in pool]
+    pool_frequency: Counter[str] = Counter()
+    for document in documents:
+        pool_frequency.update(document)
+    top: Counter[str] = Counter()
+    for document in documents[: tuning.feedback_docs]:
+        top.update(document)
+    known = set(terms)
+    size = len(documents)
+    weighted = {
+        term: count * math.log(1.0 + size / pool_frequency[term])
+        for term, count in top.items()
+        if term not in known and count >= 2 and not term.isdigit()
+    }
+    ordered = sorted(weighted.items(), key=lambda item: (-item[1], item[0]))
+    return [term for term, _ in ordered[: tuning.feedback_terms]]

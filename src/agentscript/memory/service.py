@@ -1,0 +1,1104 @@
+"""MemoryService: every memory operation a tool, a CLI or a program can ask for.
+
+The service owns the rules (routing to scopes, supersede / merge / create, limits, what a digest
+shows) and returns JSON-able dicts, so an MCP server or a CLI only parses arguments and prints
+results. It never calls a model: compaction, which needs one, builds on `compaction_sources`,
+`pending_buckets` and `write_summary` below. It never speaks SQL: storage is a MemoryStore.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from datetime import date, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, cast
+
+from agentscript.memory.config import MemoryConfig, load_config
+from agentscript.memory.entries import (
+    GLOBAL_SCOPE,
+    KINDS,
+    MERGING_KINDS,
+    REMEMBERED_KINDS,
+    Entry,
+    Kind,
+    Source,
+    check_size,
+    clean_key,
+    clean_line,
+    clean_tags,
+    clean_text,
+    clean_title,
+    merge_tags,
+    require_kind,
+    require_level,
+    title_from_text,
+)
+from agentscript.memory.errors import (
+    CONFLICT,
+    DISABLED_KIND,
+    INVALID_ARGUMENT,
+    NOT_FOUND,
+    SCOPE_FULL,
+    MemoryServiceError,
+)
+from agentscript.memory.recall import RecallTuning, rank
+from agentscript.memory.scopes import ScopePlan, parse_scope, route, workspace_id
+from agentscript.memory.sqlite_store import SqliteStore
+from agentscript.memory.store import EntryFilter, MemoryStore, StoreReader, StoreTransaction
+from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
+from agentscript.memory.timehints import time_windows
+from agentscript.memory.timeline import (
+    CHILD_LEVEL,
+    LEVELS,
+    Clock,
+    Level,
+    SystemClock,
+    bucket_bounds,
+    bucket_label,
+    bucket_level,
+    bucket_of,
+    format_timestamp,
+    local_day,
+    parse_timestamp,
+    require_bucket,
+    resolve_moment,
+)
+
+MAX_RECALL_LIMIT = 200
+DEFAULT_RECALL_LIMIT = 10
+DEFAULT_BODY_CHARS = 500
+MAX_PAGE_SIZE = 200
+DIGEST_HEADER = '<memory-digest scope="{scope}">'
+DIGEST_PREAMBLE = (
+    "Long-term memory, recalled for this session. Details: recall or memory_browse. "
+    "This digest is a view: never store it as a memory."
+)
+DIGEST_FOOTER = "</memory-digest>"
+REASON_SUPERSEDED = "superseded"
+REASON_FORGOTTEN = "forgotten"
+TimeArgument = str | datetime | date | None
+
+
+def default_database_path() -> Path:
+    """`$AGENTSCRIPT_MEMORY_DB`, else `~/.agentscript/memory.db`."""
+    configured = os.environ.get("AGENTSCRIPT_MEMORY_DB")
+    return Path(configured) if configured else Path.home() / ".agentscript" / "memory.db"
+
+
+class MemoryService:
+    """The long-term memory of one workspace (or of none: then only `global` is used).
+
+    `workspace` is the directory of the current project: its id is the workspace scope and its
+    `.agentscript/memory.yml` the configuration (unless `config` is given). Thread-safe as far
+    as the store is; open one per process.
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        workspace: str | Path | None = None,
+        config: MemoryConfig | None = None,
+        clock: Clock | None = None,
+        tuning: RecallTuning | None = None,
+    ) -> None:
+        self.store = store
+        self.workspace = workspace_id(workspace) if workspace is not None else None
+        self.config = (
+            config
+            if config is not None
+            else load_config(Path(workspace) if workspace is not None else None)
+        )
+        self.clock: Clock = clock or SystemClock()
+        self.tuning = tuning or RecallTuning()
+
+    @classmethod
+    def open(
+        cls,
+        workspace: str | Path | None = None,
+        *,
+        database: str | Path | None = None,
+        config: MemoryConfig | None = None,
+        clock: Clock | None = None,
+        analyzer: Analyzer = DEFAULT_ANALYZER,
+        tuning: RecallTuning | None = None,
+    ) -> MemoryService:
+        """A service over the SQLite store at `database` (default: default_database_path())."""
+        store = SqliteStore(database or default_database_path(), analyzer)
+        return cls(store, workspace=workspace, config=config, clock=clock, tuning=tuning)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> MemoryService:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def scopes_for(self, scope: str | None = None) -> ScopePlan:
+        """The scopes a call with this `scope` argument reads and writes."""
+        explicit = parse_scope(scope) if scope is not None else None
+        return route(self.config.scope, self.workspace, explicit)
+
+    # ------------------------------------------------------------------------- writing
+
+    def remember(
+        self,
+        text: str,
+        *,
+        kind: str = "knowledge",
+        key: str | None = None,
+        title: str | None = None,
+        tags: Sequence[str] | None = None,
+        scope: str | None = None,
+        event_time: TimeArgument = None,
+        source: Source | dict[str, Any] | None = None,
+        context: str | None = None,
+    ) -> dict[str, Any]:
+        """Store a memory without calling any model; returns `{id, action, scope, kind, title}`.
+
+        `action` is `created`; `updated` when an active entry of the scope had the same `key`
+        (it is archived with `superseded_by`, kept for `history`); or `merged` when the new
+        text was folded into an existing entry: a knowledge or episodic entry of the same kind
+        whose normalised title matches (tags united, body appended, reinforce_count + 1), or a
+        keyed entry whose value is unchanged (reinforced, no new version). `text` is the body;
+        the title is its first line unless given; `context` is searchable text that is not the
+        memory itself (the surrounding conversation), weighted below the body.
+        """
+        entry_kind = require_kind(kind, REMEMBERED_KINDS)
+        if entry_kind not in self.config.layers:
+            raise MemoryServiceError(
+                DISABLED_KIND,
+                f"kind {entry_kind!r} is not enabled: memory.yml layers are "
+                f"{', '.join(self.config.layers) or '(none)'}",
+                "kind",
+            )
+        body = clean_text(text, "text", required=True)
+        plan = self.scopes_for(scope)
+        now = format_timestamp(self.clock.now())
+        event = self._event_time(event_time)
+        candidate = Entry(
+            id=str(uuid.uuid4()),
+            kind=entry_kind,
+            scope=plan.write,
+            title=clean_title(title) if title is not None else title_from_text(body),
+            body=body,
+            key=clean_key(key),
+            tags=clean_tags(tags),
+            context=clean_text(context, "context"),
+            created_at=now,
+            updated_at=now,
+            accessed_at=now,
+            event_time=format_timestamp(event),
+            bucket=bucket_of("day", local_day(event, self.clock)),
+            source=Source.from_value(source),
+        )
+        check_size(candidate, self.config.max_entry_bytes)
+        with self.store.transaction() as tx:
+            if candidate.key is not None:
+                entry, action = self._remember_keyed(tx, candidate, now)
+            else:
+                entry, action = self._remember_unkeyed(tx, candidate, now)
+        return {
+            "id": entry.id,
+            "action": action,
+            "scope": entry.scope,
+            "kind": entry.kind,
+            "title": entry.title,
+        }
+
+    def _remember_keyed(
+        self, tx: StoreTransaction, candidate: Entry, now: str
+    ) -> tuple[Entry, str]:
+        current = _first(
+            tx.select(EntryFilter(scopes=(candidate.scope,), key=candidate.key), limit=1)
+        )
+        if current is None:
+            self._require_room(tx, candidate.scope)
+            tx.insert(candidate)
+            return candidate, "created"
+        if _same_value(current, candidate):
+            reinforced = current.evolve(
+                reinforce_count=current.reinforce_count + 1,
+                updated_at=now,
+                tags=merge_tags(current.tags, candidate.tags),
+            )
+            tx.replace(reinforced)
+            return reinforced, "merged"
+        # Archive first: the store allows one active entry per key.
+        tx.replace(
+            current.evolve(
+                archived=True, archive_reason=REASON_SUPERSEDED, superseded_by=candidate.id
+            )
+        )
+        tx.insert(candidate)
+        return candidate, "updated"
+
+    def _remember_unkeyed(
+        self, tx: StoreTransaction, candidate: Entry, now: str
+    ) -> tuple[Entry, str]:
+        twin = None
+        if candidate.kind in MERGING_KINDS:
+            twin = _first(
+                tx.select(
+                    EntryFilter(
+                        scopes=(candidate.scope,),
+                        kinds=(candidate.kind,),
+                        title_norm=candidate.title_norm,
+                        keyed=False,
+                    ),
+                    order="created",
+                    descending=False,
+                    limit=1,
+                )
+            )
+        if twin is None:
+            self._require_room(tx, candidate.scope)
+            tx.insert(candidate)
+            return candidate, "created"
+        body = twin.body if candidate.body in twin.body else f"{twin.body}\n\n{candidate.body}"
+        context = twin.context
+        if candidate.context and candidate.context not in context:
+            context = f"{context}\n\n{candidate.context}".strip()
+        merged = twin.evolve(
+            title=candidate.title,
+            body=body,
+            context=context,
+            tags=merge_tags(twin.tags, candidate.tags),
+            reinforce_count=twin.reinforce_count + 1,
+            updated_at=now,
+        )
+        check_size(merged, self.config.max_entry_bytes)
+        tx.replace(merged)
+        return merged, "merged"
+
+    def _require_room(self, tx: StoreReader, scope: str) -> None:
+        active = tx.count(EntryFilter(scopes=(scope,)))
+        if active >= self.config.max_entries:
+            raise MemoryServiceError(
+                SCOPE_FULL,
+                f"scope {scope} holds {active:,} active entries; the limit is "
+                f"{self.config.max_entries:,} (max_entries in memory.yml): forget or update "
+                "entries, or let compaction summarise them",
+                "max_entries",
+            )
+
+    def update(
+        self,
+        entry_id: str,
+        *,
+        text: str | None = None,
+        title: str | None = None,
+        tags: Sequence[str] | None = None,
+        context: str | None = None,
+        event_time: TimeArgument = None,
+        scope: str | None = None,
+    ) -> dict[str, Any]:
+        """Correct an active entry; returns `{id, action: "updated", previous_id, changed}`.
+
+        Nothing is overwritten: the corrected entry is a new version with a new id, and the
+        old one is archived with `superseded_by` (so `history` and `get` still show it). Given
+        `text` without `title`, the title follows the text's first line; `tags` replace the
+        old tags. An update that changes nothing returns the same id with `changed: false`.
+        """
+        if (
+            text is None
+            and title is None
+            and tags is None
+            and context is None
+            and (event_time is None)
+        ):
+            raise MemoryServiceError(
+                INVALID_ARGUMENT, "update needs text, title, tags, context or event_time"
+            )
+        plan = self.scopes_for(scope)
+        changes: dict[str, Any] = {}
+        if text is not None:
+            changes["body"] = clean_text(text, "text", required=True)
+            changes["title"] = title_from_text(changes["body"])
+        if title is not None:
+            changes["title"] = clean_title(title)
+        if tags is not None:
+            changes["tags"] = clean_tags(tags)
+        if context is not None:
+            changes["context"] = clean_text(context, "context")
+        if event_time is not None:
+            event = self._event_time(event_time)
+            changes["event_time"] = format_timestamp(event)
+            changes["bucket"] = bucket_of("day", local_day(event, self.clock))
+        now = format_timestamp(self.clock.now())
+        with self.store.transaction() as tx:
+            current = self._get(tx, plan, entry_id)
+            if current.archived:
+                raise MemoryServiceError(
+                    CONFLICT,
+                    f"entry {entry_id} is archived"
+                    + (f" (superseded by {current.superseded_by})" if current.superseded_by else "")
+                    + ": update the active entry, or remember it again",
+                    "id",
+                )
+            if current.kind == "summary":
+                raise MemoryServiceError(
+                    INVALID_ARGUMENT,
+                    "summaries belong to compaction; forget it and let compaction rebuild it",
+                    "id",
+                )
+            revised = current.evolve(**changes)
+            if revised == current:
+                return {
+                    "id": current.id,
+                    "action": "updated",
+                    "previous_id": None,
+                    "changed": False,
+                }
+            check_size(revised, self.config.max_entry_bytes)
+            successor = revised.evolve(
+                id=str(uuid.uuid4()), created_at=now, updated_at=now, accessed_at=now
+            )
+            tx.replace(
+                current.evolve(
+                    archived=True, archive_reason=REASON_SUPERSEDED, superseded_by=successor.id
+                )
+            )
+            tx.insert(successor)
+        return {
+            "id": successor.id,
+            "action": "updated",
+            "previous_id": current.id,
+            "changed": True,
+        }
+
+    def forget(
+        self,
+        entry_id: str,
+        *,
+        reason: str | None = None,
+        purge: bool = False,
+        scope: str | None = None,
+    ) -> dict[str, Any]:
+        """Archive an entry (recall skips it; `include_archived`, `get` and `history` still
+        show it); returns `{id, action: "archived" | "already_archived" | "purged", purged}`.
+
+        With `purge`, the entry is deleted from the table and the text index instead, together
+        with every other version of its key (a purged value must not survive as history).
+        Summaries that listed it keep the id in `archive_ref`; `check` reports them.
+        """
+        why = clean_line(reason, "reason", 200) or REASON_FORGOTTEN
+        plan = self.scopes_for(scope)
+        with self.store.transaction() as tx:
+            current = self._get(tx, plan, entry_id)
+            if purge:
+                doomed = [current.id]
+                if current.key is not None:
+                    versions = tx.select(
+                        EntryFilter(scopes=(current.scope,), key=current.key, archived=None)
+                    )
+                    doomed.extend(entry.id for entry in versions if entry.id != current.id)
+                tx.delete(current.scope, tuple(doomed))
+                return {"id": current.id, "action": "purged", "purged": sorted(doomed)}
+            if current.archived:
+                return {"id": current.id, "action": "already_archived", "purged": []}
+            tx.replace(current.evolve(archived=True, archive_reason=why))
+        return {"id": current.id, "action": "archived", "purged": []}
+
+    # ------------------------------------------------------------------------- reading
+
+    def get(self, entry_id: str, *, scope: str | None = None) -> dict[str, Any]:
+        """One entry, every field, archived or not, if it is in a scope this call may read."""
+        return self._get(self.store, self.scopes_for(scope), entry_id).to_dict()
+
+    def recall(
+        self,
+        query: str = "",
+        *,
+        kind: str | Iterable[str] | None = None,
+        tags: Sequence[str] | None = None,
+        since: TimeArgument = None,
+        until: TimeArgument = None,
+        scope: str | None = None,
+        level: str | Iterable[str] | None = None,
+        include_archived: bool = False,
+        limit: int = DEFAULT_RECALL_LIMIT,
+        body_chars: int = DEFAULT_BODY_CHARS,
+    ) -> dict[str, Any]:
+        """Ranked search; returns `{results: [...], count}`, each result with its `score`,
+        `level` and the `scope` it came from, bodies cut at `body_chars`.
+
+        With words, entries must contain at least one of the query's terms and are ranked by
+        BM25 (see recall.py); without, the most recently updated entries come first (score 0).
+        Filters narrow before ranking: `kind` and `level` (one or several), `tags` (all of
+        them), `since`/`until` on event_time (dates and bucket keys are local, `until` is
+        inclusive), `scope`. Recalled entries get their accessed_at set.
+        """
+        plan = self.scopes_for(scope)
+        where = self._filter(
+            plan.read,
+            kind=kind,
+            tags=tags,
+            since=since,
+            until=until,
+            level=level,
+            include_archived=include_archived,
+        )
+        count = _bounded_int(limit, "limit", 1, MAX_RECALL_LIMIT)
+        cut = _bounded_int(body_chars, "body_chars", 0, 1_000_000)
+        if not isinstance(query, str):
+            raise MemoryServiceError(INVALID_ARGUMENT, "query must be a string", "query")
+        terms = self.store.analyzer.unique_terms(query)
+        now = self.clock.now()
+        if terms:
+            hits = [
+                (item.entry, item.score)
+                for item in rank(
+                    self.store, terms, where, count, self.tuning, now, time_windows(query)
+                )
+            ]
+        elif query.strip():
+            hits = []
+        else:
+            hits = [(entry, 0.0) for entry in self.store.select(where, limit=count)]
+        if hits:
+            self.store.touch(plan.read, tuple(entry.id for entry, _ in hits), format_timestamp(now))
+        results = [_result(entry, score, cut) for entry, score in hits]
+        response: dict[str, Any] = {"results": results, "count": len(results)}
+        if query.strip() and not terms:
+            response["note"] = "the query has no searchable words (only stopwords or symbols)"
+        return response
+
+    def history(self, key: str, *, scope: str | None = None) -> dict[str, Any]:
+        """Every version ever stored under `key` in the readable scopes, newest first, each
+        with `status`: active, superseded or archived."""
+        normal = clean_key(key)
+        plan = self.scopes_for(scope)
+        versions = self.store.select(
+            EntryFilter(scopes=plan.read, key=normal, archived=None), order="created"
+        )
+        return {
+            "key": normal,
+            "versions": [
+                {**entry.to_dict(), "status": _status(entry)} for entry in _by_succession(versions)
+            ],
+        }
+
+    def browse(
+        self,
+        *,
+        by: str = "day",
+        kind: str | Iterable[str] | None = None,
+        tags: Sequence[str] | None = None,
+        since: TimeArgument = None,
+        until: TimeArgument = None,
+        level: str | Iterable[str] | None = None,
+        scope: str | None = None,
+        include_archived: bool = False,
+        page: int = 1,
+        page_size: int = 20,
+        per_group: int = 50,
+    ) -> dict[str, Any]:
+        """Entries grouped by local time bucket (`by`: day, week, month or year), newest group
+        first, entries in a group newest first; paging counts groups. A summary sits in the
+        bucket holding its own bucket's first day (a week summary is in its week, and in the
+        month its Monday falls in)."""
+        unit = require_level(by, "by")
+        plan = self.scopes_for(scope)
+        where = self._filter(
+            plan.read,
+            kind=kind,
+            tags=tags,
+            since=since,
+            until=until,
+            level=level,
+            include_archived=include_archived,
+        )
+        number = _bounded_int(page, "page", 1, 1_000_000)
+        size = _bounded_int(page_size, "page_size", 1, MAX_PAGE_SIZE)
+        shown = _bounded_int(per_group, "per_group", 1, 1000)
+        groups = self.store.tally(where, (unit,))
+        selected = groups[(number - 1) * size : number * size]
+        listed = []
+        for (bucket,), total in selected:
+            key = cast(str, bucket)
+            members = self.store.select(
+                replace(where, bucket=(unit, key)), order="event", limit=shown
+            )
+            listed.append(
+                {
+                    "bucket": key,
+                    "level": unit,
+                    "label": bucket_label(key),
+                    "count": total,
+                    "entries": [_summary_line(entry) for entry in members],
+                }
+            )
+        return {
+            "by": unit,
+            "page": number,
+            "page_size": size,
+            "total_groups": len(groups),
+            "total_entries": sum(total for _, total in groups),
+            "groups": listed,
+        }
+
+    def stats(self, *, scope: str | None = None) -> dict[str, Any]:
+        """Counts per readable scope: active and archived entries, by kind, by summary level,
+        superseded versions, active entries per month, and the scope's room under max_entries."""
+        plan = self.scopes_for(scope)
+        scopes = []
+        for name in plan.read:
+            everything = EntryFilter(scopes=(name,), archived=None)
+            rows = self.store.tally(everything, ("kind", "level", "archived"))
+            by_kind = {kind: 0 for kind in KINDS}
+            by_level = {level: 0 for level in LEVELS}
+            active = archived = 0
+            for (kind, level, is_archived), total in rows:
+                if is_archived == "1":
+                    archived += total
+                    continue
+                active += total
+                by_kind[cast(Kind, kind)] += total
+                if level is not None:
+                    by_level[cast(Level, level)] += total
+            superseded = sum(
+                1
+                for entry in self.store.select(
+                    EntryFilter(scopes=(name,), archived=True, keyed=True)
+                )
+                if entry.superseded_by
+            )
+            months = self.store.tally(EntryFilter(scopes=(name,)), ("month",))
+            scopes.append(
+                {
+                    "scope": name,
+                    "active": active,
+                    "archived": archived,
+                    "superseded": superseded,
+                    "by_kind": by_kind,
+                    "by_level": by_level,
+                    "by_month": {cast(str, month): total for (month,), total in months},
+                    "max_entries": self.config.max_entries,
+                    "room": max(self.config.max_entries - active, 0),
+                }
+            )
+        return {
+            "workspace": self.workspace,
+            "scopes": scopes,
+            "active": sum(item["active"] for item in scopes),
+            "archived": sum(item["archived"] for item in scopes),
+        }
+
+    def check(self, *, scope: str | None = None) -> dict[str, Any]:
+        """Real problems of the readable scopes, as `{ok, findings: [{code, severity, scope,
+        message, ids}]}`: duplicate titles, scopes over (or within 10 % of) max_entries, stale
+        summaries (a source changed or came back after the summary was written), orphan
+        references (archive_ref or superseded_by naming an entry that is gone), and the
+        store's own integrity problems."""
+        plan = self.scopes_for(scope)
+        findings: list[dict[str, Any]] = [
+            {"code": "store", "severity": "error", "scope": None, "message": problem, "ids": []}
+            for problem in self.store.verify()
+        ]
+        for name in plan.read:
+            findings.extend(self._check_scope(name))
+        return {"ok": not findings, "scopes": list(plan.read), "findings": findings}
+
+    def _check_scope(self, scope: str) -> list[dict[str, Any]]:
+        findings: list[dict[str, Any]] = []
+
+        def finding(code: str, severity: str, message: str, ids: Iterable[str]) -> None:
+            findings.append(
+                {
+                    "code": code,
+                    "severity": severity,
+                    "scope": scope,
+                    "message": message,
+                    "ids": sorted(ids),
+                }
+            )
+
+        active = EntryFilter(scopes=(scope,), kinds=("fact", "knowledge", "episodic"))
+        for (kind, title_norm), total in self.store.tally(
+            active, ("kind", "title_norm"), min_count=2
+        ):
+            twins = self.store.select(
+                EntryFilter(
+                    scopes=(scope,), kinds=(cast(Kind, kind),), title_norm=cast(str, title_norm)
+                )
+            )
+            finding(
+                "duplicate_title",
+                "warning",
+                f"{total} active {kind} entries are titled {twins[0].title!r}: update one "
+                "and forget the others, or give them keys",
+                (entry.id for entry in twins),
+            )
+        count = self.store.count(EntryFilter(scopes=(scope,)))
+        limit = self.config.max_entries
+        if count > limit:
+            finding(
+                "over_limit",
+                "error",
+                f"{count:,} active entries, over max_entries {limit:,}: new entries are refused",
+                (),
+            )
+        elif count >= limit * 0.9:
+            finding(
+                "near_limit", "warning", f"{count:,} active entries of max_entries {limit:,}", ()
+            )
+        summaries = self.store.select(EntryFilter(scopes=(scope,), kinds=("summary",)))
+        for summary in summaries:
+            sources = {
+                entry.id: entry
+                for entry in self.store.select(
+                    EntryFilter(scopes=(scope,), ids=summary.archive_ref, archived=None)
+                )
+            }
+            missing = [
+                identifier for identifier in summary.archive_ref if identifier not in sources
+            ]
+            if missing:
+                finding(
+                    "orphan_reference",
+                    "warning",
+                    f"summary {summary.id} ({summary.level} {summary.bucket}) lists "
+                    f"{len(missing)} source(s) that no longer exist",
+                    [summary.id, *missing],
+                )
+            changed = [
+                entry.id
+                for entry in sources.values()
+                if entry.updated_at > summary.created_at or entry.active
+            ]
+            if changed:
+                finding(
+                    "stale_summary",
+                    "warning",
+                    f"summary {summary.id} ({summary.level} {summary.bucket}) is older than "
+                    f"{len(changed)} of its sources (changed or restored since): rebuild it",
+                    [summary.id, *changed],
+                )
+        replaced = [
+            entry
+            for entry in self.store.select(EntryFilter(scopes=(scope,), archived=True))
+            if entry.superseded_by
+        ]
+        successors = {
+            entry.id
+            for entry in self.store.select(
+                EntryFilter(
+                    scopes=(scope,),
+                    ids=tuple(entry.superseded_by or "" for entry in replaced),
+                    archived=None,
+                )
+            )
+        }
+        for entry in replaced:
+            if entry.superseded_by not in successors:
+                finding(
+                    "orphan_reference",
+                    "warning",
+                    f"entry {entry.id} is superseded by {entry.superseded_by}, which no "
+                    "longer exists",
+                    [entry.id],
+                )
+        return findings
+
+    def digest(
+        self,
+        *,
+        max_bytes: int | None = None,
+        max_entries: int | None = None,
+        scope: str | None = None,
+    ) -> dict[str, Any]:
+        """The session-start digest: `{text, bytes, entries, omitted}`.
+
+        Keyed global facts first (by key), then summaries (newest bucket first), then other
+        recent entries (newest first), one line each (titles and tags, never bodies), cut
+        whole lines at `max_entries` lines and `max_bytes` UTF-8 bytes including the wrapper,
+        with a last line saying how many were left out. The same memory gives the same text,
+        so hosts can cache it; the wrapper carries the marker `remember` refuses. Empty text
+        when nothing is stored, or when memory.yml disables the digest and the call gives no
+        budget of its own (an explicit budget is an explicit request).
+        """
+        budget_bytes = _bounded_int(
+            max_bytes if max_bytes is not None else self.config.digest.max_bytes,
+            "max_bytes",
+            256,
+            10_000_000,
+        )
+        budget_entries = _bounded_int(
+            max_entries if max_entries is not None else self.config.digest.max_entries,
+            "max_entries",
+            1,
+            10_000,
+        )
+        if not self.config.digest.enabled and max_bytes is None and max_entries is None:
+            return {"text": "", "bytes": 0, "entries": 0, "omitted": 0}
+        plan = self.scopes_for(scope)
+        lines = self._digest_lines(plan, budget_entries + 1)
+        header = [DIGEST_HEADER.format(scope=plan.write), DIGEST_PREAMBLE]
+        chosen: list[str] = []
+        for index, line in enumerate(lines):
+            left = len(lines) - index - 1
+            tail = [_omitted_line(left)] if left else []
+            trial = "\n".join([*header, *chosen, line, *tail, DIGEST_FOOTER])
+            if len(chosen) >= budget_entries or len(trial.encode("utf-8")) > budget_bytes:
+                break
+            chosen.append(line)
+        if not chosen:
+            return {"text": "", "bytes": 0, "entries": 0, "omitted": len(lines)}
+        omitted = self._digest_total(plan) - len(chosen)
+        body = [*header, *chosen]
+        if omitted > 0:
+            body.append(_omitted_line(omitted))
+        text = "\n".join([*body, DIGEST_FOOTER])
+        return {
+            "text": text,
+            "bytes": len(text.encode("utf-8")),
+            "entries": len(chosen),
+            "omitted": max(omitted, 0),
+        }
+
+    def _digest_lines(self, plan: ScopePlan, wanted: int) -> list[str]:
+        facts = []
+        if GLOBAL_SCOPE in plan.read:
+            facts = self.store.select(
+                EntryFilter(scopes=(GLOBAL_SCOPE,), kinds=("fact",), keyed=True), limit=wanted
+            )
+            facts.sort(key=lambda entry: (entry.key or "", entry.id))
+        summaries = self.store.select(
+            EntryFilter(scopes=plan.read, kinds=("summary",)), order="event", limit=wanted
+        )
+        shown = {entry.id for entry in facts}
+        recent = [
+            entry
+            for entry in self.store.select(
+                EntryFilter(scopes=plan.read, kinds=REMEMBERED_KINDS),
+                limit=wanted + len(facts),
+            )
+            if entry.id not in shown
+        ]
+        lines = [f"- {entry.key}: {entry.title}" for entry in facts]
+        lines += [f"- [{entry.level} summary {entry.bucket}] {entry.title}" for entry in summaries]
+        lines += [self._digest_line(entry) for entry in recent]
+        return lines[:wanted]
+
+    def _digest_line(self, entry: Entry) -> str:
+        day = local_day(parse_timestamp(entry.event_time), self.clock).isoformat()
+        where = " (global)" if entry.scope == GLOBAL_SCOPE and self.workspace else ""
+        tags = "".join(f" #{tag.replace(' ', '-')}" for tag in entry.tags)
+        label = f"{entry.kind} {entry.key}" if entry.key else entry.kind
+        return f"- [{label}, {day}]{where} {entry.title}{tags}"
+
+    def _digest_total(self, plan: ScopePlan) -> int:
+        return self.store.count(EntryFilter(scopes=plan.read, kinds=KINDS))
+
+    # ---------------------------------------------------------------------- compaction
+
+    def compaction_sources(self, scope: str, level: str, bucket: str) -> list[Entry]:
+        """The active entries a `level` summary of `bucket` in `scope` would summarise, oldest
+        first: episodic entries of the day for a day summary, day summaries of the week for a
+        week summary, week summaries for a month, month summaries for a year."""
+        where = self._sources_filter(scope, level, bucket)
+        return self.store.select(where, order="event", descending=False)
+
+    def pending_buckets(self, scope: str, level: str) -> list[dict[str, Any]]:
+        """The `level` buckets of `scope` that have ended (by this service's clock) and hold
+        active sources, oldest first, as `{bucket, sources, summary_id}`; summary_id is the
+        active summary already written for the bucket (its sources arrived later), if any."""
+        unit = require_level(level)
+        name = parse_scope(scope)
+        child = CHILD_LEVEL[unit]
+        sources = EntryFilter(
+            scopes=(name,),
+            kinds=("episodic",) if child is None else ("summary",),
+            levels=(child,),
+        )
+        now = self.clock.now()
+        summaries = {
+            entry.bucket: entry.id
+            for entry in self.store.select(
+                EntryFilter(scopes=(name,), kinds=("summary",), levels=(unit,))
+            )
+        }
+        pending = []
+        for (bucket,), total in reversed(self.store.tally(sources, (unit,))):
+            key = cast(str, bucket)
+            if bucket_bounds(key, self.clock)[1] <= now:
+                pending.append({"bucket": key, "sources": total, "summary_id": summaries.get(key)})
+        return pending
+
+    def write_summary(
+        self,
+        scope: str,
+        level: str,
+        bucket: str,
+        *,
+        title: str,
+        body: str,
+        source_ids: Iterable[str],
+        tags: Sequence[str] | None = None,
+        source: Source | dict[str, Any] | None = None,
+        replaces: str | None = None,
+    ) -> dict[str, Any]:
+        """Store a summary and archive its sources in one transaction; returns `{id, action:
+        "created", archived: [ids]}`.
+
+        Every source must still be an active source of (scope, level, bucket), else nothing
+        is written and a `conflict` error says which changed (list them again and retry). A
+        bucket has at most one active summary: to rebuild one (late sources arrived), pass
+        its id as `replaces`; it is archived and listed in the new summary's archive_ref.
+        """
+        where = self._sources_filter(scope, level, bucket)
+        unit = cast(Level, where.bucket[0] if where.bucket else level)
+        wanted = tuple(dict.fromkeys(source_ids))
+        if not wanted:
+            raise MemoryServiceError(INVALID_ARGUMENT, "a summary needs sources", "source_ids")
+        now_moment = self.clock.now()
+        now = format_timestamp(now_moment)
+        start, _ = bucket_bounds(bucket, self.clock)
+        with self.store.transaction() as tx:
+            found = {entry.id: entry for entry in tx.select(replace(where, ids=wanted))}
+            gone = [identifier for identifier in wanted if identifier not in found]
+            if gone:
+                raise MemoryServiceError(
+                    CONFLICT,
+                    f"{len(gone)} source(s) are no longer active sources of the {unit} "
+                    f"summary of {bucket}: {', '.join(gone[:5])}",
+                    "source_ids",
+                )
+            current = _first(
+                tx.select(
+                    EntryFilter(
+                        scopes=where.scopes,
+                        kinds=("summary",),
+                        levels=(unit,),
+                        bucket=(unit, bucket),
+                    )
+                )
+            )
+            if current is not None and current.id != replaces:
+                raise MemoryServiceError(
+                    CONFLICT,
+                    f"bucket {bucket} already has the {unit} summary {current.id}; pass "
+                    "replaces to rebuild it",
+                    "replaces",
+                )
+            if current is None and replaces is not None:
+                raise MemoryServiceError(
+                    CONFLICT, f"{replaces} is not the active {unit} summary of {bucket}", "replaces"
+                )
+            summary_tags: tuple[str, ...] = ()
+            if tags is not None:
+                summary_tags = clean_tags(tags)
+            else:
+                for identifier in wanted:
+                    summary_tags = merge_tags(summary_tags, found[identifier].tags)
+            retired = [found[identifier] for identifier in wanted]
+            if current is not None:
+                retired.append(current)
+            summary = Entry(
+                id=str(uuid.uuid4()),
+                kind="summary",
+                scope=where.scopes[0],
+                title=clean_title(title),
+                body=clean_text(body, "body", required=True),
+                tags=summary_tags,
+                created_at=now,
+                updated_at=now,
+                accessed_at=now,
+                event_time=format_timestamp(start),
+                level=unit,
+                bucket=bucket,
+                source=Source.from_value(source),
+                archive_ref=tuple(entry.id for entry in retired),
+            )
+            check_size(summary, self.config.max_entry_bytes)
+            for entry in retired:
+                tx.replace(
+                    entry.evolve(archived=True, archive_reason=f"summarised in {summary.id}")
+                )
+            tx.insert(summary)
+        return {"id": summary.id, "action": "created", "archived": list(summary.archive_ref)}
+
+    def _sources_filter(self, scope: str, level: str, bucket: str) -> EntryFilter:
+        unit = require_level(level)
+        require_bucket(bucket, unit)
+        child = CHILD_LEVEL[unit]
+        return EntryFilter(
+            scopes=(parse_scope(scope),),
+            kinds=("episodic",) if child is None else ("summary",),
+            levels=(child,),
+            bucket=(unit, bucket),
+        )
+
+    # ------------------------------------------------------------------------- helpers
+
+    def _event_time(self, value: TimeArgument) -> datetime:
+        if value is None:
+            return self.clock.now()
+        if isinstance(value, str) and bucket_level(value.strip()) not in (None, "day"):
+            raise MemoryServiceError(
+                INVALID_ARGUMENT,
+                "event_time must be a moment or a day, not a week, month or year",
+                "event_time",
+            )
+        return resolve_moment(value, self.clock, field="event_time")
+
+    def _get(self, reader: StoreReader, plan: ScopePlan, entry_id: str) -> Entry:
+        if not isinstance(entry_id, str) or not entry_id.strip():
+            raise MemoryServiceError(INVALID_ARGUMENT, "id must be a non-empty string", "id")
+        found = _first(
+            reader.select(EntryFilter(scopes=plan.read, ids=(entry_id.strip(),), archived=None))
+        )
+        if found is None:
+            raise MemoryServiceError(
+                NOT_FOUND,
+                f"no entry {entry_id!r} in scope {' or '.join(plan.read)}",
+                "id",
+            )
+        return found
+
+    def _filter(
+        self,
+        scopes: tuple[str, ...],
+        *,
+        kind: str | Iterable[str] | None,
+        tags: Sequence[str] | None,
+        since: TimeArgument,
+        until: TimeArgument,
+        level: str | Iterable[str] | None,
+        include_archived: bool,
+    ) -> EntryFilter:
+        kinds = (
+            None
+            if kind is None
+            else tuple(require_kind(item, KINDS) for item in _one_or_many(kind, "kind"))
+        )
+        levels = (
+            None
+            if level is None
+            else tuple(require_level(item) for item in _one_or_many(level, "level"))
+        )
+        if not isinstance(include_archived, bool):
+            raise MemoryServiceError(
+                INVALID_ARGUMENT, "include_archived must be true or false", "include_archived"
+            )
+        return EntryFilter(
+            scopes=scopes,
+            kinds=kinds,
+            levels=cast("tuple[Level | None, ...] | None", levels),
+            tags=clean_tags(tags),
+            since=None
+            if since is None
+            else format_timestamp(resolve_moment(since, self.clock, field="since")),
+            until=None
+            if until is None
+            else format_timestamp(resolve_moment(until, self.clock, field="until", end=True)),
+            archived=None if include_archived else False,
+        )
+
+
+# ----------------------------------------------------------------------------- functions
+
+
+def _first(entries: list[Entry]) -> Entry | None:
+    return entries[0] if entries else None
+
+
+def _same_value(current: Entry, candidate: Entry) -> bool:
+    return (current.kind, current.title, current.body, current.context) == (
+        candidate.kind,
+        candidate.title,
+        candidate.body,
+        candidate.context,
+    )
+
+
+def _by_succession(versions: list[Entry]) -> list[Entry]:
+    """Versions newest first, each followed by the one it replaced, so two versions written in
+    the same millisecond still come out in the order of their `superseded_by` links. The input
+    is newest first by created_at; chain heads keep that order, the active one first."""
+    known = {entry.id for entry in versions}
+    replaced = {entry.superseded_by: entry for entry in versions if entry.superseded_by in known}
+    ordered: list[Entry] = []
+    for head in sorted(versions, key=lambda entry: entry.archived):
+        if head.superseded_by in known:
+            continue
+        current: Entry | None = head
+        while current is not None and current not in ordered:
+            ordered.append(current)
+            current = replaced.get(current.id)
+    return ordered
+
+
+def _status(entry: Entry) -> Literal["active", "superseded", "archived"]:
+    if entry.active:
+        return "active"
+    return "superseded" if entry.superseded_by else "archived"
+
+
+def _result(entry: Entry, score: float, body_chars: int) -> dict[str, Any]:
+    cut = len(entry.body) > body_chars
+    return {
+        "id": entry.id,
+        "kind": entry.kind,
+        "key": entry.key,
+        "title": entry.title,
+        "body": entry.body[:body_chars] + ("…" if cut else ""),
+        "body_truncated": cut,
+        "tags": list(entry.tags),
+        "scope": entry.scope,
+        "score": round(score, 6),
+        "level": entry.level,
+        "bucket": entry.bucket,
+        "event_time": entry.event_time,
+        "updated_at": entry.updated_at,
+        "archived": entry.archived,
+        "reinforce_count": entry.reinforce_count,
+        "source": entry.source.to_dict(),
+    }
+
+
+def _summary_line(entry: Entry) -> dict[str, Any]:
+    return {
+        "id": entry.id,
+        "kind": entry.kind,
+        "key": entry.key,
+        "title": entry.title,
+        "tags": list(entry.tags),
+        "scope": entry.scope,
+        "level": entry.level,
+        "bucket": entry.bucket,
+        "event_time": entry.event_time,
+        "archived": entry.archived,
+    }
+
+
+def _omitted_line(count: int) -> str:
+    return f"({count} more not shown: use recall or memory_browse)"
+
+
+def _one_or_many(value: str | Iterable[str], field: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple):
+        return list(value)
+    raise MemoryServiceError(INVALID_ARGUMENT, f"{field} must be a string or a list", field)
+
+
+def _bounded_int(value: object, field: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise MemoryServiceError(
+            INVALID_ARGUMENT, f"{field} must be an integer from {low} to {high}", field
+        )
+    return value

@@ -1,0 +1,209 @@
+"""The storage contract of the memory service: what any backend (SQLite, PostgreSQL) must do.
+
+A store keeps Entry values and answers questions about them; it never decides anything (which
+entry supersedes or merges with which is the service's job). Four rules bind every store:
+
+1. Scope is part of every question. Each read takes an EntryFilter whose `scopes` is required
+   and non-empty, each write names the entry's scope, and the store puts the scopes in the query
+   it sends to its database. No result is ever filtered by scope after the fact.
+2. `transaction()` is the only way to write. Its body runs serialised against every other
+   writer of the same database, in any process, and sees the latest committed state; it commits
+   durably (the data survives a crash and a power loss) on a normal exit and rolls back on an
+   exception. The service reads and decides inside it, so dedup decisions cannot race.
+3. Constraints that the service relies on are enforced by the store, and a violation raises
+   StoreConflict: one id per entry, at most one *active* entry per (scope, key), at most one
+   active summary per (scope, level, bucket).
+4. Text search ranks by BM25 over the analysed terms of the weighted fields (`index_terms`),
+   all produced by the store's Analyzer; higher scores are better and always positive. An index
+   built with another analyser (see `Analyzer.signature`) is rebuilt before use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from agentscript.memory.entries import Entry, Kind
+from agentscript.memory.errors import CONFLICT, MemoryServiceError
+from agentscript.memory.text import Analyzer
+from agentscript.memory.timeline import Level
+
+# The fields a store indexes for text search, in a fixed order every store uses.
+INDEXED_FIELDS = ("tags", "title", "key", "body", "context")
+# Orders a selection can be sorted by, always newest first unless `descending` is False; ties
+# are broken by id so every listing is deterministic.
+Order = Literal["updated", "event", "created"]
+# The dimensions `tally` can count by: plain columns, or an entry's bucket at a level (the
+# bucket holding its event day, or, for a summary, holding its bucket's first day).
+Dimension = Literal[
+    "scope", "kind", "level", "archived", "title_norm", "day", "week", "month", "year"
+]
+
+
+class StoreConflict(MemoryServiceError):
+    """A write would break a store constraint (a second active entry for a key or a bucket)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(CONFLICT, message)
+
+
+@dataclass(frozen=True, slots=True)
+class EntryFilter:
+    """Which entries an operation concerns. Every field narrows; `scopes` is mandatory.
+
+    `levels` may hold None for ordinary entries; `keyed` True/False keeps entries with/without
+    a key; `bucket` is (level, key): entries whose bucket
+    at that level is `key`; `since`/`until` bound event_time as a half-open range of stored
+    timestamps; `archived` False means active only, True archived only, None both.
+    """
+
+    scopes: tuple[str, ...]
+    ids: tuple[str, ...] | None = None
+    kinds: tuple[Kind, ...] | None = None
+    levels: tuple[Level | None, ...] | None = None
+    tags: tuple[str, ...] = ()
+    key: str | None = None
+    keyed: bool | None = None
+    title_norm: str | None = None
+    since: str | None = None
+    until: str | None = None
+    bucket: tuple[Level, str] | None = None
+    archived: bool | None = False
+
+    def __post_init__(self) -> None:
+        if not self.scopes or not all(isinstance(scope, str) and scope for scope in self.scopes):
+            raise ValueError("an EntryFilter needs at least one scope: scope is never optional")
+
+
+@dataclass(frozen=True, slots=True)
+class FieldWeights:
+    """How much a term hit counts in each indexed field (tag > title > key > body > context)."""
+
+    tags: float = 4.0
+    title: float = 2.0
+    key: float = 2.0
+    body: float = 1.0
+    context: float = 0.35
+
+    def as_tuple(self) -> tuple[float, ...]:
+        return tuple(getattr(self, name) for name in INDEXED_FIELDS)
+
+
+@dataclass(frozen=True, slots=True)
+class TextQuery:
+    """Terms (already analysed) of which an entry must contain at least one, and the weights."""
+
+    terms: tuple[str, ...]
+    weights: FieldWeights = FieldWeights()
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """One search hit, with what ranking needs and nothing more (entries are loaded for the
+    final results only): the BM25 score, the source session, the moment recency counts from
+    (event_time for episodic entries and summaries, which happened; updated_at for facts and
+    knowledge, which are as fresh as their last confirmation) and the bucket."""
+
+    id: str
+    score: float
+    session: str | None
+    recency: str
+    bucket: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeCount:
+    scope: str
+    active: int
+    archived: int
+
+
+def index_terms(entry: Entry, analyzer: Analyzer) -> dict[str, list[str]]:
+    """The analysed terms of each indexed field: what a store must index, and nothing else."""
+    return {
+        "tags": analyzer.terms(" ".join(entry.tags)),
+        "title": analyzer.terms(entry.title),
+        "key": analyzer.terms(entry.key or ""),
+        "body": analyzer.terms(entry.body),
+        "context": analyzer.terms(entry.context),
+    }
+
+
+class StoreReader(Protocol):
+    """Reads, available on a store and inside a transaction."""
+
+    def select(
+        self,
+        where: EntryFilter,
+        *,
+        order: Order = "updated",
+        descending: bool = True,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Entry]:
+        """The matching entries in `order`, ties broken by id."""
+        ...
+
+    def count(self, where: EntryFilter) -> int: ...
+
+    def tally(
+        self, where: EntryFilter, by: tuple[Dimension, ...], *, min_count: int = 1
+    ) -> list[tuple[tuple[str | None, ...], int]]:
+        """Counts of matching entries grouped by `by`, groups with at least `min_count`
+        entries, sorted by the group values descending (newest bucket first). `archived`
+        values are "1" and "0"."""
+        ...
+
+
+class StoreTransaction(StoreReader, Protocol):
+    """One serialised, durable write; see rule 2 of the module docstring."""
+
+    def insert(self, entry: Entry) -> None:
+        """Add a new entry; StoreConflict when its id, active key or active summary bucket
+        is taken."""
+        ...
+
+    def replace(self, entry: Entry) -> None:
+        """Overwrite the stored entry with the same id and scope (it must exist) and its
+        index terms; StoreConflict as for insert."""
+        ...
+
+    def delete(self, scope: str, ids: tuple[str, ...]) -> int:
+        """Remove entries of `scope` from the table and from every index; how many went."""
+        ...
+
+
+class MemoryStore(StoreReader, Protocol):
+    """A database of entries. Safe to share between threads; one per process and file."""
+
+    analyzer: Analyzer
+
+    def transaction(self) -> AbstractContextManager[StoreTransaction]: ...
+
+    def search(self, query: TextQuery, where: EntryFilter, limit: int) -> list[Match]:
+        """The best `limit` entries under `where` with at least one term, best first (BM25,
+        rule 4), ties by id."""
+        ...
+
+    def touch(self, scopes: tuple[str, ...], ids: tuple[str, ...], moment: str) -> None:
+        """Set accessed_at of these entries. Bookkeeping: it may be less durable than a
+        transaction (the latest touches may be lost in a power cut, never corrupted)."""
+        ...
+
+    def scopes(self) -> list[ScopeCount]:
+        """Every scope with its entry counts. The one call without a scope: it returns
+        names and numbers, never entries, for administration (stats of all scopes)."""
+        ...
+
+    def verify(self) -> list[str]:
+        """Problems of the store itself (an index that disagrees with the table), as
+        sentences; empty when sound."""
+        ...
+
+    def export(self, scopes: tuple[str, ...]) -> Iterator[Entry]:
+        """Every entry of these scopes, oldest first, from one consistent snapshot."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,164 @@
+"""Support for the memory service tests: services on a frozen clock, and writer processes.
+
+Test modules use the `memory` fixture (a MemoryService) or `open_memory(**options)` for more;
+each gets the test's own database file, a workspace directory and the FixedClock
+`memory_clock`, which the test can move. Fixture names carry `memory` so they never meet other
+support modules' `clock` or `workspace`. Run as a script, this module starts the writer processes of the
+reliability tests, forked from one process that imported everything once:
+
+    python memsvc_support.py stress DB WORKERS COUNT   # WORKERS writers, COUNT remembers each
+    python memsvc_support.py zygote DB                 # "go" forks a writer, "kill" SIGKILLs it
+
+A stress writer remembers COUNT distinct entries, plus one keyed fact and one merging title per
+round that every writer shares, so supersede and merge race across processes. A zygote's writer
+remembers until it is killed, printing `id <id>` after each remember returned; the zygote prints
+`started <pid>` and, once the writer is gone, `ended <pid> <code>`. Failures print `error ...`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentscript.memory import FixedClock, MemoryConfig, MemoryService
+
+START = datetime(2026, 5, 6, 9, 30, tzinfo=UTC)
+STRESS_SCOPE = "/stress/workspace"
+SHARED_KEY = "shared-counter"
+SHARED_TITLE = "Shared lesson learned by every writer"
+WRITER_MAX_REMEMBERS = 100_000
+# Room for every writer's notes in the one entry they all merge into.
+STRESS_CONFIG = MemoryConfig(max_entries=100_000, max_entry_bytes=1_000_000)
+
+
+@pytest.fixture
+def memory_clock() -> FixedClock:
+    return FixedClock(START)
+
+
+@pytest.fixture
+def memory_workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def open_memory(
+    tmp_path: Path, memory_clock: FixedClock, memory_workspace: Path
+) -> Iterator[Callable[..., MemoryService]]:
+    """`open_memory(**options)`: a service on this test's database, workspace and clock;
+    options go to MemoryService.open (workspace=None for no workspace)."""
+    opened: list[MemoryService] = []
+
+    def make(**options: Any) -> MemoryService:
+        options.setdefault("workspace", memory_workspace)
+        options.setdefault("database", tmp_path / "memory.db")
+        options.setdefault("clock", memory_clock)
+        memory = MemoryService.open(**options)
+        opened.append(memory)
+        return memory
+
+    yield make
+    for memory in opened:
+        memory.close()
+
+
+@pytest.fixture
+def memory(open_memory: Callable[..., MemoryService]) -> MemoryService:
+    return open_memory()
+
+
+# ---------------------------------------------------------------------- writer processes
+
+
+def _open(database: str) -> MemoryService:
+    return MemoryService.open(None, database=database, config=STRESS_CONFIG)
+
+
+def stress(database: str, workers: int, count: int) -> int:
+    """Fork `workers` writers that remember at once; 0 if every one succeeded."""
+    _warm_up(database)
+    writers = [
+        _fork(lambda worker=worker: _remember_many(database, worker, count))
+        for worker in range(workers)
+    ]
+    codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in writers]
+    return 0 if codes == [0] * workers else 1
+
+
+def zygote(database: str) -> None:
+    """Fork one writer per "go" read from stdin; SIGKILL it at the next line ("kill")."""
+    _warm_up(database)
+    while sys.stdin.readline().strip() == "go":
+        pid = _fork(lambda: _remember_until_killed(database))
+        os.write(1, f"started {pid}\n".encode())
+        sys.stdin.readline()
+        # The writer is not reaped before this kill, so its pid cannot belong to anyone else.
+        os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        os.write(1, f"ended {pid} {os.waitstatus_to_exitcode(status)}\n".encode())
+
+
+def _warm_up(database: str) -> None:
+    """Create the database and import everything before forking; the service is closed, so
+    no writer inherits a connection."""
+    memory = _open(database)
+    memory.stats(scope=STRESS_SCOPE)
+    memory.close()
+
+
+def _fork(work: Callable[[], None]) -> int:
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 0
+    try:
+        work()
+    except BaseException as error:
+        os.write(1, f"error {error!r}".replace("\n", " ").encode() + b"\n")
+        code = 1
+    os._exit(code)
+
+
+def _remember_many(database: str, worker: int, count: int) -> None:
+    memory = _open(database)
+    for index in range(count):
+        memory.remember(
+            f"Worker {worker} finding number {index}",
+            kind="episodic",
+            tags=[f"worker-{worker}"],
+            scope=STRESS_SCOPE,
+        )
+        memory.remember(f"value {worker}-{index}", kind="fact", key=SHARED_KEY, scope=STRESS_SCOPE)
+        memory.remember(
+            f"{SHARED_TITLE}\nnote {worker}-{index}", kind="knowledge", scope=STRESS_SCOPE
+        )
+    memory.close()
+
+
+def _remember_until_killed(database: str) -> None:
+    """Print `id <id>` once each remember returned, in one write, so a kill cannot tear it."""
+    memory = _open(database)
+    for index in range(WRITER_MAX_REMEMBERS):
+        result = memory.remember(
+            f"Crash test memory {os.getpid()} #{index}", kind="episodic", scope=STRESS_SCOPE
+        )
+        os.write(1, f"id {result['id']}\n".encode())
+
+
+if __name__ == "__main__":
+    command, arguments = sys.argv[1], sys.argv[2:]
+    if command == "stress":
+        sys.exit(stress(arguments[0], int(arguments[1]), int(arguments[2])))
+    elif command == "zygote":
+        zygote(arguments[0])
+    else:
+        sys.exit(f"unknown command {command!r}")

@@ -1,0 +1,251 @@
+"""The read-only views: browse, stats, check and the session-start digest."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+
+from agentscript.memory import (
+    DIGEST_MARKER,
+    EntryFilter,
+    FixedClock,
+    MemoryConfig,
+    MemoryService,
+    MemoryServiceError,
+)
+from agentscript.memory.config import DigestConfig
+
+pytest_plugins = ["memsvc_support"]
+
+
+def episode(memory: MemoryService, title: str, day: str, **options: object) -> str:
+    return str(memory.remember(title, kind="episodic", event_time=day, **options)["id"])
+
+
+# ------------------------------------------------------------------------------- browse
+
+
+def test_browse_groups_by_local_day_newest_first(memory: MemoryService) -> None:
+    a = episode(memory, "Sprint planning", "2026-05-04")
+    b = episode(memory, "Retro", "2026-05-04T15:00:00")
+    c = episode(memory, "Release", "2026-04-30")
+    page = memory.browse()
+    assert page["total_groups"] == 2 and page["total_entries"] == 3
+    assert [g["bucket"] for g in page["groups"]] == ["2026-05-04", "2026-04-30"]
+    assert page["groups"][0]["label"] == "Monday 4 May 2026"
+    assert [e["id"] for e in page["groups"][0]["entries"]] == [b, a]
+    assert [e["id"] for e in page["groups"][1]["entries"]] == [c]
+
+
+@pytest.mark.parametrize(
+    ("by", "buckets"),
+    [
+        ("week", ["2026-W19", "2026-W18", "2026-W01"]),
+        ("month", ["2026-05", "2026-04", "2025-12"]),
+        ("year", ["2026", "2025"]),
+    ],
+)
+def test_browse_by_week_month_and_year(memory: MemoryService, by: str, buckets: list) -> None:
+    for day in ("2026-05-04", "2026-04-30", "2025-12-31"):
+        episode(memory, f"Event of {day}", day)
+    assert [g["bucket"] for g in memory.browse(by=by)["groups"]] == buckets
+
+
+def test_browse_pages_count_groups(memory: MemoryService) -> None:
+    for day in range(1, 6):
+        for index in range(3):
+            episode(memory, f"Day {day} item {index}", f"2026-04-0{day}")
+    second = memory.browse(page=2, page_size=2, per_group=1)
+    assert [g["bucket"] for g in second["groups"]] == ["2026-04-03", "2026-04-02"]
+    assert [(g["count"], len(g["entries"])) for g in second["groups"]] == [(3, 1), (3, 1)]
+    assert second["total_groups"] == 5
+    assert memory.browse(page=9)["groups"] == []
+    with pytest.raises(MemoryServiceError, match="page_size must be an integer from 1 to 200"):
+        memory.browse(page_size=0)
+    with pytest.raises(MemoryServiceError) as error:
+        memory.browse(by="hour")
+    assert error.value.field == "by"
+
+
+def test_browse_filters_like_recall(memory: MemoryService) -> None:
+    episode(memory, "Tagged", "2026-05-01", tags=["ops"])
+    episode(memory, "Untagged", "2026-05-02")
+    forgotten = episode(memory, "Forgotten", "2026-05-03")
+    memory.forget(forgotten)
+    assert memory.browse(tags=["ops"])["total_entries"] == 1
+    assert memory.browse(since="2026-05-02")["total_entries"] == 1
+    assert memory.browse(include_archived=True)["total_entries"] == 3
+    assert memory.browse(kind="fact")["groups"] == []
+
+
+# -------------------------------------------------------------------------------- stats
+
+
+def test_stats_count_by_kind_level_archive_and_month(memory: MemoryService) -> None:
+    memory.remember("Name is Ada", kind="fact", key="name", scope="global")
+    memory.remember("Name is Ada Lovelace", kind="fact", key="name", scope="global")
+    memory.remember("Lesson")
+    episode(memory, "Meeting", "2026-04-20")
+    episode(memory, "Call", "2026-05-02")
+    stats = memory.stats()
+    assert (stats["active"], stats["archived"]) == (4, 1)
+    local, shared = stats["scopes"]
+    assert local["scope"] == memory.workspace
+    assert local["by_kind"] == {"fact": 0, "knowledge": 1, "episodic": 2, "summary": 0}
+    assert local["by_month"] == {"2026-05": 2, "2026-04": 1}
+    assert local["room"] == 2000 - 3
+    assert (shared["active"], shared["archived"], shared["superseded"]) == (1, 1, 1)
+    assert [s["scope"] for s in memory.stats(scope="global")["scopes"]] == ["global"]
+
+
+# -------------------------------------------------------------------------------- check
+
+
+def test_check_is_clean_on_a_sound_store(memory: MemoryService) -> None:
+    memory.remember("Fine")
+    assert memory.check() == {"ok": True, "scopes": [memory.workspace, "global"], "findings": []}
+
+
+def test_check_finds_duplicate_titles(memory: MemoryService) -> None:
+    first = memory.remember("Deploy steps", kind="fact")["id"]
+    second = memory.remember("Deploy steps", kind="fact")["id"]
+    (finding,) = memory.check()["findings"]
+    assert finding["code"] == "duplicate_title"
+    assert finding["ids"] == sorted([first, second])
+
+
+def test_check_finds_scopes_over_and_near_the_limit(
+    open_memory: Callable[..., MemoryService],
+) -> None:
+    writer = open_memory()
+    for index in range(5):
+        writer.remember(f"Entry {index}")
+    over = open_memory(config=MemoryConfig(max_entries=4)).check()["findings"]
+    assert [f["code"] for f in over] == ["over_limit"]
+    near = open_memory(config=MemoryConfig(max_entries=5)).check()["findings"]
+    assert [f["code"] for f in near] == ["near_limit"]
+
+
+def test_check_finds_stale_summaries_and_orphans(memory: MemoryService) -> None:
+    source = episode(memory, "Standup", "2026-05-04")
+    summary = memory.write_summary(
+        memory.workspace or "",
+        "day",
+        "2026-05-04",
+        title="Day summary",
+        body="Standup happened.",
+        source_ids=[source],
+    )["id"]
+    with memory.store.transaction() as tx:
+        scope = memory.workspace or ""
+        (entry,) = tx.select(EntryFilter(scopes=(scope,), ids=(source,), archived=None))
+        tx.replace(entry.evolve(updated_at="2027-01-01T00:00:00.000Z"))
+    (stale,) = memory.check()["findings"]
+    assert stale["code"] == "stale_summary"
+    assert stale["ids"] == sorted([summary, source])
+    memory.forget(source, purge=True)
+    (orphan,) = memory.check()["findings"]
+    assert orphan["code"] == "orphan_reference"
+    assert orphan["ids"] == sorted([summary, source])
+
+
+def test_check_finds_a_superseded_entry_whose_successor_is_gone(memory: MemoryService) -> None:
+    first = memory.remember("Old wording")["id"]
+    second = memory.update(first, text="New wording")["id"]
+    memory.forget(second, purge=True)
+    (finding,) = memory.check()["findings"]
+    assert (finding["code"], finding["ids"]) == ("orphan_reference", [first])
+
+
+def test_check_reports_a_damaged_text_index(memory: MemoryService) -> None:
+    memory.remember("Indexed")
+    with memory.store.transaction() as tx:
+        tx._connection.execute("DELETE FROM memory_terms")  # type: ignore[attr-defined]
+    problems = [f["message"] for f in memory.check()["findings"] if f["code"] == "store"]
+    assert any("missing from the text index" in problem for problem in problems)
+    memory.store.rebuild_index()  # type: ignore[attr-defined]
+    assert memory.check()["ok"]
+
+
+# ------------------------------------------------------------------------------- digest
+
+
+def test_digest_lists_global_facts_then_summaries_then_recent_entries(
+    memory: MemoryService, memory_clock: FixedClock
+) -> None:
+    memory.remember("Prefers short answers", kind="fact", key="style", scope="global")
+    memory.remember("Name is Ada", kind="fact", key="name", scope="global")
+    old = episode(memory, "Kick-off meeting", "2026-05-01")
+    memory.write_summary(
+        memory.workspace or "",
+        "day",
+        "2026-05-01",
+        title="1 May: kick-off",
+        body="Kick-off.",
+        source_ids=[old],
+    )
+    memory_clock.advance(timedelta(minutes=5))
+    memory.remember("Run tests with make check", tags=["testing"])
+    digest = memory.digest()
+    lines = digest["text"].splitlines()
+    assert lines[0] == f'<memory-digest scope="{memory.workspace}">'
+    assert lines[2:] == [
+        "- name: Name is Ada",
+        "- style: Prefers short answers",
+        "- [day summary 2026-05-01] 1 May: kick-off",
+        "- [knowledge, 2026-05-06] Run tests with make check #testing",
+        "</memory-digest>",
+    ]
+    assert digest["entries"] == 4 and digest["omitted"] == 0
+    assert digest["bytes"] == len(digest["text"].encode("utf-8"))
+    assert memory.digest() == digest
+
+
+def test_digest_respects_the_byte_budget_in_utf8(memory: MemoryService) -> None:
+    for index in range(30):
+        memory.remember(f"记忆条目 {index} 关于中文内容的说明")
+    digest = memory.digest(max_bytes=600)
+    assert len(digest["text"].encode("utf-8")) <= 600
+    assert digest["bytes"] <= 600
+    assert digest["entries"] + digest["omitted"] == 30
+    assert (
+        digest["text"].splitlines()[-2]
+        == f"({digest['omitted']} more not shown: use recall or memory_browse)"
+    )
+
+
+def test_digest_respects_the_entry_budget(memory: MemoryService) -> None:
+    for index in range(8):
+        memory.remember(f"Lesson {index}")
+    digest = memory.digest(max_entries=3)
+    assert digest["entries"] == 3 and digest["omitted"] == 5
+
+
+def test_a_digest_is_never_stored_back(memory: MemoryService) -> None:
+    memory.remember("Something worth knowing")
+    text = memory.digest()["text"]
+    assert DIGEST_MARKER in text
+    for arguments in (
+        {"text": text},
+        {"text": "ok", "title": text.splitlines()[0]},
+        {"text": "ok", "context": text},
+        {"text": "ok", "tags": ["<MEMORY-DIGEST scope>"]},
+    ):
+        with pytest.raises(MemoryServiceError) as error:
+            memory.remember(**arguments)  # type: ignore[arg-type]
+        assert error.value.code == "digest_feedback"
+    first = memory.recall("worth")["results"][0]["id"]
+    with pytest.raises(MemoryServiceError, match="never stored back"):
+        memory.update(first, text=text)
+
+
+def test_digest_is_empty_when_disabled_or_nothing_is_stored(
+    open_memory: Callable[..., MemoryService],
+) -> None:
+    assert open_memory().digest()["text"] == ""
+    disabled = open_memory(config=MemoryConfig(digest=DigestConfig(enabled=False)))
+    disabled.remember("Stored")
+    assert disabled.digest()["text"] == ""
+    assert disabled.digest(max_entries=5)["entries"] == 1
