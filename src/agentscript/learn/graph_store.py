@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
 from agentscript.learn.graph import Edge, EdgeType, Node, NodeType, ToolLink
-from agentscript.learn.journal_store import JournalError, dumps, open_database, write_transaction
+from agentscript.learn.journal_store import JournalError, dumps, prepare_schema
+from agentscript.sqlite_files import SqliteFile
 
 EdgeKey = tuple[str, str, str]
 WeightStep = Callable[[float, float], tuple[float, float]]
@@ -136,11 +135,15 @@ class SqliteGraphStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._connection: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
+        self._file = SqliteFile(
+            self.path,
+            prepare_schema(_SCHEMA),
+            lambda error: JournalError(f"Task graph {self.path}: {error}"),
+            synchronous="NORMAL",
+        )
 
     def add(self, nodes: Sequence[Node], edges: Sequence[Edge]) -> tuple[set[str], set[EdgeKey]]:
-        with self._writing() as connection:
+        with self._file.writing() as connection:
             known_nodes = _existing(
                 connection,
                 "SELECT node_id FROM graph_nodes WHERE node_id IN ({})",
@@ -167,7 +170,7 @@ class SqliteGraphStore:
         return set(new_nodes), set(new_edges)
 
     def node(self, node_id: str) -> Node | None:
-        with self._reading() as connection:
+        with self._file.reading() as connection:
             if connection is None:
                 return None
             row = connection.execute(
@@ -185,7 +188,7 @@ class SqliteGraphStore:
             conditions.append("run_id = ?")
             parameters.append(run_id)
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
-        with self._reading() as connection:
+        with self._file.reading() as connection:
             if connection is None:
                 return []
             rows = connection.execute(
@@ -213,7 +216,7 @@ class SqliteGraphStore:
             conditions.append("edge_type = ?")
             parameters.append(edge_type.value)
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
-        with self._reading() as connection:
+        with self._file.reading() as connection:
             if connection is None:
                 return []
             rows = connection.execute(
@@ -224,7 +227,7 @@ class SqliteGraphStore:
         return [_edge(row) for row in rows]
 
     def set_metadata(self, node_id: str, metadata: Mapping[str, Any]) -> None:
-        with self._writing() as connection:
+        with self._file.writing() as connection:
             row = connection.execute(
                 "SELECT metadata_json FROM graph_nodes WHERE node_id = ?", (node_id,)
             ).fetchone()
@@ -237,7 +240,7 @@ class SqliteGraphStore:
             )
 
     def update_node_weights(self, steps: Mapping[str, WeightStep]) -> None:
-        with self._writing() as connection:
+        with self._file.writing() as connection:
             for node_id, step in steps.items():
                 row = connection.execute(
                     "SELECT weight, weight_at FROM graph_nodes WHERE node_id = ?", (node_id,)
@@ -254,7 +257,7 @@ class SqliteGraphStore:
         self, run_id: str, pairs: Sequence[tuple[str, str, float]], step: LinkStep
     ) -> int:
         strengthened = 0
-        with self._writing() as connection:
+        with self._file.writing() as connection:
             for first, second, at in pairs:
                 inserted = connection.execute(
                     "INSERT OR IGNORE INTO tool_pair_runs (run_id, first, second) VALUES (?,?,?)",
@@ -277,7 +280,7 @@ class SqliteGraphStore:
         return strengthened
 
     def tool_links(self, tool: str | None) -> list[ToolLink]:
-        with self._reading() as connection:
+        with self._file.reading() as connection:
             if connection is None:
                 return []
             query = "SELECT first, second, weight, weight_at, activations FROM tool_links"
@@ -290,7 +293,7 @@ class SqliteGraphStore:
         return [ToolLink(*row) for row in rows]
 
     def node_weights(self) -> Iterator[tuple[str, str, float, float]]:
-        with self._reading() as connection:
+        with self._file.reading() as connection:
             if connection is None:
                 return
             rows = connection.execute(
@@ -299,7 +302,7 @@ class SqliteGraphStore:
         yield from rows
 
     def edge_weights(self) -> Iterator[tuple[EdgeKey, float, float, float | None]]:
-        with self._reading() as connection:
+        with self._file.reading() as connection:
             if connection is None:
                 return
             rows = connection.execute(
@@ -314,7 +317,7 @@ class SqliteGraphStore:
     ) -> int:
         if not (node_ids or edges or links):
             return 0
-        with self._writing() as connection:
+        with self._file.writing() as connection:
             before = connection.total_changes
             connection.executemany(
                 "DELETE FROM graph_edges WHERE source = ? AND target = ? AND edge_type = ?", edges
@@ -331,37 +334,7 @@ class SqliteGraphStore:
         return removed_edges
 
     def close(self) -> None:
-        with self._lock:
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
-
-    @contextmanager
-    def _writing(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, self._errors():
-            connection = self._open()
-            with write_transaction(connection):
-                yield connection
-
-    @contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection | None]:
-        with self._lock, self._errors():
-            if self._connection is None and not self.path.exists():
-                yield None
-                return
-            yield self._open()
-
-    def _open(self) -> sqlite3.Connection:
-        if self._connection is None:
-            self._connection = open_database(self.path, _SCHEMA)
-        return self._connection
-
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.Error as error:
-            raise JournalError(f"Task graph {self.path}: {error}") from error
+        self._file.close()
 
 
 def _existing(connection: sqlite3.Connection, query: str, keys: list[str]) -> set[str]:

@@ -11,14 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from agentscript.runtime.errors import AgentScriptError
+from agentscript.sqlite_files import SqliteFile
 
 RunStatus = Literal["running", "ok", "error", "interrupted"]
 Phase = Literal["start", "end"]
@@ -27,7 +26,6 @@ RUN_KIND = "run"
 # JSON payloads up to this many characters stay inline in their entry; larger values are cut
 # out into blobs. Large enough that an ordinary generate event stays in one row.
 INLINE_LIMIT = 8 * 1024
-BUSY_TIMEOUT_SECONDS = 60.0
 SCHEMA_VERSION = 1
 
 PathPart = str | int
@@ -238,15 +236,19 @@ class SqliteJournalStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._connection: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
+        self._file = SqliteFile(
+            self.path,
+            prepare_schema(_SCHEMA),
+            lambda error: JournalError(f"Run journal {self.path}: {error}"),
+            synchronous="NORMAL",
+        )
 
     @property
     def location(self) -> str:
         return str(self.path)
 
     def save(self, run: RunRecord, entries: Sequence[JournalEntry], new: bool) -> None:
-        with self._writing() as connection:
+        with self._file.writing() as connection:
             _insert_entries(connection, entries)
             added = _finished_events(entries)
             if new:
@@ -270,7 +272,7 @@ class SqliteJournalStore:
             )
 
     def run(self, run_id: str) -> RunRecord | None:
-        with self._reading() as connection:
+        with self._file.reading() as connection:
             if connection is None:
                 return None
             row = connection.execute(
@@ -279,7 +281,7 @@ class SqliteJournalStore:
         return _run_record(row) if row is not None else None
 
     def runs(self, limit: int | None = None) -> list[RunRecord]:
-        with self._reading() as connection:
+        with self._file.reading() as connection:
             if connection is None:
                 return []
             rows = connection.execute(
@@ -289,7 +291,7 @@ class SqliteJournalStore:
         return [_run_record(row) for row in rows]
 
     def run_ids(self, prefix: str) -> list[str]:
-        with self._reading() as connection:
+        with self._file.reading() as connection:
             if connection is None:
                 return []
             # A range instead of LIKE: run ids may contain `_` and `%`, and the range uses the key.
@@ -300,7 +302,7 @@ class SqliteJournalStore:
         return [str(row[0]) for row in rows]
 
     def entries(self, run_id: str) -> list[JournalEntry]:
-        with self._reading() as connection:
+        with self._file.reading() as connection:
             if connection is None:
                 return []
             rows = connection.execute(
@@ -332,78 +334,26 @@ class SqliteJournalStore:
 
     def blob_count(self) -> int:
         """How many distinct large payloads are stored (for tests and benchmarks)."""
-        with self._reading() as connection:
+        with self._file.reading() as connection:
             if connection is None:
                 return 0
             return int(connection.execute("SELECT COUNT(*) FROM blobs").fetchone()[0])
 
     def close(self) -> None:
-        with self._lock:
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
-
-    @contextmanager
-    def _writing(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, self._errors():
-            connection = self._open()
-            with write_transaction(connection):
-                yield connection
-
-    @contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection | None]:
-        with self._lock, self._errors():
-            if self._connection is None and not self.path.exists():
-                yield None
-                return
-            yield self._open()
-
-    def _open(self) -> sqlite3.Connection:
-        if self._connection is None:
-            self._connection = open_database(self.path, _SCHEMA)
-        return self._connection
-
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.Error as error:
-            raise JournalError(f"Run journal {self.path}: {error}") from error
+        self._file.close()
 
 
-def open_database(path: Path, schema: Sequence[str]) -> sqlite3.Connection:
-    """A connection to the journal file in WAL mode, with `schema` created if missing. The
-    journal and the task graph share the file; each brings its own tables."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # isolation_level=None: transactions are the explicit BEGIN/COMMIT of write_transaction.
-    connection = sqlite3.connect(
-        path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
-    )
-    try:
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA synchronous=NORMAL")
-        with write_transaction(connection):
-            for statement in schema:
-                connection.execute(statement)
-            if connection.execute("PRAGMA user_version").fetchone()[0] == 0:
-                connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-    except BaseException:
-        connection.close()
-        raise
-    return connection
+def prepare_schema(schema: Sequence[str]) -> Callable[[sqlite3.Connection], None]:
+    """Create `schema` if missing. The journal and the task graph share the file; each brings
+    its own tables, and the first to open it stamps the schema version."""
 
+    def prepare(connection: sqlite3.Connection) -> None:
+        for statement in schema:
+            connection.execute(statement)
+        if connection.execute("PRAGMA user_version").fetchone()[0] == 0:
+            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
-@contextmanager
-def write_transaction(connection: sqlite3.Connection) -> Iterator[None]:
-    """`BEGIN IMMEDIATE` takes the write lock first, so a writer waits for it (busy timeout)
-    instead of failing later when a read transaction could not be upgraded."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
+    return prepare
 
 
 def _insert_entries(connection: sqlite3.Connection, entries: Sequence[JournalEntry]) -> None:

@@ -3,16 +3,15 @@
 The database runs in WAL mode with `synchronous=FULL`: every commit fsyncs the log before
 `add` returns, so an acknowledged record survives a process crash and a power loss alike
 (NORMAL would only survive the former). Writers take the write lock up front (`BEGIN
-IMMEDIATE`) and wait up to `BUSY_TIMEOUT_SECONDS` for it, so concurrent processes queue
-instead of failing. Databases written by the 0.1.0 runtime are upgraded in place on open.
+IMMEDIATE`) and wait for it, so concurrent processes queue
+instead of failing (see agentscript.sqlite_files). Databases written by the 0.1.0 runtime are
+upgraded in place on open.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from agentscript.providers.memory.rules import Envelope, MemoryQuery
@@ -24,8 +23,7 @@ from agentscript.providers.memory.sql import (
     search_column,
 )
 from agentscript.providers.memory.store import MemoryStoreError
-
-BUSY_TIMEOUT_SECONDS = 60.0
+from agentscript.sqlite_files import SqliteFile, connect
 
 DIALECT = SqlDialect(
     name="sqlite",
@@ -65,21 +63,20 @@ class SqliteStore:
     def __init__(self, path: Path, namespace: str) -> None:
         self.path = path
         self.namespace = namespace
-        self._connection: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
+        self._file = SqliteFile(
+            path, _prepare, lambda error: MemoryStoreError(f"SQLite memory {path}: {error}")
+        )
 
     def add(self, envelope: Envelope) -> None:
-        with self._lock, self._errors():
-            connection = self._open()
-            with _write_transaction(connection):
-                connection.execute(DIALECT.insert(), row_values(self.namespace, envelope))
+        with self._file.writing() as connection:
+            connection.execute(DIALECT.insert(), row_values(self.namespace, envelope))
 
     def query(self, query: MemoryQuery) -> list[Envelope]:
-        with self._lock, self._errors():
-            if not self.path.exists() and self._connection is None:
+        with self._file.reading() as connection:
+            if connection is None:
                 return []
             statement, parameters = DIALECT.select(query)
-            cursor = self._open().execute(statement, [self.namespace, *parameters])
+            cursor = connection.execute(statement, [self.namespace, *parameters])
             try:
                 return query.select(envelopes(DIALECT, cursor))
             finally:
@@ -88,12 +85,11 @@ class SqliteStore:
     def export(self) -> Iterator[Envelope]:
         """Streams from a connection of its own, in one read transaction, so a long export
         neither blocks this store's other operations nor sees a half-written state."""
-        if not self.path.exists():
-            return
-        with self._lock, self._errors():
-            self._open()
-        with self._errors():
-            connection = _connect(self.path)
+        with self._file.reading() as existing:
+            if existing is None:
+                return
+        with self._file.errors():
+            connection = connect(self.path)
             try:
                 connection.execute("BEGIN")
                 yield from envelopes(
@@ -104,66 +100,21 @@ class SqliteStore:
                 connection.close()
 
     def import_envelopes(self, items: list[Envelope]) -> int:
-        with self._lock, self._errors():
-            connection = self._open()
-            rows = [row_values(self.namespace, item) for item in items]
-            with _write_transaction(connection):
-                # Ids already stored are skipped by the insert itself; rowcount sums the rest.
-                return connection.executemany(DIALECT.insert(), rows).rowcount
+        rows = [row_values(self.namespace, item) for item in items]
+        with self._file.writing() as connection:
+            # Ids already stored are skipped by the insert itself; rowcount sums the rest.
+            return connection.executemany(DIALECT.insert(), rows).rowcount
 
     def close(self) -> None:
-        with self._lock:
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
-
-    def _open(self) -> sqlite3.Connection:
-        """The store's connection, creating the database, its schema and WAL mode if needed."""
-        if self._connection is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            connection = _connect(self.path)
-            try:
-                connection.execute("PRAGMA journal_mode=WAL")
-                with _write_transaction(connection):
-                    connection.execute(_TABLE)
-                    _upgrade(connection)
-                    for statement in _INDEXES:
-                        connection.execute(statement)
-            except BaseException:
-                connection.close()
-                raise
-            self._connection = connection
-        return self._connection
-
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        """Database errors as MemoryStoreErrors naming the file."""
-        try:
-            yield
-        except sqlite3.Error as error:
-            raise MemoryStoreError(f"SQLite memory {self.path}: {error}") from error
+        self._file.close()
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    # isolation_level=None: transactions are the explicit BEGIN/COMMIT below, nothing implicit.
-    connection = sqlite3.connect(
-        path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
-    )
-    connection.execute("PRAGMA synchronous=FULL")
-    return connection
-
-
-@contextmanager
-def _write_transaction(connection: sqlite3.Connection) -> Iterator[None]:
-    """`BEGIN IMMEDIATE` takes the write lock first, so a writer waits for it (busy timeout)
-    instead of failing later when a read transaction could not be upgraded."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
+def _prepare(connection: sqlite3.Connection) -> None:
+    """The table, its indexes, and the upgrade of a table written by the 0.1.0 runtime."""
+    connection.execute(_TABLE)
+    _upgrade(connection)
+    for statement in _INDEXES:
+        connection.execute(statement)
 
 
 def _upgrade(connection: sqlite3.Connection) -> None:
