@@ -147,6 +147,17 @@ def position_of(source: str, needle: str, occurrence: int = 1) -> str:
     return f"{line}:{column}"
 
 
+@pytest.fixture(autouse=True)
+def private_memory_database(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Every test gets its own long-term memory database: runs learn into the memory service
+    by default, and no test may ever write to the user's ~/.agentscript/memory.db."""
+    path = tmp_path_factory.mktemp("memory-db") / "memory.db"
+    monkeypatch.setenv("AGENTSCRIPT_MEMORY_DB", str(path))
+    return path
+
+
 @pytest.fixture
 def make_llm() -> Callable[..., RecordingLlm]:
     """`make_llm(answer, …)`: a RecordingLlm answering with the given values in order."""

@@ -1,13 +1,18 @@
 """Support for the memory service tests: services on a frozen clock, and writer processes.
 
 Test modules use the `memory` fixture (a MemoryService) or `open_memory(**options)` for more;
-each gets the test's own database file, a workspace directory and the FixedClock
-`memory_clock`, which the test can move. Fixture names carry `memory` so they never meet other
-support modules' `clock` or `workspace`. Run as a script, this module starts the writer processes of the
-reliability tests, forked from one process that imported everything once:
+each gets the test's own database (`memory_database`), a workspace directory and the FixedClock
+`memory_clock`, which the test can move. The database is a SQLite file unless the module
+overrides `memory_backend` with one returning `each_memory_backend`: then each test also runs
+on PostgreSQL, in a namespace of its own in the session's throwaway cluster. Fixture names
+carry `memory` so they never meet other support modules' `clock` or `workspace`. Run as a
+script, this module starts the writer processes of the reliability tests, forked from one
+process that imported everything once:
 
     python memsvc_support.py stress DB WORKERS COUNT   # WORKERS writers, COUNT remembers each
     python memsvc_support.py zygote DB                 # "go" forks a writer, "kill" SIGKILLs it
+
+DB is a SQLite file or a PostgreSQL URI, as MemoryService.open takes it.
 
 A stress writer remembers COUNT distinct entries, plus one keyed fact and one merging title per
 round that every writer shares, so supersede and merge race across processes. A zygote's writer
@@ -20,6 +25,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +36,7 @@ import pytest
 from agentscript.memory import FixedClock, MemoryConfig, MemoryService
 
 START = datetime(2026, 5, 6, 9, 30, tzinfo=UTC)
+MEMORY_BACKENDS = ("sqlite", "postgres")
 STRESS_SCOPE = "/stress/workspace"
 SHARED_KEY = "shared-counter"
 SHARED_TITLE = "Shared lesson learned by every writer"
@@ -50,9 +57,47 @@ def memory_workspace(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def memory_postgres() -> Any:
+    """The session's throwaway PostgreSQL cluster (pg_cluster.py); skips when PostgreSQL is
+    not installed."""
+    import pg_cluster
+
+    reason = pg_cluster.unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    return pg_cluster.shared_cluster()
+
+
+@pytest.fixture
+def memory_backend() -> str:
+    """The store behind `memory_database`: SQLite, so tests stay fast, unless a module
+    overrides this fixture with one that returns `each_memory_backend`."""
+    return "sqlite"
+
+
+@pytest.fixture(params=MEMORY_BACKENDS)
+def each_memory_backend(request: pytest.FixtureRequest) -> str:
+    """Each of MEMORY_BACKENDS in turn: what a module's `memory_backend` returns to run its
+    tests on SQLite and on PostgreSQL."""
+    return str(request.param)
+
+
+@pytest.fixture
+def memory_database(
+    request: pytest.FixtureRequest, tmp_path: Path, memory_backend: str
+) -> str | Path:
+    """The `database` argument of MemoryService.open for this test: a file in its directory,
+    or a PostgreSQL URI naming a namespace (schema) no other test uses."""
+    if memory_backend == "postgres":
+        cluster = request.getfixturevalue("memory_postgres")
+        return str(cluster.socket_uri(f"t{uuid.uuid4().hex[:12]}"))
+    return tmp_path / "memory.db"
+
+
 @pytest.fixture
 def open_memory(
-    tmp_path: Path, memory_clock: FixedClock, memory_workspace: Path
+    memory_database: str | Path, memory_clock: FixedClock, memory_workspace: Path
 ) -> Iterator[Callable[..., MemoryService]]:
     """`open_memory(**options)`: a service on this test's database, workspace and clock;
     options go to MemoryService.open (workspace=None for no workspace)."""
@@ -60,7 +105,7 @@ def open_memory(
 
     def make(**options: Any) -> MemoryService:
         options.setdefault("workspace", memory_workspace)
-        options.setdefault("database", tmp_path / "memory.db")
+        options.setdefault("database", memory_database)
         options.setdefault("clock", memory_clock)
         memory = MemoryService.open(**options)
         opened.append(memory)

@@ -14,6 +14,12 @@ from agentscript.memory.recall import RecallTuning
 pytest_plugins = ["memsvc_support"]
 
 
+@pytest.fixture
+def memory_backend(each_memory_backend: str) -> str:
+    """Every test here runs on SQLite and on PostgreSQL (memsvc_support.memory_database)."""
+    return each_memory_backend
+
+
 def ids(found: dict) -> list[str]:
     return [hit["id"] for hit in found["results"]]
 

@@ -13,6 +13,12 @@ from agentscript.memory import FixedClock, MemoryConfig, MemoryService, MemorySe
 pytest_plugins = ["memsvc_support"]
 
 
+@pytest.fixture
+def memory_backend(each_memory_backend: str) -> str:
+    """Every test here runs on SQLite and on PostgreSQL (memsvc_support.memory_database)."""
+    return each_memory_backend
+
+
 def test_remember_creates_with_a_title_from_the_first_line(memory: MemoryService) -> None:
     result = memory.remember("\n## Deploy with make release\nRun the tests first.")
     assert result["action"] == "created"
@@ -163,9 +169,9 @@ def test_event_time_decides_the_bucket_in_local_time(
 def test_invalid_input_is_refused_with_the_field(
     memory: MemoryService, arguments: dict, code: str, field: str, message: str
 ) -> None:
-    text = arguments.pop("text")
+    options = {name: value for name, value in arguments.items() if name != "text"}
     with pytest.raises(MemoryServiceError) as error:
-        memory.remember(text, **arguments)
+        memory.remember(arguments["text"], **options)
     assert error.value.code == code
     assert error.value.field == field
     assert message in error.value.message

@@ -1,10 +1,10 @@
-"""The store contract (SqliteStore) and the hooks compaction builds on."""
+"""The store contract (SqliteStore and PostgresMemoryStore) and the hooks compaction builds on."""
 
 from __future__ import annotations
 
 import sqlite3
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -20,7 +20,8 @@ from agentscript.memory import (
     SqliteStore,
     StoreConflict,
 )
-from agentscript.memory.store import TextQuery
+from agentscript.memory.postgres_store import PostgresMemoryStore, is_postgres_uri
+from agentscript.memory.store import MemoryStore, TextQuery
 
 pytest_plugins = ["memsvc_support"]
 
@@ -45,9 +46,27 @@ def entry(scope: str = "/w", **fields: object) -> Entry:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SqliteStore:
+def memory_backend(each_memory_backend: str) -> str:
+    """Every test here that uses a store runs on SQLite and on PostgreSQL."""
+    return each_memory_backend
+
+
+@pytest.fixture
+def store(memory_database: str | Path) -> Iterator[MemoryStore]:
+    opened: MemoryStore
+    if is_postgres_uri(memory_database):
+        opened = PostgresMemoryStore(memory_database)
+    else:
+        opened = SqliteStore(memory_database)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[SqliteStore]:
+    """For the tests of SQLite's own file; test_memsvc_postgres.py has PostgreSQL's."""
     opened = SqliteStore(tmp_path / "store.db")
-    yield opened  # type: ignore[misc]
+    yield opened
     opened.close()
 
 
@@ -58,7 +77,7 @@ def test_every_filter_needs_a_scope() -> None:
         EntryFilter(scopes=("",))
 
 
-def test_reads_never_cross_scopes(store: SqliteStore) -> None:
+def test_reads_never_cross_scopes(store: MemoryStore) -> None:
     mine, theirs = entry("/a", title="secret plan"), entry("/b", title="secret plan")
     with store.transaction() as tx:
         tx.insert(mine)
@@ -74,7 +93,7 @@ def test_reads_never_cross_scopes(store: SqliteStore) -> None:
     assert [e.id for e in store.export(("/b",))] == [theirs.id]
 
 
-def test_constraints_raise_store_conflicts(store: SqliteStore) -> None:
+def test_constraints_raise_store_conflicts(store: MemoryStore) -> None:
     keyed = entry(key="k")
     with store.transaction() as tx:
         tx.insert(keyed)
@@ -97,14 +116,14 @@ def test_constraints_raise_store_conflicts(store: SqliteStore) -> None:
         tx.replace(entry())
 
 
-def test_a_failed_transaction_leaves_nothing(store: SqliteStore) -> None:
+def test_a_failed_transaction_leaves_nothing(store: MemoryStore) -> None:
     with pytest.raises(RuntimeError), store.transaction() as tx:
         tx.insert(entry())
         raise RuntimeError("abort")
     assert store.count(EntryFilter(scopes=("/w",), archived=None)) == 0
 
 
-def test_search_ranks_by_weighted_fields_and_applies_filters(store: SqliteStore) -> None:
+def test_search_ranks_by_weighted_fields_and_applies_filters(store: MemoryStore) -> None:
     tagged = entry(tags=("zebra",), title="Other")
     titled = entry(title="Zebra crossing")
     archived = entry(title="Zebra zebra", archived=True)
@@ -118,7 +137,7 @@ def test_search_ranks_by_weighted_fields_and_applies_filters(store: SqliteStore)
     assert archived.id in [m.id for m in both]
 
 
-def test_replace_reindexes_changed_text(store: SqliteStore) -> None:
+def test_replace_reindexes_changed_text(store: MemoryStore) -> None:
     item = entry(title="Alpha")
     with store.transaction() as tx:
         tx.insert(item)
@@ -152,24 +171,24 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
         SqliteStore(path).verify()
 
 
-def test_purge_removes_text_from_the_index(store: SqliteStore) -> None:
+def test_purge_removes_text_from_the_index(sqlite_store: SqliteStore) -> None:
     item = entry(title="Credit card 4111 1111")
-    with store.transaction() as tx:
+    with sqlite_store.transaction() as tx:
         tx.insert(item)
-    with store.transaction() as tx:
+    with sqlite_store.transaction() as tx:
         assert tx.delete("/w", (item.id,)) == 1
-    with sqlite3.connect(store.path) as connection:
+    with sqlite3.connect(sqlite_store.path) as connection:
         rows = connection.execute(
             "SELECT COUNT(*) FROM memory_terms WHERE memory_terms MATCH '\"4111\"'"
         ).fetchone()
     assert rows == (0,)
 
 
-def test_the_database_runs_in_wal_mode_with_durable_commits(store: SqliteStore) -> None:
-    store.verify()
-    with sqlite3.connect(store.path) as connection:
+def test_the_database_runs_in_wal_mode_with_durable_commits(sqlite_store: SqliteStore) -> None:
+    sqlite_store.verify()
+    with sqlite3.connect(sqlite_store.path) as connection:
         assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-    connection = store._open()
+    connection = sqlite_store._open()
     assert connection.execute("PRAGMA synchronous").fetchone() == (2,)
 
 

@@ -80,6 +80,9 @@ class RunConfig:
     mock_memory: bool = False
     # The directory memory files must stay in (default: the workspace).
     memory_root: str | Path | None = None
+    # The long-term memory database `memory://` tools open (default: $AGENTSCRIPT_MEMORY_DB,
+    # else ~/.agentscript/memory.db).
+    memory_db: str | Path | None = None
     # How many `parallel for` iterations run at once.
     concurrency: int = DEFAULT_CONCURRENCY
     # `use one of` choices by site id, e.g. {"main.as#Writer.draft[tone]": "formal"}.
@@ -88,6 +91,12 @@ class RunConfig:
     # or at `journal_path`. Dry runs are never journaled.
     journal: bool = True
     journal_path: str | Path | None = None
+    # After a journaled run ends ok or with an error, write its run memory and distil its
+    # experiences into the long-term memory at `memory_db` (agentscript.learn.run_memory).
+    learn: bool = True
+    # Rewrite new experiences with a model: None (the rules' text), "program" (the program's
+    # own model), a model URI, or a provider.
+    learn_model: str | LlmProvider | None = None
 
 
 def build_llm(config: RunConfig, owned: list[Closeable]) -> LlmProvider:
@@ -172,13 +181,19 @@ def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
 
 
 def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:
-    """The sink that journals this run, unless journaling is off or this is a dry run."""
+    """The sink that journals this run, unless journaling is off or this is a dry run; it
+    learns from the run when it ends unless `learn` is off."""
     if not config.journal or config.model == "dry-run":
         return None
     from agentscript.learn.journal import journal_path, shared_journal
 
     path = Path(config.journal_path) if config.journal_path else journal_path(workspace)
-    return shared_journal(path).sink()
+    sink = shared_journal(path).sink()
+    if config.learn:
+        from agentscript.learn.run_memory import learner_for
+
+        sink.learner = learner_for(config, config.memory_db)
+    return sink
 
 
 def workspace_root(config: RunConfig, program_path: str | None) -> Path:
@@ -235,6 +250,11 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
 
         return McpTools(jail.root, environ=environ)
 
+    def memory_tools() -> SchemeTool:
+        from agentscript.memory.adapter import MemoryTools
+
+        return MemoryTools.open(jail.root, config.memory_db)
+
     registry = ToolRegistry(
         {
             "sh": ShellTools(jail),
@@ -243,6 +263,7 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
             "http": http,
             "https": http,
             "mcp": LazyTool(mcp_tools),
+            "memory": LazyTool(memory_tools),
         }
     )
     if config.model == "dry-run":

@@ -56,6 +56,9 @@ class RunOptions:
     concurrency: int = 4
     variants: tuple[str, ...] = ()  # SITE=NAME
     journal: bool = True
+    learn: bool = True
+    learn_model: str | None = None
+    memory_db: str | None = None
 
     @property
     def trace_file(self) -> str | None:
@@ -129,6 +132,9 @@ def _run(options: RunOptions) -> int:
         concurrency=options.concurrency,
         variants=_variants(options.variants),
         journal=options.journal,
+        learn=options.learn,
+        learn_model=options.learn_model,
+        memory_db=options.memory_db,
     )
     try:
         result = api.run(program, input_value, config)

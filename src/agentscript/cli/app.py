@@ -14,7 +14,9 @@ import click
 
 from agentscript import __version__
 from agentscript.cli import actions
+from agentscript.cli.feedback import feedback_command
 from agentscript.cli.memory import memory_group
+from agentscript.cli.memory_service import add_service_commands
 from agentscript.cli.runs import runs_group
 
 if TYPE_CHECKING:
@@ -41,7 +43,7 @@ class PlainUsageError(click.ClickException):
 
 
 @contextmanager
-def _plain_usage_errors() -> Iterator[None]:
+def plain_usage_errors() -> Iterator[None]:
     """Turn click's usage errors into the 0.1.0 messages (`Unknown option '--x'`, …)."""
     try:
         yield
@@ -57,7 +59,7 @@ def _plain_usage_errors() -> Iterator[None]:
 
 class _Command(click.Command):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        with _plain_usage_errors():
+        with plain_usage_errors():
             return super().parse_args(ctx, args)
 
 
@@ -65,13 +67,13 @@ class _Group(click.Group):
     command_class = _Command
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        with _plain_usage_errors():
+        with plain_usage_errors():
             return super().parse_args(ctx, args)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
-        with _plain_usage_errors():
+        with plain_usage_errors():
             return super().resolve_command(ctx, args)
 
 
@@ -141,6 +143,11 @@ def cli(ctx: click.Context) -> None:
     help="Choose a `use one of` candidate, e.g. main.as#Agent.func[label]=name.",
 )
 @click.option("--no-journal", is_flag=True, help="Do not record this run in the run journal.")
+@click.option("--no-learn", is_flag=True, help="Do not learn experiences from this run.")
+@click.option(
+    "--learn-model", metavar="URI", help="Model that rewrites learned experiences (default: none)."
+)
+@click.option("--memory-db", metavar="PATH", help="Long-term memory database for this run.")
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -167,6 +174,9 @@ def run_command(
     concurrency: int,
     variants: tuple[str, ...],
     no_journal: bool,
+    no_learn: bool,
+    learn_model: str | None,
+    memory_db: str | None,
 ) -> None:
     """Run a program and print its result and trace as JSON.
 
@@ -206,6 +216,9 @@ def run_command(
         concurrency=concurrency,
         variants=variants,
         journal=not no_journal,
+        learn=not no_learn,
+        learn_model=learn_model,
+        memory_db=memory_db,
     )
     ctx.exit(actions.run_program(options))
 
@@ -268,8 +281,10 @@ def repl_command(ctx: click.Context) -> None:
     ctx.exit(run_repl())
 
 
+add_service_commands(memory_group)
 cli.add_command(memory_group)
 cli.add_command(runs_group)
+cli.add_command(feedback_command)
 
 
 def invoke(args: list[str]) -> int:

@@ -1,7 +1,9 @@
 """`agentscript memory …` for memory resources: show, export, import and repair a store.
 
 Each command parses its options, calls `agentscript.providers.memory.commands` and prints the
-result; output meant for files (export) is JSONL on stdout, messages go to stderr.
+result; output meant for files (export) is JSONL on stdout, messages go to stderr. `export` and
+`import` are shared with the long-term memory service (memory_service.py), whose commands call
+`export_resource` and `import_resource` for an argument that is a URI.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from agentscript.runtime.jsjson import stringify
 
 @click.group(name="memory")
 def memory_group() -> None:
-    """Show, export, import and repair memory resources (file://, sqlite://, postgresql://)."""
+    """Long-term memory (remember, recall, serve, …) and memory resources (file://, sqlite://,
+    postgresql://: show, export URI, import URI, repair)."""
 
 
 @memory_group.command(name="show")
@@ -44,10 +47,7 @@ def show_command(
     ctx.exit(reporting_errors(show))
 
 
-@memory_group.command(name="export")
-@click.argument("uri")
-@click.pass_context
-def export_command(ctx: click.Context, uri: str) -> None:
+def export_resource(uri: str) -> int:
     """Write every record of URI to stdout as JSONL, oldest first."""
 
     def export() -> int:
@@ -57,16 +57,12 @@ def export_command(ctx: click.Context, uri: str) -> None:
             sys.stdout.write(stringify(envelope) + "\n")
         return 0
 
-    ctx.exit(reporting_errors(export))
+    return reporting_errors(export)
 
 
-@memory_group.command(name="import")
-@click.argument("uri")
-@click.argument("source", required=False, default="-", metavar="[FILE|-]")
-@click.pass_context
-def import_command(ctx: click.Context, uri: str, source: str) -> None:
-    """Add the records of a JSONL export (stdin by default) to URI, keeping their ids;
-    records already present are skipped."""
+def import_resource(uri: str, source: str) -> int:
+    """Add the records of a JSONL export (a file, or stdin for "-") to URI, keeping their
+    ids; records already present are skipped."""
 
     def load() -> int:
         from agentscript.providers.memory.commands import import_records
@@ -76,7 +72,7 @@ def import_command(ctx: click.Context, uri: str, source: str) -> None:
         print(f"added {counts.added}, skipped {counts.skipped}", file=sys.stderr)
         return 0
 
-    ctx.exit(reporting_errors(load))
+    return reporting_errors(load)
 
 
 @memory_group.command(name="repair")

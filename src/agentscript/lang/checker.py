@@ -31,6 +31,7 @@ _THINK_LEVELS = frozenset({"auto", "low", "medium", "high"})
 _FILE_READS = frozenset({"read", "list"})
 _HTTP_READS = frozenset({"GET", "HEAD", "OPTIONS"})
 _SHELL_READS = frozenset({"find", "grep", "sed"})
+_MEMORY_SERVICE_WRITES = frozenset({"remember", "update", "forget"})
 _REQUIRED_CONFIG = ("model", "role", "description")
 
 
@@ -586,6 +587,8 @@ def effectful_tool_call(uri: str, method: str) -> bool:
     if scheme == "sh":
         command = uri.split(":", 1)[1].lstrip("/").split("/", 1)[0] if ":" in uri else ""
         return command not in _SHELL_READS
+    if scheme == "memory":
+        return method in _MEMORY_SERVICE_WRITES
     return scheme != "env"
 
 

@@ -3,10 +3,11 @@
 `JournalSink` is a TraceSink. It numbers what it receives and keeps it in memory; the
 journal's background thread writes it every `FLUSH_SECONDS` (the sink itself when much is
 waiting) with a heartbeat, so a run killed mid-way leaves what it had done and is shown as
-interrupted. After `finish_run` the same thread writes the end and adds the run to the task
-graph with its execution trace (which can always be rebuilt from the journal); a process waits
-for that at exit. Journaling never changes a run and never delays it: a journal that cannot be
-written is reported in `problems`, never raised.
+interrupted. After `finish_run` the same thread writes the end, adds the run to the task graph
+with its execution trace (which can always be rebuilt from the journal), and hands both to the
+sink's learner, if any (run memory and experiences); a process waits for that at exit.
+Journaling never changes a run and never delays it: a journal, or a learner, that fails is
+reported in `problems`, never raised.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ HEARTBEAT_SECONDS = 15.0
 STALE_SECONDS = 120.0
 
 Clock = Callable[[], float]
+# The step after a finished run is in the task graph: the journal, the run, its entries and its
+# execution trace in, problems out (agentscript.learn.run_memory.RunLearner).
+Learner = Callable[["Journal", RunRecord, list[JournalEntry], TaskExecutionTrace], list[str]]
 # A journal entry without its run id: seq, phase, kind, event id, parent, depth, at, data.
 _Record = tuple[int, Phase, str, int | None, int | None, int, float, Any]
 
@@ -181,6 +185,8 @@ class JournalSink(TraceSink):
         self.run_id = run_id or new_run_id(journal.clock())
         # What went wrong while journaling, for the caller to report (the run is unaffected).
         self.problems: list[str] = []
+        # Learns from the run once it is in the task graph; what goes wrong is a problem.
+        self.learner: Learner | None = None
         self._heartbeat_seconds = heartbeat_seconds
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
@@ -281,15 +287,19 @@ class JournalSink(TraceSink):
                 entries = self._entries(batch)
                 self._write(lambda: self.journal.store.save(ended, entries, new=not self._saved))
                 self._saved = True
-            self._write(lambda: self.journal.learn(ended, self._entries(self._records)))
+            everything = self._entries(self._records)
+            traces: list[TaskExecutionTrace] = []
+            self._write(lambda: traces.append(self.journal.learn(ended, everything)))
+            if traces and self.learner is not None:
+                self._learn_from(ended, everything, traces[0])
             self._learned.set()
 
         background.submit(write_and_learn)
         return list(self.problems)
 
     def wait(self, timeout: float | None = None) -> list[str]:
-        """Wait until the finished run is written and in the task graph (or `timeout`
-        seconds); returns every journaling problem."""
+        """Wait until the finished run is written, in the task graph and learned from (or
+        `timeout` seconds); returns every journaling problem."""
         self._learned.wait(timeout)
         return list(self.problems)
 
@@ -341,6 +351,15 @@ class JournalSink(TraceSink):
             self._write(lambda: self.journal.store.save(run, entries, new=not self._saved))
             self._saved = True
             self._last_write = now
+
+    def _learn_from(
+        self, run: RunRecord, entries: list[JournalEntry], trace: TaskExecutionTrace
+    ) -> None:
+        assert self.learner is not None
+        try:
+            self.problems.extend(self.learner(self.journal, run, entries, trace))
+        except Exception as problem:  # learning must never break the run it learns from
+            self.problems.append(f"Learning from the run failed: {problem}")
 
     def _write(self, action: Callable[[], object]) -> None:
         if self._broken:

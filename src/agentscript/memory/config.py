@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from agentscript.memory.entries import DEFAULT_MAX_ENTRY_BYTES, REMEMBERED_KINDS, Kind
 from agentscript.memory.errors import INVALID_CONFIG, MemoryServiceError
 from agentscript.memory.timeline import LEVELS, Level
+from agentscript.providers.llm.endpoints import parse_llm_uri
+from agentscript.runtime.errors import ExecutionError
 
 CONFIG_RELATIVE_PATH = Path(".agentscript") / "memory.yml"
 ScopeMode = Literal["workspace", "global-first", "global"]
@@ -26,13 +28,28 @@ PositiveInt = Annotated[int, Field(gt=0)]
 
 
 class TimelineConfig(BaseModel):
-    """Which summary levels compaction builds: day from episodic entries, week from days, …"""
+    """Which summary levels compaction builds: day from episodic entries, week from days, …;
+    `model`, the LLM URI that writes the summaries (none: compaction is off until one is set);
+    `week_template`, an optional outline every week summary follows."""
 
     model_config = _STRICT
     day: bool = True
     week: bool = True
     month: bool = True
     year: bool = True
+    model: str | None = None
+    week_template: Annotated[str, Field(max_length=4000)] | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, value: str | None) -> str | None:
+        # The same check a program's `import llm` gets, so a typo fails when the file is read.
+        if value is not None:
+            try:
+                parse_llm_uri(value)
+            except ExecutionError as error:
+                raise ValueError(str(error)) from None
+        return value
 
     @property
     def levels(self) -> tuple[Level, ...]:

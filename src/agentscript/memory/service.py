@@ -3,14 +3,15 @@
 The service owns the rules (routing to scopes, supersede / merge / create, limits, what a digest
 shows) and returns JSON-able dicts, so an MCP server or a CLI only parses arguments and prints
 results. It never calls a model: compaction, which needs one, builds on `compaction_sources`,
-`pending_buckets` and `write_summary` below. It never speaks SQL: storage is a MemoryStore.
+`pending_buckets` and `write_summary` below, and runs before reads through the `before_read`
+hook (compaction.py installs it). It never speaks SQL: storage is a MemoryStore.
 """
 
 from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
@@ -45,6 +46,7 @@ from agentscript.memory.errors import (
     SCOPE_FULL,
     MemoryServiceError,
 )
+from agentscript.memory.postgres_store import PostgresMemoryStore, is_postgres_uri
 from agentscript.memory.recall import RecallTuning, rank
 from agentscript.memory.scopes import ScopePlan, parse_scope, route, workspace_id
 from agentscript.memory.sqlite_store import SqliteStore
@@ -81,6 +83,10 @@ DIGEST_FOOTER = "</memory-digest>"
 REASON_SUPERSEDED = "superseded"
 REASON_FORGOTTEN = "forgotten"
 TimeArgument = str | datetime | date | None
+# Called with the scopes a read is about to read, before it reads them; returns a report to
+# attach to the read's result (under `compaction`, with an optional `note`), or None. Lazy
+# compaction (compaction.py) installs one; it must never raise, so a read never fails for it.
+ReadHook = Callable[[tuple[str, ...]], dict[str, Any] | None]
 
 
 def default_database_path() -> Path:
@@ -115,6 +121,7 @@ class MemoryService:
         )
         self.clock: Clock = clock or SystemClock()
         self.tuning = tuning or RecallTuning()
+        self.before_read: ReadHook | None = None
 
     @classmethod
     def open(
@@ -127,8 +134,14 @@ class MemoryService:
         analyzer: Analyzer = DEFAULT_ANALYZER,
         tuning: RecallTuning | None = None,
     ) -> MemoryService:
-        """A service over the SQLite store at `database` (default: default_database_path())."""
-        store = SqliteStore(database or default_database_path(), analyzer)
+        """A service over the store `database` names: a PostgreSQL URI
+        (`postgresql://user@host/db#namespace`, see postgres_store.py) or a SQLite file
+        (default: default_database_path())."""
+        store: MemoryStore
+        if is_postgres_uri(database):
+            store = PostgresMemoryStore(database, analyzer)
+        else:
+            store = SqliteStore(database or default_database_path(), analyzer)
         return cls(store, workspace=workspace, config=config, clock=clock, tuning=tuning)
 
     def close(self) -> None:
@@ -454,6 +467,7 @@ class MemoryService:
         cut = _bounded_int(body_chars, "body_chars", 0, 1_000_000)
         if not isinstance(query, str):
             raise MemoryServiceError(INVALID_ARGUMENT, "query must be a string", "query")
+        compaction = self._before_read(plan.read)
         terms = self.store.analyzer.unique_terms(query)
         now = self.clock.now()
         if terms:
@@ -473,7 +487,7 @@ class MemoryService:
         response: dict[str, Any] = {"results": results, "count": len(results)}
         if query.strip() and not terms:
             response["note"] = "the query has no searchable words (only stopwords or symbols)"
-        return response
+        return _with_compaction(response, compaction)
 
     def history(self, key: str, *, scope: str | None = None) -> dict[str, Any]:
         """Every version ever stored under `key` in the readable scopes, newest first, each
@@ -523,6 +537,7 @@ class MemoryService:
         number = _bounded_int(page, "page", 1, 1_000_000)
         size = _bounded_int(page_size, "page_size", 1, MAX_PAGE_SIZE)
         shown = _bounded_int(per_group, "per_group", 1, 1000)
+        compaction = self._before_read(plan.read)
         groups = self.store.tally(where, (unit,))
         selected = groups[(number - 1) * size : number * size]
         listed = []
@@ -540,19 +555,23 @@ class MemoryService:
                     "entries": [_summary_line(entry) for entry in members],
                 }
             )
-        return {
-            "by": unit,
-            "page": number,
-            "page_size": size,
-            "total_groups": len(groups),
-            "total_entries": sum(total for _, total in groups),
-            "groups": listed,
-        }
+        return _with_compaction(
+            {
+                "by": unit,
+                "page": number,
+                "page_size": size,
+                "total_groups": len(groups),
+                "total_entries": sum(total for _, total in groups),
+                "groups": listed,
+            },
+            compaction,
+        )
 
     def stats(self, *, scope: str | None = None) -> dict[str, Any]:
         """Counts per readable scope: active and archived entries, by kind, by summary level,
         superseded versions, active entries per month, and the scope's room under max_entries."""
         plan = self.scopes_for(scope)
+        compaction = self._before_read(plan.read)
         scopes = []
         for name in plan.read:
             everything = EntryFilter(scopes=(name,), archived=None)
@@ -589,12 +608,15 @@ class MemoryService:
                     "room": max(self.config.max_entries - active, 0),
                 }
             )
-        return {
-            "workspace": self.workspace,
-            "scopes": scopes,
-            "active": sum(item["active"] for item in scopes),
-            "archived": sum(item["archived"] for item in scopes),
-        }
+        return _with_compaction(
+            {
+                "workspace": self.workspace,
+                "scopes": scopes,
+                "active": sum(item["active"] for item in scopes),
+                "archived": sum(item["archived"] for item in scopes),
+            },
+            compaction,
+        )
 
     def check(self, *, scope: str | None = None) -> dict[str, Any]:
         """Real problems of the readable scopes, as `{ok, findings: [{code, severity, scope,
@@ -744,6 +766,7 @@ class MemoryService:
         if not self.config.digest.enabled and max_bytes is None and max_entries is None:
             return {"text": "", "bytes": 0, "entries": 0, "omitted": 0}
         plan = self.scopes_for(scope)
+        compaction = self._before_read(plan.read)
         lines = self._digest_lines(plan, budget_entries + 1)
         header = [DIGEST_HEADER.format(scope=plan.write), DIGEST_PREAMBLE]
         chosen: list[str] = []
@@ -755,18 +778,23 @@ class MemoryService:
                 break
             chosen.append(line)
         if not chosen:
-            return {"text": "", "bytes": 0, "entries": 0, "omitted": len(lines)}
+            return _with_compaction(
+                {"text": "", "bytes": 0, "entries": 0, "omitted": len(lines)}, compaction
+            )
         omitted = self._digest_total(plan) - len(chosen)
         body = [*header, *chosen]
         if omitted > 0:
             body.append(_omitted_line(omitted))
         text = "\n".join([*body, DIGEST_FOOTER])
-        return {
-            "text": text,
-            "bytes": len(text.encode("utf-8")),
-            "entries": len(chosen),
-            "omitted": max(omitted, 0),
-        }
+        return _with_compaction(
+            {
+                "text": text,
+                "bytes": len(text.encode("utf-8")),
+                "entries": len(chosen),
+                "omitted": max(omitted, 0),
+            },
+            compaction,
+        )
 
     def _digest_lines(self, plan: ScopePlan, wanted: int) -> list[str]:
         facts = []
@@ -943,6 +971,10 @@ class MemoryService:
 
     # ------------------------------------------------------------------------- helpers
 
+    def _before_read(self, scopes: tuple[str, ...]) -> dict[str, Any] | None:
+        """Run the read hook (lazy compaction) so the read sees the summaries it wrote."""
+        return self.before_read(scopes) if self.before_read is not None else None
+
     def _event_time(self, value: TimeArgument) -> datetime:
         if value is None:
             return self.clock.now()
@@ -1082,6 +1114,18 @@ def _summary_line(entry: Entry) -> dict[str, Any]:
         "event_time": entry.event_time,
         "archived": entry.archived,
     }
+
+
+def _with_compaction(response: dict[str, Any], report: dict[str, Any] | None) -> dict[str, Any]:
+    """A read's result with the read hook's report under `compaction`, and its note (a failed
+    summary, say) appended to the result's `note`."""
+    if report is None:
+        return response
+    response["compaction"] = report
+    note = report.get("note")
+    if note:
+        response["note"] = f"{response['note']}; {note}" if response.get("note") else note
+    return response
 
 
 def _omitted_line(count: int) -> str:

@@ -1,0 +1,208 @@
+"""What the journal's background step does after a run: a run memory, then the run's lessons.
+
+Every finished run (ok or error) leaves one episodic entry in the long-term memory service
+(goal, outcome, tools, files, duration) under the key `run:<run id>` in the workspace scope, so
+`recall` and the digest know what was done when; then its experiences are distilled (see
+`experiences`). Both are idempotent per run. Nothing here can fail a run: the journal reports
+what went wrong as its problems. A run imports this module when it starts, so it stays cheap:
+the memory service and the rules are imported by the background step that uses them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentscript.composition import RunConfig
+    from agentscript.learn.execution_trace import TaskExecutionTrace
+    from agentscript.learn.experiences import Refiner
+    from agentscript.learn.journal import Journal
+    from agentscript.learn.journal_store import JournalEntry, RunRecord
+    from agentscript.memory.service import MemoryService
+    from agentscript.runtime.ports import LlmProvider
+
+RUN_MEMORY_REASON = "run-memory"
+# `RunConfig.learn_model` value that refines with the model the program itself used.
+PROGRAM_MODEL = "program"
+
+
+def run_memory_key(run_id: str) -> str:
+    return f"run:{run_id}"
+
+
+def write_run_memory(
+    service: MemoryService, run: RunRecord, trace: TaskExecutionTrace
+) -> dict[str, Any]:
+    """The run's episodic entry, written once: `{id, action}` with action `created`, or
+    `exists` when the key already has a version (learning a run again adds nothing)."""
+    from agentscript.learn.experiences import goal_text, signature_tag, task_signature
+
+    key = run_memory_key(run.run_id)
+    scope = service.workspace
+    versions = service.history(key, scope=scope)["versions"]
+    if versions:
+        return {"id": versions[0]["id"], "action": "exists"}
+    program = run.program.replace("\\", "/").rsplit("/", 1)[-1] if run.program else "program"
+    task = goal_text(trace.goal, run.workspace)
+    outcome = "succeeded" if trace.status == "ok" else "failed"
+    title = f"{program} {outcome}" + (f": {task}" if task else "")
+    tags = ["run", trace.status]
+    signature = task_signature(run.program, run.entry)
+    if signature:
+        tags.append(signature_tag(signature))
+    written = service.remember(
+        run_memory_text(run, trace),
+        kind="episodic",
+        key=key,
+        title=title[:120],
+        tags=tags,
+        scope=scope,
+        event_time=datetime.fromtimestamp(run.started_at, UTC),
+        source={"run": run.run_id, "reason": RUN_MEMORY_REASON},
+    )
+    return {"id": written["id"], "action": written["action"]}
+
+
+def run_memory_text(run: RunRecord, trace: TaskExecutionTrace) -> str:
+    """The body of a run memory: only summaries the execution trace already holds."""
+    from agentscript.learn.experiences import chain_text, goal_text
+
+    program = run.program.replace("\\", "/").rsplit("/", 1)[-1] if run.program else "program"
+    lines = [f"Run {run.run_id} of {program}" + (f" ({run.entry})" if run.entry else "")]
+    task = goal_text(trace.goal, run.workspace)
+    if task:
+        lines.append(f"Goal: {task}")
+    if trace.status == "ok":
+        lines.append("Outcome: ok")
+    else:
+        lines.append(f"Outcome: {trace.status}: {trace.failure_reason}")
+    tools = Counter(step["tool"] for step in trace.tool_chain)
+    if tools:
+        used = ", ".join(f"{tool} ×{count}" if count > 1 else tool for tool, count in tools.items())
+        lines.append(
+            f"Tools used: {used} (in order: {chain_text([s['tool'] for s in trace.tool_chain])})"
+        )
+    else:
+        lines.append("Tools used: none")
+    if trace.files:
+        touched = ", ".join(
+            f"{touch['path']} ({', '.join(touch['actions'])})" for touch in trace.files[:20]
+        )
+        lines.append(f"Files touched: {touched}")
+    refused = [step["tool"] for step in trace.approval_trace if step["decision"] == "refused"]
+    if refused:
+        lines.append(f"Approvals refused: {', '.join(refused)}")
+    if run.ended_at is not None:
+        lines.append(f"Duration: {run.ended_at - run.started_at:.2f} s")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class LearnModel:
+    """The model that rewrites new experiences: `llm` answers (None: the real model router
+    with `environ`); `uri` names the model (None: the one the run's first generate used)."""
+
+    llm: LlmProvider | None = None
+    uri: str | None = None
+    environ: Mapping[str, str] | None = None
+
+    def refiner(self, entries: Sequence[JournalEntry]) -> Refiner | None:
+        from agentscript.learn.experiences import Refiner
+
+        uri = self.uri or program_model(entries)
+        if uri is None and self.llm is None:
+            return None
+        if uri is None:
+            return Refiner(self.llm, environ=self.environ)
+        return Refiner(self.llm, uri, self.environ)
+
+
+def program_model(entries: Sequence[JournalEntry]) -> str | None:
+    """The model URI of the run's first generate, if it had one."""
+    for entry in entries:
+        if entry.kind != "generate" or not isinstance(entry.data, dict):
+            continue
+        context = entry.data.get("context")
+        model = context.get("model") if isinstance(context, dict) else None
+        if isinstance(model, dict) and isinstance(model.get("uri"), str):
+            return str(model["uri"])
+    return None
+
+
+class RunLearner:
+    """The journal's after-run step (`JournalSink.learner`): opens the memory database, writes
+    the run memory, distils and stores the run's experiences. Runs that were interrupted are
+    left alone. Returns the problems, one line each; never raises."""
+
+    def __init__(self, database: str | Path, learn_model: LearnModel | None = None) -> None:
+        # A SQLite file or a PostgreSQL URI, as MemoryService.open takes it.
+        self.database = database
+        self.learn_model = learn_model
+
+    def __call__(
+        self,
+        journal: Journal,
+        run: RunRecord,
+        entries: list[JournalEntry],
+        trace: TaskExecutionTrace,
+    ) -> list[str]:
+        if trace.status not in ("ok", "error"):
+            return []
+        from agentscript.learn.experiences import learn_from_run
+        from agentscript.memory.service import MemoryService
+
+        problems: list[str] = []
+        try:
+            service = MemoryService.open(run.workspace, database=self.database)
+        except Exception as problem:  # learning must never break the run it learns from
+            return [f"Learning: the memory at {self.database} cannot be opened: {problem}"]
+        with service:
+            try:
+                write_run_memory(service, run, trace)
+            except Exception as problem:
+                problems.append(f"Learning: the run memory was not written: {problem}")
+            try:
+                refiner = self.learn_model.refiner(entries) if self.learn_model else None
+                report = learn_from_run(
+                    service, journal.graph, run, trace, entries, refiner=refiner
+                )
+                problems += [f"Learning: {problem}" for problem in report.problems]
+            except Exception as problem:
+                problems.append(f"Learning: experiences were not distilled: {problem}")
+        return problems
+
+
+def learner_for(config: RunConfig, database: str | Path | None = None) -> RunLearner:
+    """The learner a run's configuration asks for. The memory database is `database` (the
+    run's `memory_db`, which `memory://` tools open too), else `$AGENTSCRIPT_MEMORY_DB`, else
+    `~/.agentscript/memory.db`, decided now, when the run starts.
+
+    `config.learn_model`: None keeps the rules' text; "program" rewrites with the program's
+    own model when the run talks to a live one (the real router, or a provider handed in as
+    `config.model`; never the mock, a dry run or a replay); any other text is a model URI;
+    a provider is used as it is."""
+    chosen = config.learn_model
+    learn_model: LearnModel | None = None
+    if chosen == PROGRAM_MODEL:
+        if not isinstance(config.model, str):
+            learn_model = LearnModel(llm=config.model)
+        elif config.model == "real" and config.replay is None:
+            learn_model = LearnModel(environ=config.environ)
+    elif isinstance(chosen, str):
+        learn_model = LearnModel(uri=chosen, environ=config.environ)
+    elif chosen is not None:
+        learn_model = LearnModel(llm=chosen)
+    return RunLearner(database if database is not None else _default_database(), learn_model)
+
+
+def _default_database() -> Path:
+    """MemoryService.open's default database, decided the same way, but without importing the
+    memory service, which would cost every run's start more than the run itself."""
+    configured = os.environ.get("AGENTSCRIPT_MEMORY_DB")
+    return Path(configured) if configured else Path.home() / ".agentscript" / "memory.db"

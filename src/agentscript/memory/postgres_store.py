@@ -1,0 +1,1164 @@
+"""The shared store: one namespace of a PostgreSQL database (`postgresql://…#namespace`).
+
+For memory shared by several machines. It keeps the SqliteStore's behaviour exactly, results
+included, so a memory can move between the two without recall changing:
+
+* Ranking is FTS5's BM25, computed in SQL with the same formula, constants and floating-point
+  operations in the same order, over a postings table built from the same tokens FTS5 indexes
+  (the Analyzer's terms, then FTS5's `ascii` tokenizer). PostgreSQL's own text search would
+  stem, rank and tie differently, so it is not used. Like FTS5, the corpus statistics (entry
+  count, average length, document frequencies) are those of the whole namespace.
+* Every text column compares byte-wise (`COLLATE "C"`), as SQLite compares text, whatever the
+  database's collation; ties are broken by id in the same order.
+* Scope is a predicate of the index lookup itself (each posting carries a hash of its entry's
+  scope) and again of the SQL that joins the entries.
+* Writers are serialised per namespace by a transaction-scoped advisory lock taken before the
+  first read, in READ COMMITTED, so every statement after the lock sees what the previous writer
+  committed; commits wait for the WAL flush (`synchronous_commit=on`). A killed client's
+  transaction is rolled back by the server, which also releases its lock.
+
+A namespace is a schema (default `agentscript_memory`), created with its tables on first use
+under the namespace's advisory lock, so concurrent first users do not race. Credentials come
+from the URI or libpq's standard sources (`PGUSER`, `PGPASSWORD`, `PGHOST`, `~/.pgpass`, ...);
+a password is handed to libpq as a keyword of its own, and messages and reprs show the URI with
+the password replaced. psycopg (the extra `agentscript[postgres]`) is imported on first use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import string
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
+from urllib.parse import quote, unquote
+
+from agentscript.memory.entries import Entry, Kind, Source
+from agentscript.memory.errors import INVALID_ARGUMENT, STORE_FAILURE, MemoryServiceError
+from agentscript.memory.store import (
+    INDEXED_FIELDS,
+    Dimension,
+    EntryFilter,
+    Match,
+    Order,
+    ScopeCount,
+    StoreConflict,
+    TextQuery,
+    index_terms,
+)
+from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
+from agentscript.memory.timeline import Level, bucket_start_keys
+from agentscript.runtime.uris import HIDDEN, SplitUri, scrub_uri
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+DEFAULT_NAMESPACE = "agentscript_memory"
+SCHEMA_VERSION = "1"
+# Connections kept per database URI; a thread that finds them all busy waits for one.
+POOL_SIZE = 4
+CONNECT_TIMEOUT_SECONDS = 10
+# Rows fetched per round trip by export and verify, which stream whole namespaces.
+STREAM_ROWS = 500
+
+# FTS5's bm25() (ext/fts5/fts5_aux.c): k1, b, and the IDF used when log() is not positive.
+BM25_K1 = 1.2
+BM25_B = 0.75
+BM25_MIN_IDF = 1e-6
+
+# A namespace becomes a schema name as written: lowercase letters, digits and underscores, at
+# most 63 bytes (PostgreSQL's limit), never a system schema.
+_NAMESPACE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_SYSTEM_SCHEMA = re.compile(r"pg_.*|information_schema")
+
+# FTS5's `ascii` tokenizer: ASCII letters and digits and every non-ASCII character make tokens,
+# every other ASCII character separates them, and A-Z fold to a-z.
+_FTS5_SEPARATORS = re.compile(r"[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+")
+_ASCII_FOLD = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+_COLUMNS = (
+    "id",
+    "kind",
+    "scope",
+    "key",
+    "title",
+    "body",
+    "context",
+    "tags",
+    "created_at",
+    "updated_at",
+    "accessed_at",
+    "event_time",
+    "level",
+    "bucket",
+    "archived",
+    "archive_reason",
+    "source",
+    "archive_ref",
+    "reinforce_count",
+    "superseded_by",
+)
+_SELECTED = ", ".join(f"e.{name}" for name in _COLUMNS)
+
+
+def _placeholder(name: str) -> str:
+    """The parameter of a column in INSERT and UPDATE statements (JSON text becomes jsonb)."""
+    return f"%({name})s::jsonb" if name == "source" else f"%({name})s"
+
+
+_DIMENSIONS: dict[str, str] = {
+    "scope": "e.scope",
+    "kind": "e.kind",
+    "level": "e.level",
+    "archived": '(e.archived::text COLLATE "C")',
+    "title_norm": "e.title_norm",
+    "day": "e.day",
+    "week": "e.week",
+    "month": "e.month",
+    "year": "e.year",
+}
+_ORDERS: dict[str, str] = {"updated": "updated_at", "event": "event_time", "created": "created_at"}
+
+# Only `{schema}` (the quoted, validated schema name) and, in _SEARCH, `{clause}` (written by
+# _where, with every value a parameter) are formatted into SQL.
+_SCHEMA = (
+    """CREATE TABLE {schema}.memory_entries (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id text COLLATE "C" NOT NULL,
+        scope text COLLATE "C" NOT NULL,
+        kind text COLLATE "C" NOT NULL,
+        key text COLLATE "C",
+        title text COLLATE "C" NOT NULL,
+        title_norm text COLLATE "C" NOT NULL,
+        body text COLLATE "C" NOT NULL,
+        context text COLLATE "C" NOT NULL,
+        tags text[] COLLATE "C" NOT NULL,
+        created_at text COLLATE "C" NOT NULL,
+        updated_at text COLLATE "C" NOT NULL,
+        accessed_at text COLLATE "C" NOT NULL,
+        event_time text COLLATE "C" NOT NULL,
+        level text COLLATE "C",
+        bucket text COLLATE "C" NOT NULL,
+        day text COLLATE "C" NOT NULL,
+        week text COLLATE "C" NOT NULL,
+        month text COLLATE "C" NOT NULL,
+        year text COLLATE "C" NOT NULL,
+        archived smallint NOT NULL CHECK (archived IN (0, 1)),
+        archive_reason text COLLATE "C",
+        source jsonb NOT NULL,
+        archive_ref text[] COLLATE "C" NOT NULL,
+        reinforce_count bigint NOT NULL,
+        superseded_by text COLLATE "C",
+        session text COLLATE "C",
+        tokens integer NOT NULL,
+        CONSTRAINT memory_entries_id UNIQUE (id)
+    )""",
+    "CREATE UNIQUE INDEX memory_entries_active_key ON {schema}.memory_entries (scope, key) "
+    "WHERE key IS NOT NULL AND archived = 0",
+    "CREATE UNIQUE INDEX memory_entries_active_summary ON {schema}.memory_entries "
+    "(scope, level, bucket) WHERE kind = 'summary' AND archived = 0",
+    "CREATE INDEX memory_entries_title ON {schema}.memory_entries (scope, kind, title_norm) "
+    "WHERE archived = 0",
+    "CREATE INDEX memory_entries_key ON {schema}.memory_entries (scope, key) WHERE key IS NOT NULL",
+    "CREATE INDEX memory_entries_updated ON {schema}.memory_entries (scope, archived, updated_at)",
+    "CREATE INDEX memory_entries_event ON {schema}.memory_entries (scope, event_time)",
+    "CREATE INDEX memory_entries_day ON {schema}.memory_entries (scope, kind, day)",
+    # One row per (term, entry): the term's occurrences in tags, title, key, body, context.
+    # Postings are deleted before their entry; the foreign key makes forgetting it an error.
+    """CREATE TABLE {schema}.memory_postings (
+        term text COLLATE "C" NOT NULL,
+        scope_hash bigint NOT NULL,
+        seq bigint NOT NULL REFERENCES {schema}.memory_entries (seq),
+        counts integer[] NOT NULL,
+        PRIMARY KEY (term, scope_hash, seq)
+    )""",
+    "CREATE INDEX memory_postings_seq ON {schema}.memory_postings (seq)",
+    # How many entries hold each term (FTS5 counts them for the IDF on every query; kept here
+    # so a query reads one row per term). A term no entry holds has no row.
+    """CREATE TABLE {schema}.memory_terms (
+        term text COLLATE "C" PRIMARY KEY,
+        documents bigint NOT NULL
+    )""",
+    # FTS5's totals: how many entries, and how many tokens they hold together.
+    """CREATE TABLE {schema}.memory_stats (
+        only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+        documents bigint NOT NULL,
+        tokens bigint NOT NULL
+    )""",
+    "INSERT INTO {schema}.memory_stats (documents, tokens) VALUES (0, 0)",
+    "CREATE TABLE {schema}.memory_meta (name text PRIMARY KEY, value text NOT NULL)",
+    # f(t, e) of BM25 below: one addition per occurrence, in field order, as FTS5 adds them
+    # (a loop is also three times faster than the same fold written as a SQL aggregate).
+    """CREATE FUNCTION {schema}.memory_frequency(counts integer[], weights float8[])
+    RETURNS float8 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    DECLARE
+        total float8 := 0;
+    BEGIN
+        FOR field IN 1 .. cardinality(counts) LOOP
+            FOR occurrence IN 1 .. counts[field] LOOP
+                total := total + weights[field];
+            END LOOP;
+        END LOOP;
+        RETURN total;
+    END
+    $$""",
+)
+
+_INSERT = f"""WITH entry AS (
+    INSERT INTO {{schema}}.memory_entries ({", ".join(_COLUMNS)}, title_norm, day, week, month,
+        year, session, tokens)
+    VALUES ({", ".join(_placeholder(name) for name in _COLUMNS)}, %(title_norm)s, %(day)s, %(week)s,
+        %(month)s, %(year)s, %(session)s, %(tokens)s)
+    RETURNING seq
+)
+INSERT INTO {{schema}}.memory_postings (term, scope_hash, seq, counts)
+SELECT p.term, %(scope_hash)s, entry.seq, ARRAY[p.tags, p.title, p.key, p.body, p.context]
+FROM entry, unnest(%(terms)s::text[], %(in_tags)s::int[], %(in_title)s::int[],
+    %(in_key)s::int[], %(in_body)s::int[], %(in_context)s::int[])
+    AS p (term, tags, title, key, body, context)"""
+
+# The postings of several entries in one statement (a rewritten entry, a rebuild).
+_INDEX = """INSERT INTO {schema}.memory_postings (term, scope_hash, seq, counts)
+SELECT p.term, p.scope_hash, p.seq, ARRAY[p.tags, p.title, p.key, p.body, p.context]
+FROM unnest(%(terms)s::text[], %(scope_hashes)s::bigint[], %(seqs)s::bigint[],
+    %(in_tags)s::int[], %(in_title)s::int[], %(in_key)s::int[], %(in_body)s::int[],
+    %(in_context)s::int[]) AS p (term, scope_hash, seq, tags, title, key, body, context)"""
+
+# BM25 exactly as FTS5 computes it, operation by operation (floating-point addition is not
+# associative, so the same sums must be made in the same order):
+#   idf(t)  = log((N - hits(t) + 0.5) / (hits(t) + 0.5)), or 1e-6 when not positive, where N
+#             counts every entry and hits(t) the entries holding t, in all scopes;
+#   f(t, e) = the field weight of each occurrence of t in e, added one occurrence at a time in
+#             field order (tags, title, key, body, context): memory_frequency;
+#   score   = the sum, in query order, of idf(t) * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D /
+#             avgdl)), D being e's token count plus one for its scope term, avgdl the mean D.
+# Terms an entry lacks add nothing, as they add 0.0 in FTS5. The CTEs are materialised so
+# the plan stays right before the tables have statistics: IDFs first, one row per term; then
+# the postings of the asked scopes joined with the entries, each frequency computed once.
+_SEARCH = """WITH rarity AS MATERIALIZED (
+    SELECT q.term, q.position,
+        ln((((SELECT documents FROM {schema}.memory_stats) - hits.n)::float8 + 0.5::float8)
+            / (hits.n::float8 + 0.5::float8)) AS idf
+    FROM unnest(%(phrases)s::text[]) WITH ORDINALITY AS q (term, position)
+    CROSS JOIN LATERAL (
+        SELECT coalesce(max(t.documents), 0) AS n FROM {schema}.memory_terms AS t
+        WHERE t.term = q.term
+    ) AS hits
+), hit AS MATERIALIZED (
+    SELECT e.seq, e.id, e.session, e.bucket, e.tokens, r.position, r.idf,
+        {schema}.memory_frequency(p.counts, %(weights)s::float8[]) AS frequency,
+        CASE WHEN e.kind IN ('episodic', 'summary') THEN e.event_time ELSE e.updated_at END
+            AS recency
+    FROM rarity AS r
+    JOIN {schema}.memory_postings AS p
+        ON p.term = r.term AND p.scope_hash = ANY(%(scope_hashes)s::bigint[])
+    JOIN {schema}.memory_entries AS e ON e.seq = p.seq
+    WHERE {clause}
+)
+SELECT hit.id, sum(
+        (CASE WHEN hit.idf > 0::float8 THEN hit.idf ELSE %(min_idf)s::float8 END)
+        * ((hit.frequency * (%(k1)s::float8 + 1.0::float8))
+            / (hit.frequency + %(k1)s::float8 * ((1.0::float8 - %(b)s::float8)
+                + %(b)s::float8 * hit.tokens::float8 / (
+                    SELECT tokens::float8 / NULLIF(documents, 0)::float8 FROM {schema}.memory_stats
+                ))))
+        ORDER BY hit.position
+    ) AS score,
+    hit.session, hit.recency, hit.bucket
+FROM hit
+GROUP BY hit.seq, hit.id, hit.session, hit.recency, hit.bucket
+ORDER BY score DESC, hit.id
+LIMIT %(limit)s"""
+
+
+def is_postgres_uri(database: object) -> TypeGuard[str]:
+    """Whether a `database` argument names a PostgreSQL database rather than a SQLite file."""
+    return isinstance(database, str) and database.partition("://")[0] in POSTGRES_SCHEMES
+
+
+def fts5_tokens(text: str) -> list[str]:
+    """The tokens FTS5's `ascii` tokenizer makes of `text`: what the SqliteStore's index holds
+    for a field whose analysed terms are joined by spaces."""
+    return [token.translate(_ASCII_FOLD) for token in _FTS5_SEPARATORS.split(text) if token]
+
+
+def postings(entry: Entry, analyzer: Analyzer) -> tuple[dict[str, list[int]], int]:
+    """Each token of `entry` with its count per indexed field, and the entry's length as
+    FTS5 counts it: every token, plus the one scope term the SqliteStore also indexes."""
+    terms = index_terms(entry, analyzer)
+    counts: dict[str, list[int]] = {}
+    length = 1
+    for position, name in enumerate(INDEXED_FIELDS):
+        for token in fts5_tokens(" ".join(terms[name])):
+            counts.setdefault(token, [0] * len(INDEXED_FIELDS))[position] += 1
+            length += 1
+    return counts, length
+
+
+def scope_hash(scope: str) -> int:
+    """The 64-bit key standing for a scope in the postings: the index lookup is narrowed to
+    the scopes asked for, and the join with the entries checks the scope itself."""
+    return _signed_64(f"scope:{scope}")
+
+
+@dataclass(frozen=True, slots=True)
+class PostgresDatabase:
+    """Where a store connects. The credentials are kept apart from `conninfo` (the URI with no
+    user part, no password parameter and no fragment) and handed to libpq as keywords, so not
+    even libpq's own URI errors can quote them; reprs show `display` only."""
+
+    conninfo: str
+    display: str
+    user: str | None = field(repr=False, default=None)
+    password: str | None = field(repr=False, default=None)
+
+    def scrub(self, message: str) -> str:
+        """`message` with the password replaced, as a last guard on driver errors."""
+        if not self.password:
+            return message
+        for form in sorted({self.password, quote(self.password, safe="")}, key=len, reverse=True):
+            message = message.replace(form, HIDDEN)
+        return message
+
+
+def parse_uri(uri: str) -> tuple[PostgresDatabase, str]:
+    """The database and the namespace a `postgresql://user:password@host:port/db#namespace`
+    URI names; an invalid namespace is refused before anything connects."""
+    parts = SplitUri.split(uri)
+    shown = scrub_uri(uri)
+    database = PostgresDatabase(
+        conninfo=f"{parts.scheme}://{parts.address}",
+        display=shown,
+        user=unquote(parts.user) if parts.user else None,
+        password=parts.password,
+    )
+    namespace = parts.fragment if parts.has_fragment else DEFAULT_NAMESPACE
+    if not _NAMESPACE.fullmatch(namespace) or _SYSTEM_SCHEMA.fullmatch(namespace):
+        raise MemoryServiceError(
+            INVALID_ARGUMENT,
+            f"memory database {shown}: the namespace after # must be 1-63 lowercase letters, "
+            "digits or underscores, not starting with a digit or pg_ (it names a schema)",
+            "database",
+        )
+    return database, namespace
+
+
+def driver() -> ModuleType:
+    """psycopg, or an error that says how to install it."""
+    try:
+        import psycopg
+    except ImportError:
+        raise MemoryServiceError(
+            STORE_FAILURE,
+            "a PostgreSQL memory database needs psycopg: install agentscript[postgres]",
+        ) from None
+    return psycopg
+
+
+class ConnectionPool:
+    """A few autocommit connections to one database, shared by a process's threads and by
+    every namespace of that database.
+
+    A connection goes back to the pool only when it is healthy and outside any transaction;
+    anything else is closed, so a failure never leaks into the next operation. After a fork the
+    child starts with no connections: the parent's are left alone (psycopg never closes a
+    connection in a process other than the one that opened it), so they keep working there.
+    """
+
+    def __init__(self, database: PostgresDatabase, size: int = POOL_SIZE) -> None:
+        self.database = database
+        self._size = size
+        self._idle: list[Connection] = []
+        self._opened = 0
+        self._available = threading.Condition()
+        self._pid = os.getpid()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"ConnectionPool({self.database.display!r})"
+
+    @contextmanager
+    def connection(self) -> Iterator[Connection]:
+        connection = self._acquire()
+        try:
+            yield connection
+        finally:
+            self._release(connection)
+
+    def close(self) -> None:
+        """Close the idle connections now and the busy ones when they come back."""
+        with self._available:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._opened -= len(idle)
+        for connection in idle:
+            connection.close()
+
+    def _acquire(self) -> Connection:
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            self._idle, self._opened = [], 0
+            self._available = threading.Condition()
+        with self._available:
+            while True:
+                while self._idle:
+                    connection = self._idle.pop()
+                    if not connection.broken:
+                        return connection
+                    self._opened -= 1
+                if self._opened < self._size:
+                    break
+                self._available.wait()
+            self._opened += 1
+        try:
+            return self._connect()
+        except BaseException:
+            with self._available:
+                self._opened -= 1
+                self._available.notify()
+            raise
+
+    def _connect(self) -> Connection:
+        psycopg = driver()
+        connection: Connection = psycopg.connect(
+            self.database.conninfo,
+            user=self.database.user,
+            password=self.database.password,
+            autocommit=True,
+            connect_timeout=CONNECT_TIMEOUT_SECONDS,
+            application_name="agentscript-memory",
+            client_encoding="UTF8",
+        )
+        try:
+            # Each statement of a write sees the latest commit (see the module docstring), and
+            # an acknowledged commit has been flushed, whatever the server's defaults.
+            connection.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+            connection.execute("SET synchronous_commit TO on")
+            # Statements here are short: compiling them (JIT) would cost more than it saves.
+            connection.execute("SET jit TO off")
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    def _release(self, connection: Connection) -> None:
+        if self._pid != os.getpid():
+            return  # taken before a fork: the parent's, so not even closed here
+        idle = driver().pq.TransactionStatus.IDLE
+        reusable = (
+            not self._closed
+            and not connection.closed
+            and connection.info.transaction_status == idle
+        )
+        with self._available:
+            if reusable:
+                self._idle.append(connection)
+            else:
+                self._opened -= 1
+            self._available.notify()
+        if not reusable:
+            connection.close()
+
+
+class _Pools:
+    """One pool per database URI for the whole process, closed when its last store closes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pools: dict[PostgresDatabase, tuple[ConnectionPool, int]] = {}
+
+    def acquire(self, database: PostgresDatabase) -> ConnectionPool:
+        with self._lock:
+            pool, users = self._pools.get(database, (None, 0))
+            if pool is None:
+                pool = ConnectionPool(database)
+            self._pools[database] = (pool, users + 1)
+            return pool
+
+    def release(self, database: PostgresDatabase) -> None:
+        with self._lock:
+            pool, users = self._pools[database]
+            if users > 1:
+                self._pools[database] = (pool, users - 1)
+                return
+            del self._pools[database]
+        pool.close()
+
+
+_POOLS = _Pools()
+
+
+class PostgresMemoryStore:
+    """A MemoryStore over one namespace of a PostgreSQL database, through the process's pool
+    for that database. Safe to share between threads; usable again after `close`."""
+
+    def __init__(self, uri: str, analyzer: Analyzer = DEFAULT_ANALYZER) -> None:
+        self.database, self.namespace = parse_uri(uri)
+        self.analyzer = analyzer
+        self._schema = '"' + self.namespace + '"'
+        self._lock_key = _signed_64(f"agentscript.memory:{self.namespace}")
+        self._pool: ConnectionPool | None = None
+        self._pool_lock = threading.Lock()
+        self._ready = False
+        self._ready_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"PostgresMemoryStore({self.database.display!r})"
+
+    # ----------------------------------------------------------------------------- reads
+
+    def select(
+        self,
+        where: EntryFilter,
+        *,
+        order: Order = "updated",
+        descending: bool = True,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Entry]:
+        with self._connection() as connection:
+            return _select(connection, self._schema, where, order, descending, limit, offset)
+
+    def count(self, where: EntryFilter) -> int:
+        with self._connection() as connection:
+            return _count(connection, self._schema, where)
+
+    def tally(
+        self, where: EntryFilter, by: tuple[Dimension, ...], *, min_count: int = 1
+    ) -> list[tuple[tuple[str | None, ...], int]]:
+        with self._connection() as connection:
+            return _tally(connection, self._schema, where, by, min_count)
+
+    def search(self, query: TextQuery, where: EntryFilter, limit: int) -> list[Match]:
+        terms = [term for term in query.terms if term.isalnum()]
+        if not terms or limit <= 0:
+            return []
+        clause, parameters = _where(where)
+        # A term of letters and digits is one FTS5 token, folded as the index folds it.
+        parameters |= {
+            "phrases": [term.translate(_ASCII_FOLD) for term in dict.fromkeys(terms)],
+            "scope_hashes": [scope_hash(scope) for scope in where.scopes],
+            "weights": list(query.weights.as_tuple()),
+            "k1": BM25_K1,
+            "b": BM25_B,
+            "min_idf": BM25_MIN_IDF,
+            "limit": limit,
+        }
+        statement = _SEARCH.format(schema=self._schema, clause=clause)
+        with self._connection() as connection:
+            rows = connection.execute(statement, parameters).fetchall()
+        return [
+            Match(identifier, float(score), session, recency, bucket)
+            for identifier, score, session, recency, bucket in rows
+        ]
+
+    def scopes(self) -> list[ScopeCount]:
+        with self._connection() as connection:
+            rows = connection.execute(
+                "SELECT scope, count(*) FILTER (WHERE archived = 0), "
+                f"count(*) FILTER (WHERE archived = 1) FROM {self._schema}.memory_entries "
+                "GROUP BY scope ORDER BY scope"
+            ).fetchall()
+        return [ScopeCount(scope, int(active), int(archived)) for scope, active, archived in rows]
+
+    def export(self, scopes: tuple[str, ...]) -> Iterator[Entry]:
+        """Stream through a server-side cursor: one statement, so one snapshot, fetched a batch
+        at a time on a connection of its own, which the export holds until it ends."""
+        clause, parameters = _where(EntryFilter(scopes=scopes, archived=None))
+        statement = (
+            f"SELECT {_SELECTED} FROM {self._schema}.memory_entries AS e WHERE {clause} "
+            "ORDER BY e.seq"
+        )
+        with (
+            self._connection() as connection,
+            connection.transaction(),
+            connection.cursor(name="agentscript_memory_export") as cursor,
+        ):
+            cursor.itersize = STREAM_ROWS
+            cursor.execute(statement, parameters)
+            for row in cursor:
+                yield _entry(row)
+
+    def verify(self) -> list[str]:
+        """Compare the totals and the term counts with the postings and the table, and every
+        entry's postings and length with what the analyser makes of it now, in one snapshot."""
+        problems: list[str] = []
+        repair = "(PostgresMemoryStore.rebuild_index rebuilds it from the entries)"
+        with self._connection() as connection, connection.transaction():
+            connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            totals = connection.execute(
+                f"SELECT s.documents, s.tokens, e.documents, e.tokens "
+                f"FROM {self._schema}.memory_stats AS s, (SELECT count(*) AS documents, "
+                f"coalesce(sum(tokens), 0) AS tokens FROM {self._schema}.memory_entries) AS e"
+            ).fetchone()
+            if totals is None or totals[:2] != totals[2:]:
+                problems.append(
+                    f"the text index totals (entries, tokens) are {totals and totals[:2]}, "
+                    f"the table's {totals and totals[2:]} {repair}"
+                )
+            miscounted = connection.execute(
+                "SELECT count(*) FROM (SELECT term, count(*) AS n FROM "
+                f"{self._schema}.memory_postings GROUP BY term) AS p "
+                f"FULL JOIN {self._schema}.memory_terms AS t USING (term) "
+                "WHERE p.n IS DISTINCT FROM t.documents"
+            ).fetchone()
+            if miscounted and miscounted[0]:
+                problems.append(
+                    f"{miscounted[0]} of the text index's term counts disagree with its "
+                    f"postings {repair}"
+                )
+            wrong = 0
+            with connection.cursor(name="agentscript_memory_verify") as cursor:
+                cursor.itersize = STREAM_ROWS
+                cursor.execute(
+                    f"SELECT {_SELECTED}, e.tokens, "
+                    "array_agg(p.term ORDER BY p.term) FILTER (WHERE p.seq IS NOT NULL), "
+                    "array_agg(p.scope_hash ORDER BY p.term) FILTER (WHERE p.seq IS NOT NULL), "
+                    "array_agg(p.counts ORDER BY p.term) FILTER (WHERE p.seq IS NOT NULL) "
+                    f"FROM {self._schema}.memory_entries AS e "
+                    f"LEFT JOIN {self._schema}.memory_postings AS p ON p.seq = e.seq "
+                    "GROUP BY e.seq ORDER BY e.seq"
+                )
+                for row in cursor:
+                    entry = _entry(row[: len(_COLUMNS)])
+                    length, terms, hashes, counts = row[len(_COLUMNS) :]
+                    expected, expected_length = postings(entry, self.analyzer)
+                    stored = dict(zip(terms or [], counts or [], strict=True))
+                    own = scope_hash(entry.scope)
+                    if (
+                        length != expected_length
+                        or stored != expected
+                        or any(hashed != own for hashed in hashes or [])
+                    ):
+                        wrong += 1
+            if wrong:
+                problems.append(f"{wrong} entries disagree with the text index {repair}")
+        return problems
+
+    # ---------------------------------------------------------------------------- writes
+
+    @contextmanager
+    def transaction(self) -> Iterator[_Transaction]:
+        with self._connection() as connection, connection.transaction():
+            connection.execute("SELECT pg_advisory_xact_lock(%s)", [self._lock_key])
+            writes = _Transaction(connection, self._schema, self.analyzer)
+            yield writes
+            writes.totals.apply(connection, self._schema)
+
+    def touch(self, scopes: tuple[str, ...], ids: tuple[str, ...], moment: str) -> None:
+        if not ids:
+            return
+        EntryFilter(scopes=scopes)  # the same scope check as every read
+        with self._connection() as connection, connection.transaction():
+            # Bookkeeping: acknowledged before its WAL is flushed (lost in a crash, never torn).
+            connection.execute("SET LOCAL synchronous_commit TO off")
+            connection.execute("SELECT pg_advisory_xact_lock(%s)", [self._lock_key])
+            connection.execute(
+                f"UPDATE {self._schema}.memory_entries SET accessed_at = %s "
+                "WHERE scope = ANY(%s::text[]) AND id = ANY(%s::text[])",
+                [moment, list(scopes), list(ids)],
+            )
+
+    def rebuild_index(self) -> None:
+        """Re-create the postings and totals from the entries: the index is derived data, so
+        this is always safe, and it repairs an index that `verify` reports as damaged."""
+        with self._connection() as connection, connection.transaction():
+            connection.execute("SELECT pg_advisory_xact_lock(%s)", [self._lock_key])
+            _rebuild(connection, self._schema, self.analyzer)
+
+    def close(self) -> None:
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool = None
+                _POOLS.release(self.database)
+
+    # --------------------------------------------------------------------------- plumbing
+
+    @contextmanager
+    def _connection(self) -> Iterator[Connection]:
+        """A pooled connection to a prepared namespace; driver errors become scrubbed
+        MemoryServiceErrors naming the database by its display URI."""
+        psycopg = driver()
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = _POOLS.acquire(self.database)
+            pool = self._pool
+        try:
+            with pool.connection() as connection:
+                self._prepare(connection)
+                yield connection
+        except psycopg.Error as error:
+            message = self.database.scrub(str(error).strip())
+            raise MemoryServiceError(
+                STORE_FAILURE, f"memory database {self.database.display}: {message}"
+            ) from None
+
+    def _prepare(self, connection: Connection) -> None:
+        """Create the namespace on first use, check its schema version, and rebuild the index
+        when it was built by another analyser: once per store, under the namespace's lock, so
+        concurrent first users (in any process) create it once."""
+        with self._ready_lock:
+            if self._ready:
+                return
+            encoding = connection.info.parameter_status("server_encoding")
+            if encoding != "UTF8":
+                raise MemoryServiceError(
+                    STORE_FAILURE,
+                    f"memory database {self.database.display} is encoded {encoding}; "
+                    "the memory service needs a UTF8 database",
+                )
+            with connection.transaction():
+                connection.execute("SELECT pg_advisory_xact_lock(%s)", [self._lock_key])
+                # A schema created beforehand (by an administrator, for a user who may not
+                # create schemas) is used as it is.
+                schema, tables = connection.execute(
+                    "SELECT to_regnamespace(%s) IS NOT NULL, to_regclass(%s) IS NOT NULL",
+                    [self._schema, f"{self._schema}.memory_meta"],
+                ).fetchone() or (False, False)
+                if not schema:
+                    connection.execute(f"CREATE SCHEMA {self._schema}")
+                if not tables:
+                    for statement in _SCHEMA:
+                        connection.execute(statement.format(schema=self._schema))
+                meta: dict[str, str] = dict(
+                    connection.execute(
+                        f"SELECT name, value FROM {self._schema}.memory_meta"
+                    ).fetchall()
+                )
+                if meta.get("schema", SCHEMA_VERSION) != SCHEMA_VERSION:
+                    raise MemoryServiceError(
+                        STORE_FAILURE,
+                        f"memory database {self.database.display} has memory schema "
+                        f"{meta['schema']}; this version reads schema {SCHEMA_VERSION}",
+                    )
+                if meta.get("analyzer") != self.analyzer.signature:
+                    _rebuild(connection, self._schema, self.analyzer)
+            self._ready = True
+
+
+class _Transaction:
+    """The StoreTransaction of a PostgresMemoryStore: one connection, inside a transaction
+    that holds the namespace's write lock. Each write runs in a savepoint, so a StoreConflict
+    undoes that write alone and the transaction goes on, as in SQLite. What the writes change
+    in the BM25 totals is collected and applied when the transaction ends."""
+
+    def __init__(self, connection: Connection, schema: str, analyzer: Analyzer) -> None:
+        self._connection = connection
+        self._schema = schema
+        self._analyzer = analyzer
+        self.totals = _Totals()
+
+    def select(
+        self,
+        where: EntryFilter,
+        *,
+        order: Order = "updated",
+        descending: bool = True,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Entry]:
+        return _select(self._connection, self._schema, where, order, descending, limit, offset)
+
+    def count(self, where: EntryFilter) -> int:
+        return _count(self._connection, self._schema, where)
+
+    def tally(
+        self, where: EntryFilter, by: tuple[Dimension, ...], *, min_count: int = 1
+    ) -> list[tuple[tuple[str | None, ...], int]]:
+        return _tally(self._connection, self._schema, where, by, min_count)
+
+    def insert(self, entry: Entry) -> None:
+        counts, length = postings(entry, self._analyzer)
+        parameters = {
+            **_row(entry),
+            **_posting_columns(counts),
+            "tokens": length,
+            "scope_hash": scope_hash(entry.scope),
+        }
+        with self._conflicts(entry):
+            self._connection.execute(_INSERT.format(schema=self._schema), parameters)
+        self.totals.change(1, length, added=counts)
+
+    def replace(self, entry: Entry) -> None:
+        found = self._connection.execute(
+            f"SELECT e.seq, e.tokens, {_SELECTED} FROM {self._schema}.memory_entries AS e "
+            "WHERE e.id = %s AND e.scope = %s",
+            [entry.id, entry.scope],
+        ).fetchone()
+        if found is None:
+            raise StoreConflict(f"entry {entry.id} does not exist in scope {entry.scope}")
+        seq, previous_length, previous = int(found[0]), int(found[1]), _entry(found[2:])
+        values = _row(entry)
+        assignments = ", ".join(
+            f"{name} = {_placeholder(name)}" for name in values if name not in ("id", "scope")
+        )
+        reindex = _indexed_text(previous) != _indexed_text(entry)
+        counts, length = postings(entry, self._analyzer) if reindex else ({}, previous_length)
+        hashed = scope_hash(entry.scope)
+        removed: list[str] = []
+        with self._conflicts(entry):
+            self._connection.execute(
+                f"UPDATE {self._schema}.memory_entries SET {assignments}, tokens = %(tokens)s "
+                "WHERE seq = %(seq)s AND scope = %(scope)s",
+                {**values, "tokens": length, "seq": seq},
+            )
+            if reindex:
+                removed = _unindex(self._connection, self._schema, hashed, [seq])
+                _index(self._connection, self._schema, [(seq, hashed, counts)])
+        self.totals.change(0, length - previous_length, added=counts, removed=removed)
+
+    def delete(self, scope: str, ids: tuple[str, ...]) -> int:
+        if not ids:
+            return 0
+        doomed = self._connection.execute(
+            f"SELECT seq, tokens FROM {self._schema}.memory_entries "
+            "WHERE scope = %s AND id = ANY(%s::text[])",
+            [scope, list(ids)],
+        ).fetchall()
+        if not doomed:
+            return 0
+        seqs = [seq for seq, _ in doomed]
+        removed = _unindex(self._connection, self._schema, scope_hash(scope), seqs)
+        self._connection.execute(
+            f"DELETE FROM {self._schema}.memory_entries WHERE scope = %s AND seq = ANY(%s)",
+            [scope, seqs],
+        )
+        self.totals.change(-len(doomed), -sum(tokens for _, tokens in doomed), removed=removed)
+        return len(doomed)
+
+    @contextmanager
+    def _conflicts(self, entry: Entry) -> Iterator[None]:
+        """Run a write in a savepoint; a unique violation becomes a StoreConflict."""
+        unique_violation = driver().errors.UniqueViolation
+        try:
+            with self._connection.transaction():
+                yield
+        except unique_violation as error:
+            constraint = error.diag.constraint_name
+            if constraint == "memory_entries_active_key":
+                message = f"scope {entry.scope} already has an active entry with key {entry.key!r}"
+            elif constraint == "memory_entries_active_summary":
+                message = (
+                    f"scope {entry.scope} already has an active {entry.level} summary for "
+                    f"bucket {entry.bucket}"
+                )
+            elif constraint == "memory_entries_id":
+                message = f"an entry with id {entry.id} already exists"
+            else:
+                raise
+            raise StoreConflict(message) from None
+
+
+# ------------------------------------------------------------------------------- helpers
+
+
+def _signed_64(text: str) -> int:
+    """A stable signed 64-bit number for `text` (PostgreSQL's bigint)."""
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big", signed=True)
+
+
+def _indexed_text(entry: Entry) -> tuple[object, ...]:
+    return (entry.tags, entry.title, entry.key, entry.body, entry.context)
+
+
+def _posting_columns(counts: dict[str, list[int]]) -> dict[str, list[Any]]:
+    """Postings as the parallel arrays the insert statements unnest."""
+    columns: dict[str, list[Any]] = {"terms": list(counts)}
+    for position, name in enumerate(INDEXED_FIELDS):
+        columns[f"in_{name}"] = [per_field[position] for per_field in counts.values()]
+    return columns
+
+
+class _Totals:
+    """Changes to the numbers BM25 reads (entries, tokens, entries per term), collected over a
+    transaction and written once at its end: a row updated many times in one transaction
+    makes each update slower than the last, which would make a large import quadratic."""
+
+    def __init__(self) -> None:
+        self.documents = 0
+        self.tokens = 0
+        self.terms: Counter[str] = Counter()
+
+    def change(
+        self,
+        documents: int,
+        tokens: int,
+        *,
+        added: Iterable[str] = (),
+        removed: Iterable[str] = (),
+    ) -> None:
+        self.documents += documents
+        self.tokens += tokens
+        for term in added:
+            self.terms[term] += 1
+        for term in removed:
+            self.terms[term] -= 1
+
+    def apply(self, connection: Connection, schema: str) -> None:
+        """Write the changes; a term no entry holds any more is deleted, so a purged word
+        leaves no trace in the index."""
+        changed = {term: delta for term, delta in self.terms.items() if delta}
+        if changed:
+            connection.execute(
+                f"INSERT INTO {schema}.memory_terms AS t (term, documents) "
+                "SELECT * FROM unnest(%s::text[], %s::bigint[]) "
+                "ON CONFLICT (term) DO UPDATE SET documents = t.documents + excluded.documents",
+                [list(changed), list(changed.values())],
+            )
+            fewer = [term for term, delta in changed.items() if delta < 0]
+            if fewer:
+                connection.execute(
+                    f"DELETE FROM {schema}.memory_terms "
+                    "WHERE term = ANY(%s::text[]) AND documents = 0",
+                    [fewer],
+                )
+        if self.documents or self.tokens:
+            connection.execute(
+                f"UPDATE {schema}.memory_stats "
+                "SET documents = documents + %s, tokens = tokens + %s",
+                [self.documents, self.tokens],
+            )
+
+
+def _index(
+    connection: Connection,
+    schema: str,
+    entries: Sequence[tuple[int, int, dict[str, list[int]]]],
+) -> None:
+    """Add the postings of (seq, scope hash, counts) triples in one statement."""
+    merged: dict[str, list[Any]] = {"terms": [], "scope_hashes": [], "seqs": []}
+    merged |= {f"in_{name}": [] for name in INDEXED_FIELDS}
+    for seq, hashed, counts in entries:
+        for name, values in _posting_columns(counts).items():
+            merged[name].extend(values)
+        merged["scope_hashes"].extend([hashed] * len(counts))
+        merged["seqs"].extend([seq] * len(counts))
+    if merged["terms"]:
+        connection.execute(_INDEX.format(schema=schema), merged)
+
+
+def _unindex(connection: Connection, schema: str, hashed: int, seqs: list[int]) -> list[str]:
+    """Delete the postings of these entries (of one scope); returns their terms."""
+    rows = connection.execute(
+        f"DELETE FROM {schema}.memory_postings "
+        "WHERE seq = ANY(%s::bigint[]) AND scope_hash = %s RETURNING term",
+        [seqs, hashed],
+    ).fetchall()
+    return [term for (term,) in rows]
+
+
+def _rebuild(connection: Connection, schema: str, analyzer: Analyzer) -> None:
+    """Index every entry again with `analyzer` and record its signature (inside a write)."""
+    connection.execute(f"DELETE FROM {schema}.memory_postings")
+    connection.execute(f"DELETE FROM {schema}.memory_terms")
+    connection.execute(f"UPDATE {schema}.memory_stats SET documents = 0, tokens = 0")
+    rows = connection.execute(
+        f"SELECT e.seq, {_SELECTED} FROM {schema}.memory_entries AS e ORDER BY e.seq"
+    ).fetchall()
+    indexed: list[tuple[int, int, dict[str, list[int]]]] = []
+    lengths: list[int] = []
+    totals = _Totals()
+    for row in rows:
+        entry = _entry(row[1:])
+        counts, length = postings(entry, analyzer)
+        indexed.append((int(row[0]), scope_hash(entry.scope), counts))
+        lengths.append(length)
+        totals.change(1, length, added=counts)
+    for start in range(0, len(indexed), STREAM_ROWS):
+        _index(connection, schema, indexed[start : start + STREAM_ROWS])
+    connection.execute(
+        f"UPDATE {schema}.memory_entries AS e SET tokens = v.tokens "
+        "FROM unnest(%s::bigint[], %s::int[]) AS v (seq, tokens) WHERE e.seq = v.seq",
+        [[seq for seq, _, _ in indexed], lengths],
+    )
+    totals.apply(connection, schema)
+    connection.execute(
+        f"INSERT INTO {schema}.memory_meta (name, value) VALUES (%s, %s), (%s, %s) "
+        "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+        ["schema", SCHEMA_VERSION, "analyzer", analyzer.signature],
+    )
+
+
+def _row(entry: Entry) -> dict[str, Any]:
+    keys = bucket_start_keys(entry.bucket)
+    return {
+        "id": entry.id,
+        "kind": entry.kind,
+        "scope": entry.scope,
+        "key": entry.key,
+        "title": entry.title,
+        "body": entry.body,
+        "context": entry.context,
+        "tags": list(entry.tags),
+        "created_at": entry.created_at,
+        "updated_at": entry.updated_at,
+        "accessed_at": entry.accessed_at,
+        "event_time": entry.event_time,
+        "level": entry.level,
+        "bucket": entry.bucket,
+        "archived": int(entry.archived),
+        "archive_reason": entry.archive_reason,
+        "source": json.dumps(entry.source.to_dict(), ensure_ascii=False),
+        "archive_ref": list(entry.archive_ref),
+        "reinforce_count": entry.reinforce_count,
+        "superseded_by": entry.superseded_by,
+        "title_norm": entry.title_norm,
+        "day": keys["day"],
+        "week": keys["week"],
+        "month": keys["month"],
+        "year": keys["year"],
+        "session": entry.source.session,
+    }
+
+
+def _entry(row: Sequence[Any]) -> Entry:
+    (
+        identifier,
+        kind,
+        scope,
+        key,
+        title,
+        body,
+        context,
+        tags,
+        created_at,
+        updated_at,
+        accessed_at,
+        event_time,
+        level,
+        bucket,
+        archived,
+        archive_reason,
+        source,
+        archive_ref,
+        reinforce_count,
+        superseded_by,
+    ) = row
+    return Entry(
+        id=identifier,
+        kind=cast(Kind, kind),
+        scope=scope,
+        key=key,
+        title=title,
+        body=body,
+        context=context,
+        tags=tuple(tags),
+        created_at=created_at,
+        updated_at=updated_at,
+        accessed_at=accessed_at,
+        event_time=event_time,
+        level=cast("Level | None", level),
+        bucket=bucket,
+        archived=bool(archived),
+        archive_reason=archive_reason,
+        source=Source(**source),
+        archive_ref=tuple(archive_ref),
+        reinforce_count=int(reinforce_count),
+        superseded_by=superseded_by,
+    )
+
+
+def _where(where: EntryFilter) -> tuple[str, dict[str, Any]]:
+    """The SQL condition of a filter over `e`, with named parameters; the scope predicate
+    always comes first."""
+    clauses = ["e.scope = ANY(%(w_scopes)s::text[])"]
+    parameters: dict[str, Any] = {"w_scopes": list(where.scopes)}
+    if where.ids is not None:
+        clauses.append("e.id = ANY(%(w_ids)s::text[])" if where.ids else "FALSE")
+        parameters["w_ids"] = list(where.ids)
+    if where.kinds is not None:
+        clauses.append("e.kind = ANY(%(w_kinds)s::text[])" if where.kinds else "FALSE")
+        parameters["w_kinds"] = list(where.kinds)
+    if where.levels is not None:
+        named = [level for level in where.levels if level is not None]
+        options = ["e.level = ANY(%(w_levels)s::text[])"] if named else []
+        if None in where.levels:
+            options.append("e.level IS NULL")
+        clauses.append(f"({' OR '.join(options)})" if options else "FALSE")
+        parameters["w_levels"] = named
+    if where.tags:
+        clauses.append("e.tags @> %(w_tags)s::text[]")
+        parameters["w_tags"] = list(where.tags)
+    if where.key is not None:
+        clauses.append("e.key = %(w_key)s")
+        parameters["w_key"] = where.key
+    if where.keyed is not None:
+        clauses.append(f"e.key IS {'NOT ' if where.keyed else ''}NULL")
+    if where.title_norm is not None:
+        clauses.append("e.title_norm = %(w_title_norm)s")
+        parameters["w_title_norm"] = where.title_norm
+    if where.since is not None:
+        clauses.append("e.event_time >= %(w_since)s")
+        parameters["w_since"] = where.since
+    if where.until is not None:
+        clauses.append("e.event_time < %(w_until)s")
+        parameters["w_until"] = where.until
+    if where.bucket is not None:
+        level, key = where.bucket
+        clauses.append(f"{_DIMENSIONS[level]} = %(w_bucket)s")
+        parameters["w_bucket"] = key
+    if where.archived is not None:
+        clauses.append("e.archived = %(w_archived)s")
+        parameters["w_archived"] = int(where.archived)
+    # Only named placeholders for the values: a literal percent sign cannot appear.
+    return " AND ".join(clauses), parameters
+
+
+def _select(
+    connection: Connection,
+    schema: str,
+    where: EntryFilter,
+    order: Order,
+    descending: bool,
+    limit: int | None,
+    offset: int,
+) -> list[Entry]:
+    clause, parameters = _where(where)
+    direction = "DESC" if descending else "ASC"
+    # SQLite reads a negative LIMIT as none and a negative OFFSET as zero; so does this.
+    parameters |= {
+        "limit": None if limit is None or limit < 0 else limit,
+        "offset": max(offset, 0),
+    }
+    rows = connection.execute(
+        f"SELECT {_SELECTED} FROM {schema}.memory_entries AS e WHERE {clause} "
+        f"ORDER BY e.{_ORDERS[order]} {direction}, e.id {direction} "
+        "LIMIT %(limit)s OFFSET %(offset)s",
+        parameters,
+    ).fetchall()
+    return [_entry(row) for row in rows]
+
+
+def _count(connection: Connection, schema: str, where: EntryFilter) -> int:
+    clause, parameters = _where(where)
+    row = connection.execute(
+        f"SELECT count(*) FROM {schema}.memory_entries AS e WHERE {clause}", parameters
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _tally(
+    connection: Connection,
+    schema: str,
+    where: EntryFilter,
+    by: tuple[Dimension, ...],
+    min_count: int,
+) -> list[tuple[tuple[str | None, ...], int]]:
+    clause, parameters = _where(where)
+    columns = ", ".join(_DIMENSIONS[dimension] for dimension in by)
+    # SQLite sorts NULL below every value, so NULL groups come last when sorting descending.
+    ordering = ", ".join(f"{index + 1} DESC NULLS LAST" for index in range(len(by)))
+    rows = connection.execute(
+        f"SELECT {columns}, count(*) FROM {schema}.memory_entries AS e WHERE {clause} "
+        f"GROUP BY {columns} HAVING count(*) >= %(min_count)s ORDER BY {ordering}",
+        {**parameters, "min_count": min_count},
+    ).fetchall()
+    return [(tuple(row[:-1]), int(row[-1])) for row in rows]

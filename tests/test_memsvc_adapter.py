@@ -1,0 +1,379 @@
+"""`import tool Memory from "memory://workspace"` (and `memory://global`): programs that use the
+long-term memory service, run through the public API with the mock model and a temporary
+database, plus the scheme tool's risk levels and its life cycle in the composition root."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agentscript
+from agentscript.composition import RunConfig, build_run
+from agentscript.memory import MemoryService
+from agentscript.memory.adapter import METHODS, MemoryTools
+from agentscript.runtime.ports import ToolCall
+
+HEADER = """import llm Model from "openai://gpt-4.1-mini"
+import tool Memory from "memory://workspace"
+import tool Global from "memory://global"
+
+main agent Keeper {{
+  model Model
+  role "Assistant"
+  description "Remembers what it learns."
+
+  main func(input {{ task string }}) {{
+{body}
+  }}
+}}
+"""
+
+
+@pytest.fixture(autouse=True)
+def no_home_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever opens the default database opens one of this test's, never the home one."""
+    monkeypatch.setenv("AGENTSCRIPT_MEMORY_DB", str(tmp_path / "default.db"))
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Path:
+    return tmp_path / "memory.db"
+
+
+def run(
+    workspace: Path,
+    database: Path,
+    body: str,
+    task: str = "deploy",
+    **options: Any,
+) -> agentscript.RunResult:
+    source = HEADER.format(body=body)
+    program = agentscript.load_source(source, path=workspace / "main.as")
+    settings: dict[str, Any] = {"model": "mock", "approve": "auto", "journal": False, **options}
+    config = RunConfig(memory_db=database, **settings)
+    return agentscript.run(program, {"task": task}, config)
+
+
+def failure(workspace: Path, database: Path, body: str, **options: Any) -> str:
+    with pytest.raises(agentscript.AgentScriptError) as caught:
+        run(workspace, database, body, **options)
+    return str(caught.value)
+
+
+def tool_events(result: agentscript.RunResult) -> list[dict[str, Any]]:
+    return [event["data"] for event in result.trace if event["kind"] == "tool"]
+
+
+# ------------------------------------------------------------------------------ programs
+
+
+def test_a_program_remembers_recalls_corrects_and_forgets(workspace: Path, database: Path) -> None:
+    result = run(
+        workspace,
+        database,
+        """
+    made = Memory.remember({ text: "Deploy with make release", tags: ["deploy"] })
+    fact = Global.remember({ text: "User prefers short answers", kind: "fact", key: "style" })
+    found = Memory.recall({ query: input.task })
+    fixed = Memory.update({ id: made.id, text: "Deploy with make release-all" })
+    versions = Global.history({ key: "style" })
+    gone = Memory.forget({ id: fixed.id, reason: "moved to CI" })
+    after = Memory.recall({ query: input.task })
+    stats = Memory.stats()
+    check = Memory.check({})
+    pages = Memory.browse({ by: "month" })
+    return { made: made, fact: fact, found: found, fixed: fixed, versions: versions,
+             gone: gone, after: after.count, stats: stats, check: check, pages: pages }
+""",
+    )
+    value = result.value
+    assert value["made"]["action"] == "created"
+    workspace_id = value["made"]["scope"]
+    assert workspace_id == str(workspace.resolve())
+    assert value["fact"]["scope"] == "global"
+    assert [hit["id"] for hit in value["found"]["results"]] == [value["made"]["id"]]
+    assert value["fixed"]["previous_id"] == value["made"]["id"]
+    assert [version["status"] for version in value["versions"]["versions"]] == ["active"]
+    assert value["gone"]["action"] == "archived"
+    assert value["after"] == 0
+    assert [scope["scope"] for scope in value["stats"]["scopes"]] == [workspace_id, "global"]
+    assert value["stats"]["active"] == 1
+    assert value["check"]["ok"] is True
+    assert value["pages"]["by"] == "month"
+    events = tool_events(result)
+    assert [event["method"] for event in events] == [
+        "remember",
+        "remember",
+        "recall",
+        "update",
+        "history",
+        "forget",
+        "recall",
+        "stats",
+        "check",
+        "browse",
+    ]
+    assert {event["scheme"] for event in events} == {"memory"}
+    # The run used the database it was given, and nothing else.
+    with MemoryService.open(workspace, database=database) as memory:
+        assert memory.get(value["fact"]["id"])["key"] == "style"
+
+
+def test_use_of_the_digest_puts_its_text_into_the_prompt(workspace: Path, database: Path) -> None:
+    with MemoryService.open(workspace, database=database) as memory:
+        memory.remember("User prefers short answers", kind="fact", key="style", scope="global")
+        memory.remember("Deploy with make release", tags=["deploy"])
+        expected = memory.digest(max_bytes=600)["text"]
+    assert "- style: User prefers short answers" in expected
+    result = run(
+        workspace,
+        database,
+        """
+    use Memory.digest({ max_bytes: 600 }) as memory
+    answer = generate({ input: "Plan the deploy." }) -> { text: string }
+    digest = Memory.digest({ max_bytes: 600 })
+    return { digest: digest }
+""",
+    )
+    assert result.value["digest"] == expected
+    (generate,) = [event["data"] for event in result.trace if event["kind"] == "generate"]
+    prompt = generate["context"]["finalUserMessage"]
+    assert prompt.startswith(
+        f"Context:\n[memory] Memory.digest({{ max_bytes: 600 }}):\n{expected}\n"
+    )
+    assert "Instruction:\nPlan the deploy." in prompt
+
+
+def test_the_digest_of_an_empty_memory_is_empty_text(workspace: Path, database: Path) -> None:
+    result = run(workspace, database, "    return Memory.digest({ max_bytes: 300 })")
+    assert result.value == ""
+
+
+def test_experiences_are_the_hits_for_the_task(workspace: Path, database: Path) -> None:
+    with MemoryService.open(workspace, database=database) as memory:
+        for index in range(6):
+            memory.remember(
+                f"Deploy lesson {index}: run the migrations first",
+                tags=["experience", "procedure"],
+            )
+        memory.remember("Deploy on Fridays is fine", tags=["opinion"])
+    result = run(
+        workspace,
+        database,
+        """
+    some = Memory.experiences({ task: input.task })
+    two = Memory.experiences({ task: input.task, limit: 2 })
+    return { some: some, two: two.length }
+""",
+    )
+    hits = result.value["some"]
+    assert isinstance(hits, list) and len(hits) == 5
+    assert all(hit["tags"] == ["experience", "procedure"] for hit in hits)
+    assert result.value["two"] == 2
+
+
+def test_memory_global_reads_and_writes_only_the_global_scope(
+    workspace: Path, database: Path
+) -> None:
+    with MemoryService.open(workspace, database=database) as memory:
+        memory.remember("Workspace note about deploys")
+    result = run(
+        workspace,
+        database,
+        """
+    Global.remember({ text: "Global note about deploys" })
+    mine = Memory.recall({ query: "deploys" })
+    theirs = Global.recall({ query: "deploys" })
+    pinned = Global.recall({ query: "deploys", scope: "global" })
+    return { mine: mine.count, theirs: theirs.results, pinned: pinned.count }
+""",
+    )
+    assert result.value["mine"] == 2
+    assert [hit["scope"] for hit in result.value["theirs"]] == ["global"]
+    assert result.value["pinned"] == 1
+    message = failure(
+        workspace, database, '    return Global.recall({ query: "x", scope: "/elsewhere" })'
+    )
+    assert message == (
+        "Tool Global.recall (memory://global) failed: memory://global reads and writes only "
+        "the global scope, not '/elsewhere': leave scope out, or import memory://workspace "
+        "at 11:12"
+    )
+
+
+def test_refusals_fail_the_call_with_the_services_message(workspace: Path, database: Path) -> None:
+    assert failure(workspace, database, "    return Memory.recall({ limit: 500 })") == (
+        "Tool Memory.recall (memory://workspace) failed: limit: Input should be less than or "
+        "equal to 200 at 11:12"
+    )
+    assert failure(workspace, database, '    return Memory.forget({ id: "nope" })') == (
+        "Tool Memory.forget (memory://workspace) failed: no entry 'nope' in scope "
+        f"{workspace.resolve()} or global at 11:12"
+    )
+    assert failure(workspace, database, '    return Memory.remember("text")') == (
+        "Tool Memory.remember (memory://workspace) failed: Memory.remember expects one json "
+        "object argument at 11:12"
+    )
+    assert failure(workspace, database, "    return Memory.summarise({})") == (
+        "Tool Memory.summarise (memory://workspace) failed: Unsupported memory method "
+        "'summarise'. Supported: remember, recall, update, forget, stats, check, browse, "
+        "digest, history, experiences at 11:12"
+    )
+
+
+def test_only_workspace_and_global_are_memory_uris(workspace: Path, database: Path) -> None:
+    source = HEADER.replace("memory://global", "memory://team").format(
+        body="    return Global.stats()"
+    )
+    program = agentscript.load_source(source, path=workspace / "main.as")
+    with pytest.raises(agentscript.AgentScriptError) as caught:
+        agentscript.run(
+            program, {"task": "x"}, RunConfig(model="mock", memory_db=database, journal=False)
+        )
+    assert str(caught.value) == (
+        "Tool Global.stats (memory://team) failed: Unsupported memory URI 'memory://team': use "
+        "memory://workspace or memory://global at 11:12"
+    )
+
+
+def test_a_broken_memory_yml_is_reported(workspace: Path, database: Path) -> None:
+    (workspace / ".agentscript").mkdir()
+    (workspace / ".agentscript" / "memory.yml").write_text("digest: {max_bytes: many}\n")
+    message = failure(workspace, database, "    return Memory.stats()")
+    assert message.startswith("Tool Memory.stats (memory://workspace) failed: ")
+    assert "memory.yml: digest.max_bytes: Input should be a valid integer" in message
+
+
+def test_without_memory_db_the_environment_names_the_database(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = tmp_path / "from-env.db"
+    monkeypatch.setenv("AGENTSCRIPT_MEMORY_DB", str(database))
+    source = HEADER.format(body='    return Memory.remember({ text: "Found by the env" })')
+    program = agentscript.load_source(source, path=workspace / "main.as")
+    config = RunConfig(model="mock", approve="auto", journal=False)
+    created = agentscript.run(program, {"task": "x"}, config).value
+    with MemoryService.open(workspace, database=database) as memory:
+        assert memory.get(created["id"])["title"] == "Found by the env"
+
+
+# ------------------------------------------------------------------------ risk and gate
+
+
+@pytest.mark.parametrize(
+    ("method", "arguments", "risk"),
+    [
+        ("recall", [{"query": "x"}], "read"),
+        ("stats", [], "read"),
+        ("check", [{}], "read"),
+        ("browse", [{}], "read"),
+        ("history", [{"key": "k"}], "read"),
+        ("digest", [{"max_bytes": 300}], "read"),
+        ("experiences", [{"task": "x"}], "read"),
+        ("remember", [{"text": "x"}], "effect"),
+        ("update", [{"id": "x", "text": "y"}], "effect"),
+        ("forget", [{"id": "x"}], "effect"),
+        ("forget", [{"id": "x", "purge": False}], "effect"),
+        ("forget", [{"id": "x", "purge": True}], "destructive"),
+    ],
+)
+def test_risk_of_each_method(
+    workspace: Path, database: Path, method: str, arguments: list[Any], risk: str
+) -> None:
+    tools = MemoryTools.open(workspace, database)
+    try:
+        assert tools.risk(ToolCall("Memory", "memory://workspace", method, arguments)) == risk
+    finally:
+        tools.close()
+
+
+def test_every_tool_is_a_method() -> None:
+    assert sorted(METHODS) == sorted(
+        [
+            "remember",
+            "recall",
+            "update",
+            "forget",
+            "stats",
+            "check",
+            "browse",
+            "digest",
+            "history",
+            "experiences",
+        ]
+    )
+
+
+def test_the_approval_gate_lets_reads_run_and_refuses_writes_when_denied(
+    workspace: Path, database: Path
+) -> None:
+    with MemoryService.open(workspace, database=database) as memory:
+        memory.remember("Deploy with make release")
+    result = run(
+        workspace, database, '    return Memory.recall({ query: "deploy" }).count', approve="deny"
+    )
+    assert result.value == 1
+    message = failure(
+        workspace, database, '    return Memory.remember({ text: "no" })', approve="deny"
+    )
+    assert message.startswith("Tool Memory.remember (memory://workspace) failed: ")
+    assert "refused" in message
+    with MemoryService.open(workspace, database=database) as memory:
+        assert memory.stats()["active"] == 1
+
+
+def test_a_dry_run_reads_memory_but_writes_nothing(workspace: Path, database: Path) -> None:
+    with MemoryService.open(workspace, database=database) as memory:
+        memory.remember("Deploy with make release")
+    result = run(
+        workspace,
+        database,
+        """
+    made = Memory.remember({ text: "Written only for real" })
+    found = Memory.recall({ query: "deploy" })
+    return { made: made, found: found.count }
+""",
+        model="dry-run",
+    )
+    assert result.value == {"made": {"ok": True, "dryRun": True, "effects": []}, "found": 1}
+    with MemoryService.open(workspace, database=database) as memory:
+        assert memory.stats()["active"] == 1
+
+
+def test_the_service_opens_on_first_use_and_closes_with_the_run(
+    workspace: Path, database: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    closed: list[MemoryTools] = []
+    original = MemoryTools.close
+
+    def close(self: MemoryTools) -> None:
+        closed.append(self)
+        original(self)
+
+    monkeypatch.setattr(MemoryTools, "close", close)
+    config = RunConfig(model="mock", approve="auto", memory_db=database, journal=False)
+    idle = build_run(config, str(workspace / "main.as"))
+    idle.close()
+    assert closed == [] and not database.exists()
+
+    setup = build_run(config, str(workspace / "main.as"))
+    tools = setup.options.tools
+    assert tools is not None
+    try:
+        created = tools.call(
+            ToolCall("Memory", "memory://workspace", "remember", [{"text": "Opened lazily"}])
+        )
+    finally:
+        setup.close()
+    assert len(closed) == 1 and database.exists()
+    with MemoryService.open(workspace, database=database) as memory:
+        assert memory.get(created["id"])["title"] == "Opened lazily"
