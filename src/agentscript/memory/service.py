@@ -122,6 +122,8 @@ class MemoryService:
         self.clock: Clock = clock or SystemClock()
         self.tuning = tuning or RecallTuning()
         self.before_read: ReadHook | None = None
+        # What else to release with the store (e.g. the model client lazy compaction uses).
+        self.on_close: list[Callable[[], None]] = []
 
     @classmethod
     def open(
@@ -146,6 +148,9 @@ class MemoryService:
 
     def close(self) -> None:
         self.store.close()
+        for release in self.on_close:
+            release()
+        self.on_close.clear()
 
     def __enter__(self) -> MemoryService:
         return self
