@@ -3,21 +3,27 @@ events, query latency over a journal of 100,000 events, and the wall time journa
 mock run (target: at most 5%).
 
 The overhead is measured on one program run again and again in this process, alternating runs
-with and without a JournalSink (start_run, the events, finish_run with its graph ingest and
-execution trace all included). It is given twice: with the mock model answering instantly (a
+with the journal off and on (the events during the run; the end, the task graph, the execution
+trace, the run memory and the experiences are written in the background after it). It is given twice: with the mock model answering instantly (a
 run that does nothing but interpret, the worst case) and with the mock model taking
 `--model-ms` per answer (still far faster than any real model). Prints one table and never
 asserts on timings: figures depend on the machine, above all on its disk.
 
     .venv/bin/python benchmarks/journal.py [--events 20000] [--total 100000] [--runs 200]
-        [--model-ms 5] [--queries 50]
+        [--model-ms 5] [--queries 50] [--processes 15]
+
+The last row times whole `agentscript run --mock` processes, journal and learning on against
+`--no-journal`: the overhead as a user meets it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -37,7 +43,7 @@ from agentscript.learn.journal import (
 )
 from agentscript.providers.llm.mock import ScriptedLlm
 from agentscript.runtime.ports import GenerateRequest, GenerateResponse
-from agentscript.runtime.trace import TraceEvent, TraceSink
+from agentscript.runtime.trace import TraceEvent
 
 TARGET_OVERHEAD_PERCENT = 5.0
 
@@ -235,34 +241,31 @@ def measure_overhead(root: Path, runs: int, model_seconds: float) -> list[Row]:
     path = workspace / "bench.as"
     path.write_text(PROGRAM, encoding="utf-8")
     program = agentscript.load_source(PROGRAM, path=path)
-    journal = Journal.open(root / f"overhead-{model_seconds}.db")
 
     learning: list[float] = []
 
     def once(journaled: bool) -> float:
-        llm = SlowLlm(model_seconds)
-        started = time.perf_counter()
-        sinks: list[TraceSink] = []
-        sink = journal.sink() if journaled else None
-        if sink is not None:
-            sink.start_run(str(path), {"topic": "tides"}, workspace=workspace)
-            sinks.append(sink)
-        result = agentscript.run(
-            program,
-            {"topic": "tides"},
-            agentscript.RunConfig(
-                model=llm, trace_sinks=sinks, approve="auto", workspace=workspace
-            ),
+        """One run as `agentscript.run` does it: journaled (events, then the end, the task
+        graph, the execution trace, the run memory and experiences) or not at all."""
+        config = agentscript.RunConfig(
+            model=SlowLlm(model_seconds),
+            approve="auto",
+            workspace=workspace,
+            journal=journaled,
+            journal_path=root / f"overhead-{model_seconds}.db",
+            memory_db=root / f"overhead-{model_seconds}-memory.db",
         )
-        if sink is None:
-            return time.perf_counter() - started
-        sink.finish_run("ok", value=result.value, usage=result.usage)
+        started = time.perf_counter()
+        result = agentscript.run(program, {"topic": "tides"}, config)
         elapsed = time.perf_counter() - started
-        # The end is written and the graph and trace built in the background after the run;
-        # wait for them outside the measured time, so they never slow the next run down.
-        if sink.wait():
-            raise SystemExit(f"journal failed: {sink.problems}")
-        learning.append(time.perf_counter() - started - elapsed)
+        if result.journal is not None:
+            # What happens after the run (end written, graph, trace, run memory, experiences)
+            # runs in the background; wait for it outside the measured time, so it never
+            # slows the next run down.
+            problems = result.journal.wait(60)
+            if problems:
+                raise SystemExit(f"journal failed: {problems}")
+            learning.append(time.perf_counter() - started - elapsed)
         return elapsed
 
     for _ in range(5):
@@ -274,7 +277,6 @@ def measure_overhead(root: Path, runs: int, model_seconds: float) -> list[Row]:
     for _ in range(runs):
         plain.append(once(False))
         journaled.append(once(True))
-    journal.close()
     base, with_journal = statistics.median(plain), statistics.median(journaled)
     overhead = (with_journal / base - 1) * 100
     verdict = "meets" if overhead <= TARGET_OVERHEAD_PERCENT else "misses"
@@ -289,9 +291,65 @@ def measure_overhead(root: Path, runs: int, model_seconds: float) -> list[Row]:
         Row(
             f"journal work after the run, {model}",
             f"{statistics.median(learning) * 1000:.2f} ms",
-            "median: end written, graph and trace built, in the background",
+            "median: end, graph, trace, run memory and experiences, in the background",
         ),
     ]
+
+
+def measure_command(root: Path, runs: int) -> list[Row]:
+    """What a user sees: `agentscript run … --mock` as a process, journal and learning on
+    (the process waits for them before it exits) against `--no-journal`."""
+    executable = Path(sys.executable).with_name("agentscript")
+    if not executable.exists():
+        return [Row("journal overhead, agentscript run", "skipped", f"{executable} not found")]
+    workspace = root / "command"
+    (workspace / "docs").mkdir(parents=True)
+    (workspace / "docs" / "tides.md").write_text("tide tables\n" * 20, encoding="utf-8")
+    (workspace / "bench.as").write_text(PROGRAM, encoding="utf-8")
+    environment = {**os.environ, "AGENTSCRIPT_MEMORY_DB": str(root / "command-memory.db")}
+
+    def once(*flags: str) -> float:
+        started = time.perf_counter()
+        subprocess.run(
+            [
+                str(executable),
+                "run",
+                "bench.as",
+                "--mock",
+                "--approve",
+                "auto",
+                "--quiet",
+                "--input",
+                '{"topic": "tides"}',
+                *flags,
+            ],
+            cwd=workspace,
+            env=environment,
+            check=True,
+            capture_output=True,
+        )
+        return time.perf_counter() - started
+
+    samples: dict[str, list[float]] = {"plain": [], "journal": [], "journal + learning": []}
+    flags = {"plain": ("--no-journal",), "journal": ("--no-learn",), "journal + learning": ()}
+    for _ in range(runs):
+        for name, extra in flags.items():
+            samples[name].append(once(*extra))
+    base = statistics.median(samples["plain"])
+    rows = []
+    for name in ("journal", "journal + learning"):
+        measured = statistics.median(samples[name])
+        overhead = (measured / base - 1) * 100
+        verdict = "meets" if overhead <= TARGET_OVERHEAD_PERCENT else "misses"
+        rows.append(
+            Row(
+                f"{name} overhead, agentscript run",
+                f"{overhead:+.1f}%",
+                f"median {base * 1000:.0f} -> {measured * 1000:.0f} ms over {runs} processes; "
+                f"{verdict} the {TARGET_OVERHEAD_PERCENT:.0f}% target",
+            )
+        )
+    return rows
 
 
 def main() -> None:
@@ -301,6 +359,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--model-ms", type=float, default=5.0)
     parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--processes", type=int, default=15)
     options = parser.parse_args()
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as directory:
@@ -309,6 +368,7 @@ def main() -> None:
         rows += measure_queries(root, options.total, options.queries)
         rows += measure_overhead(root, options.runs, 0.0)
         rows += measure_overhead(root, options.runs, options.model_ms / 1000)
+        rows += measure_command(root, options.processes)
         wait_for_journal()
     width = max(len(row.name) for row in rows)
     value_width = max(len(row.value) for row in rows)

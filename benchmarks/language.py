@@ -345,7 +345,8 @@ def interpreter_rows(batches: int, batch_size: int, rounds: int, repeat: int) ->
         raise SystemExit(f"the loop program is invalid: {diagnostics[0].format()}")
     numbers = list(range(batch_size))
     data = {"batches": [numbers] * batches, "rounds": rounds}
-    config = agentscript.RunConfig(model="mock")
+    # The interpreter alone: the run journal is measured by benchmarks/journal.py.
+    config = agentscript.RunConfig(model="mock", journal=False)
     statements = loop_program_statements(batches, batch_size, rounds)
     durations = timed(lambda: agentscript.run(program, data, config), repeat)
     return [
