@@ -19,7 +19,7 @@ from agentscript.cli.errors import REPORTED_ERRORS, CliError, error_lines
 from agentscript.cli.input import PromptedInput, read_input
 
 if TYPE_CHECKING:
-    from agentscript.composition import ModelChoice
+    from agentscript.composition import ModelChoice, RunConfig
     from agentscript.providers.tools.approvals import ApprovalMode, AskUser
     from agentscript.runtime.ports import RunJournal
 from agentscript.runtime.errors import AgentScriptError
@@ -59,6 +59,8 @@ class RunOptions:
     learn: bool = True
     learn_model: str | None = None
     memory_db: str | None = None
+    # After the run, let its agent reflect on it (agentscript.cli.reflect.reflect_after_run).
+    reflect: bool = False
 
     @property
     def trace_file(self) -> str | None:
@@ -147,6 +149,8 @@ def _run(options: RunOptions) -> int:
         if error.spent is not None and options.report_usage and not options.quiet:
             print(render.usage_line(error.spent), file=sys.stderr)
         _report_journal(error.journal)
+        if options.reflect:
+            _reflect(options, config, program.source_path, error.journal)
         raise
     if options.trace_file is not None:
         render.write_trace_file(options.trace_file, result.trace)
@@ -160,6 +164,8 @@ def _run(options: RunOptions) -> int:
     if options.report_usage and not options.quiet:
         print(render.usage_line(result.usage), file=sys.stderr)
     _report_journal(result.journal)
+    if options.reflect:
+        _reflect(options, config, program.source_path, result.journal)
     return 0
 
 
@@ -169,6 +175,15 @@ def _report_journal(journal: RunJournal | None, timeout: float = 10.0) -> None:
         return
     for problem in journal.wait(timeout):
         print(f"warning: run journal: {problem}", file=sys.stderr)
+
+
+def _reflect(
+    options: RunOptions, config: RunConfig, program_path: str | None, journal: RunJournal | None
+) -> None:
+    """`run --reflect`; imported only then, since reflection needs the memory service."""
+    from agentscript.cli.reflect import reflect_after_run
+
+    reflect_after_run(options, config, program_path, journal)
 
 
 def _terminal_approver() -> AskUser | None:

@@ -14,9 +14,11 @@ import click
 
 from agentscript import __version__
 from agentscript.cli import actions
+from agentscript.cli.autonomy import autonomy_group
 from agentscript.cli.feedback import feedback_command
 from agentscript.cli.memory import memory_group
 from agentscript.cli.memory_service import add_service_commands
+from agentscript.cli.reflect import profile_group, reflect_command
 from agentscript.cli.runs import runs_group
 
 if TYPE_CHECKING:
@@ -148,6 +150,9 @@ def cli(ctx: click.Context) -> None:
     "--learn-model", metavar="URI", help="Model that rewrites learned experiences (default: none)."
 )
 @click.option("--memory-db", metavar="PATH", help="Long-term memory database for this run.")
+@click.option(
+    "--reflect", is_flag=True, help="After the run, let its agent reflect on it with its model."
+)
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -177,6 +182,7 @@ def run_command(
     no_learn: bool,
     learn_model: str | None,
     memory_db: str | None,
+    reflect: bool,
 ) -> None:
     """Run a program and print its result and trace as JSON.
 
@@ -191,6 +197,10 @@ def run_command(
         raise PlainUsageError("Use either --mock or --dry-run, not both")
     if replay is not None and (responses is not None or dry_run):
         raise PlainUsageError("Use either --replay or --mock/--dry-run, not both")
+    if reflect and (no_journal or dry_run):
+        raise PlainUsageError(
+            "--reflect needs the run journaled: not with --no-journal or --dry-run"
+        )
     options = actions.RunOptions(
         path=file,
         input_json=input_json,
@@ -219,6 +229,7 @@ def run_command(
         learn=not no_learn,
         learn_model=learn_model,
         memory_db=memory_db,
+        reflect=reflect,
     )
     ctx.exit(actions.run_program(options))
 
@@ -285,6 +296,9 @@ add_service_commands(memory_group)
 cli.add_command(memory_group)
 cli.add_command(runs_group)
 cli.add_command(feedback_command)
+cli.add_command(reflect_command)
+cli.add_command(profile_group)
+cli.add_command(autonomy_group)
 
 
 def invoke(args: list[str]) -> int:

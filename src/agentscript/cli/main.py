@@ -14,7 +14,21 @@ from agentscript.cli.errors import CliError
 
 # The words that select a subcommand; anything else is a file of the 0.1.0 form.
 SUBCOMMANDS = frozenset(
-    {"run", "check", "parse", "repl", "models", "tools", "undo", "memory", "runs", "feedback"}
+    {
+        "run",
+        "check",
+        "parse",
+        "repl",
+        "models",
+        "tools",
+        "undo",
+        "memory",
+        "runs",
+        "feedback",
+        "reflect",
+        "profile",
+        "autonomy",
+    }
 )
 
 

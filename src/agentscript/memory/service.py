@@ -82,6 +82,9 @@ DIGEST_PREAMBLE = (
 DIGEST_FOOTER = "</memory-digest>"
 REASON_SUPERSEDED = "superseded"
 REASON_FORGOTTEN = "forgotten"
+# Entries with this tag open the digest: what an agent is waiting for the user to do
+# (`learn.profile.sync_needs_you` keeps one such fact per agent).
+ATTENTION_TAG = "needs-you"
 TimeArgument = str | datetime | date | None
 # Called with the scopes a read is about to read, before it reads them; returns a report to
 # attach to the read's result (under `compaction`, with an optional `note`), or None. Lazy
@@ -748,7 +751,8 @@ class MemoryService:
     ) -> dict[str, Any]:
         """The session-start digest: `{text, bytes, entries, omitted}`.
 
-        Keyed global facts first (by key), then summaries (newest bucket first), then other
+        Entries tagged ATTENTION_TAG first (what an agent needs the user for), then keyed
+        global facts (by key), then summaries (newest bucket first), then other
         recent entries (newest first), one line each (titles and tags, never bodies), cut
         whole lines at `max_entries` lines and `max_bytes` UTF-8 bytes including the wrapper,
         with a last line saying how many were left out. The same memory gives the same text,
@@ -802,6 +806,9 @@ class MemoryService:
         )
 
     def _digest_lines(self, plan: ScopePlan, wanted: int) -> list[str]:
+        attention = self.store.select(
+            EntryFilter(scopes=plan.read, tags=(ATTENTION_TAG,)), limit=wanted
+        )
         facts = []
         if GLOBAL_SCOPE in plan.read:
             facts = self.store.select(
@@ -811,16 +818,19 @@ class MemoryService:
         summaries = self.store.select(
             EntryFilter(scopes=plan.read, kinds=("summary",)), order="event", limit=wanted
         )
-        shown = {entry.id for entry in facts}
+        pinned = {entry.id for entry in attention}
+        facts = [entry for entry in facts if entry.id not in pinned]
+        shown = pinned | {entry.id for entry in facts}
         recent = [
             entry
             for entry in self.store.select(
                 EntryFilter(scopes=plan.read, kinds=REMEMBERED_KINDS),
-                limit=wanted + len(facts),
+                limit=wanted + len(shown),
             )
             if entry.id not in shown
         ]
-        lines = [f"- {entry.key}: {entry.title}" for entry in facts]
+        lines = [f"- {entry.title}" for entry in attention]
+        lines += [f"- {entry.key}: {entry.title}" for entry in facts]
         lines += [f"- [{entry.level} summary {entry.bucket}] {entry.title}" for entry in summaries]
         lines += [self._digest_line(entry) for entry in recent]
         return lines[:wanted]

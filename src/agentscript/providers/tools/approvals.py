@@ -3,7 +3,9 @@
 A policy maps each call (by scheme, tool, method and the tool's own risk rating) to run, ask or
 deny. By default reads run and everything that changes something asks. The mode says what
 "ask" means: `ask` asks the user in a terminal (yes / no / always for this tool method) and
-refuses when there is no terminal; `auto` approves; `deny` refuses. Every call that is not a
+refuses when there is no terminal; `auto` approves; `deny` refuses. `autonomous` is for runs
+nobody watches (agentscript.learn.autonomy): only reads the policy lets run are allowed; every
+other call is refused without asking, whatever the policy says. Every call that is not a
 plain read leaves two `approval` trace events with one approval id: the request (`pending`)
 and the decision (`approved` or `refused`, and by whom).
 """
@@ -27,7 +29,7 @@ from agentscript.runtime.errors import ExecutionError, LoadError
 from agentscript.runtime.ports import ToolCall
 from agentscript.runtime.values import sanitize
 
-ApprovalMode = Literal["auto", "ask", "deny"]
+ApprovalMode = Literal["auto", "ask", "deny", "autonomous"]
 Decision = Literal["run", "ask", "deny"]
 Answer = Literal["yes", "no", "always"]
 
@@ -145,10 +147,14 @@ class ApprovalGate:
         approved, by = self._decide(approval, decision)
         self._report(request, approval, "approved" if approved else "refused", by)
         if not approved:
-            raise ExecutionError(_refusal(approval.label, by))
+            raise ExecutionError(_refusal(approval, by))
         return self.registry.call(request)
 
     def _decide(self, approval: ApprovalRequest, decision: Decision) -> tuple[bool, str]:
+        if self.mode == "autonomous":
+            # Reads the policy lets run never get here. An unattended run may change nothing and
+            # has nobody to ask, so a policy that would run or ask is overruled too.
+            return False, "policy" if decision == "deny" else "autonomous"
         if decision == "run":
             return True, "policy"
         if decision == "deny":
@@ -188,7 +194,15 @@ class ApprovalGate:
         self.registry.close()
 
 
-def _refusal(label: str, by: str) -> str:
+def _refusal(approval: ApprovalRequest, by: str) -> str:
+    label = approval.label
+    if by == "autonomous":
+        if approval.risk == "read":
+            return f"{label} needs approval, and asking is not allowed in autonomous runs"
+        return (
+            f"{label} is not allowed in autonomous runs: they may only read, "
+            f"and this call's risk is {approval.risk}"
+        )
     if by == "no-terminal":
         return (
             f"{label} needs approval and there is no terminal to ask; "

@@ -1,0 +1,398 @@
+"""Autonomous runs: a program run unattended, read-only, on a token budget, and recorded.
+
+An agent that works while nobody watches (an idle reflection, a heartbeat, a review of recent
+runs, the pursuit of one of its own desires) must stay bounded and accountable. So every
+autonomous run here
+
+* may only read: the approval gate runs in `autonomous` mode, which refuses any call whose risk
+  is not `read` instead of asking (nobody is there to answer), and such a refusal ends the run
+  as `blocked`;
+* spends from a token budget per window (`DEFAULT_BUDGETS` by kind, 0 for none): a run that
+  exceeds it stops as `blocked` with the tokens it used, and no further task is launched;
+* is classified by what it returned: `done`, `no-update` (nothing, an empty value, `{rest:
+  true}` or a "(no update)" answer), `blocked` or `error`, so resting is not counted as work;
+* is appended to the workspace's ledger (agentscript.learn.autonomy_ledger).
+
+A window runs up to K tasks and stops early at the first rest. `desire` windows pursue the
+entry agent's strongest open desires that it can pursue on its own (`pursuit: self`); a desire
+that needs the user is never run, only reported, so the user hears about it instead of the
+agent spinning on it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from agentscript import api
+from agentscript.composition import RunConfig, build_llm
+from agentscript.lang import ast
+from agentscript.lang.errors import ParseError, SemanticError
+from agentscript.learn.autonomy_ledger import (
+    DAY_SECONDS,
+    AutonomyRun,
+    Clock,
+    Kind,
+    Ledger,
+    Outcome,
+    one_line,
+)
+from agentscript.learn.profile import DesireView, ProfileStore
+from agentscript.runtime.budgets import BudgetExceeded
+from agentscript.runtime.errors import AgentScriptError
+from agentscript.runtime.ports import Closeable
+from agentscript.runtime.trace import TraceEvent, TraceSink
+
+# Tokens one window may spend, by kind (the budgets of the reference: an idle reflection is
+# cheap and frequent, a heartbeat does the most work, a review or one desire is one focused task).
+DEFAULT_BUDGETS: dict[Kind, int] = {
+    "idle": 200_000,
+    "heartbeat": 500_000,
+    "review": 100_000,
+    "desire": 100_000,
+}
+# What a program answers when it looked and found nothing worth doing.
+NO_UPDATE_MARKER = "(no update)"
+# A review's recap covers the runs since the last review, but never more than this.
+REVIEW_LOOKBACK_SECONDS = 7 * DAY_SECONDS
+# RunConfig fields an autonomous run sets itself: they keep it read-only, bounded and in its
+# workspace (the one its ledger and profiles are in), so a caller may not override them.
+RESERVED_FIELDS = frozenset(
+    {"approve", "ask_user", "tools", "mock_tools", "max_tokens", "workspace"}
+)
+
+# Why a window ended: it ran all its tasks, a task rested, its budget was spent, there was
+# nothing to pursue, or the program could not be run at all.
+StopReason = Literal["window", "rest", "budget", "nothing-to-do", "unrunnable"]
+
+
+@dataclass(slots=True)
+class WindowReport:
+    """What one window did: its runs in order, why it stopped, the desires that wait for the
+    user, and the problems recording it (a ledger that could not be written)."""
+
+    kind: Kind
+    runs: list[AutonomyRun]
+    stopped: StopReason
+    budget_tokens: int | None
+    needs_user: list[DesireView] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def spent_tokens(self) -> int:
+        return sum(run.tokens for run in self.runs)
+
+    @property
+    def failed(self) -> bool:
+        """Whether a run ended in `error` (blocked and resting runs are expected outcomes)."""
+        return any(run.outcome == "error" for run in self.runs)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "runs": [run.to_json() for run in self.runs],
+            "stopped": self.stopped,
+            "budget_tokens": self.budget_tokens,
+            "spent_tokens": self.spent_tokens,
+            "needs_user": [needs_you_line(desire) for desire in self.needs_user],
+            "problems": list(self.problems),
+        }
+
+
+def classify(value: Any) -> tuple[Outcome, str]:
+    """The outcome of a run that returned `value`, and a note saying why it rested."""
+    if value is None:
+        return "no-update", "returned nothing"
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return "no-update", "returned an empty answer"
+        if text.lower().endswith(NO_UPDATE_MARKER):
+            return "no-update", NO_UPDATE_MARKER
+        return "done", ""
+    if isinstance(value, dict) and value.get("rest") is True:
+        note = value.get("note")
+        return "no-update", one_line(note) if isinstance(note, str) and note.strip() else "rest"
+    if isinstance(value, dict | list) and not value:
+        return "no-update", "returned an empty value"
+    return "done", ""
+
+
+def needs_you_line(desire: DesireView, agent: str | None = None) -> str:
+    """`agent/slug: what`, how a desire that waits for the user is listed."""
+    name = f"{agent}/{desire.slug}" if agent else desire.slug
+    return f"{name}: {one_line(desire.what)}"
+
+
+class _Watch(TraceSink):
+    """Counts a run's tool calls, and notices the calls the approval gate refused: in an
+    autonomous run every call that is not a plain read is refused, and the run is blocked."""
+
+    def __init__(self) -> None:
+        self.tool_calls = 0
+        self.refused = 0
+
+    def event(self, event: TraceEvent) -> None:
+        if event.kind == "tool":
+            self.tool_calls += 1
+        elif event.kind == "approval" and event.data.get("decision") == "refused":
+            self.tool_calls += 1
+            self.refused += 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Task:
+    """One program run of a window: its input and, for a desire, the desire's slug."""
+
+    input: dict[str, Any]
+    name: str | None = None
+
+
+def run_autonomous(
+    path: str | Path,
+    kind: Kind,
+    *,
+    workspace: str | Path,
+    budget_tokens: int | None = None,
+    window: int = 1,
+    config_overrides: Mapping[str, Any] | None = None,
+    input_value: Mapping[str, Any] | None = None,
+    clock: Clock = time.time,
+    ledger: Ledger | None = None,
+) -> WindowReport:
+    """Run the program at `path` unattended, up to `window` times, and record every run.
+
+    `budget_tokens` is the window's token budget (None: the kind's default, 0: no budget).
+    `config_overrides` sets other RunConfig fields (the model, the journal, ...), never the
+    ones in RESERVED_FIELDS. `input_value` is the program's input; a desire or review window
+    adds its `desire` or `recap` field. Whatever goes wrong in the window (a program that does
+    not load, a model that cannot be set up, a run that fails) is an `error` run in the report;
+    only a bad argument raises (ValueError; TypeError for a field RunConfig does not have).
+    """
+    if window < 1:
+        raise ValueError(f"window must be at least 1, got {window}")
+    if budget_tokens is not None and budget_tokens < 0:
+        raise ValueError(f"budget_tokens must be 0 or more, got {budget_tokens}")
+    overrides = dict(config_overrides or {})
+    reserved = sorted(RESERVED_FIELDS & overrides.keys())
+    if reserved:
+        raise ValueError(f"Autonomous runs set {', '.join(reserved)} themselves")
+    budget = DEFAULT_BUDGETS[kind] if budget_tokens is None else budget_tokens
+    workspace = Path(workspace)
+    run = _Window(
+        RunConfig(**overrides, workspace=workspace, approve="autonomous", ask_user=None),
+        workspace,
+        WindowReport(kind, [], "window", budget or None),
+        ledger if ledger is not None else Ledger.for_workspace(workspace, clock=clock),
+        clock,
+    )
+    run.run(path, window, dict(input_value or {}))
+    return run.report
+
+
+class _Window:
+    """One window's state: the run configuration, the report it fills and where it records."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        workspace: Path,
+        report: WindowReport,
+        ledger: Ledger,
+        clock: Clock,
+    ) -> None:
+        self.config = config
+        self.workspace = workspace
+        self.report = report
+        self.ledger = ledger
+        self.clock = clock
+        self.owned: list[Closeable] = []
+
+    @property
+    def kind(self) -> Kind:
+        return self.report.kind
+
+    def run(self, path: str | Path, window: int, base: dict[str, Any]) -> None:
+        """Run the window, then close the providers it built for all its tasks."""
+        try:
+            self._run(path, window, base)
+        finally:
+            for provider in reversed(self.owned):
+                provider.close()
+
+    def _run(self, path: str | Path, window: int, base: dict[str, Any]) -> None:
+        """Prepare the window (program, model, tasks), then run its tasks until all ran, one
+        rests or the budget is spent."""
+        report = self.report
+        started = self.clock()
+        try:
+            program = _load(path)
+            self._share_model()
+            tasks = self._tasks(program, window, base)
+        except (ParseError, SemanticError, AgentScriptError, OSError) as problem:
+            report.stopped = "unrunnable"
+            duration = _milliseconds(self.clock() - started)
+            note = one_line(_describe(problem))
+            self._record(AutonomyRun(self.kind, started, duration, 0, 0, 0, "error", note))
+            return
+        if not tasks:
+            report.stopped = "nothing-to-do"
+            note = "no open desire it can pursue on its own"
+            self._record(AutonomyRun(self.kind, self.clock(), 0, 0, 0, 0, "no-update", note))
+            return
+        for task in tasks:
+            limit = report.budget_tokens
+            left = None if limit is None else limit - report.spent_tokens
+            if left is not None and left <= 0:
+                report.stopped = "budget"
+                return
+            run = self._run_task(program, task, left)
+            self._record(run)
+            if run.outcome == "no-update":
+                report.stopped = "rest"
+                return
+
+    def _share_model(self) -> None:
+        """One model for the whole window: a scripted mock goes on with its script from task
+        to task instead of starting over, and a real router keeps its connections. A dry run
+        keeps its model choice, which also decides its tools."""
+        if self.config.model == "dry-run":
+            return
+        llm = build_llm(self.config, self.owned)
+        self.config = replace(self.config, model=llm, responses=None, record=None, replay=None)
+
+    def _tasks(self, program: ast.Program, window: int, base: dict[str, Any]) -> list[_Task]:
+        """Up to `window` desires, or `window` runs with the same input (and, for a review,
+        the recap)."""
+        if self.kind == "desire":
+            return self._desire_tasks(program, window, base)
+        if self.kind == "review":
+            return [_Task({**base, "recap": self._recap()})] * window
+        return [_Task(base)] * window
+
+    def _desire_tasks(self, program: ast.Program, window: int, base: dict[str, Any]) -> list[_Task]:
+        """The strongest open desires the entry agent can pursue on its own (actionable,
+        pursuit `self`); the ones that need the user go to the report instead."""
+        store = ProfileStore(self.workspace, self.clock)
+        profile = store.load(entry_agent(program, self.config.agent))
+        now = self.clock()
+        self.report.needs_user = profile.needs_user(now)
+        pursuable = [
+            desire
+            for desire in profile.open_desires(now)  # strongest first
+            if desire.actionable and desire.pursuit == "self"
+        ]
+        return [
+            _Task(
+                {**base, "desire": {"slug": d.slug, "what": d.what, "prompt": d.prompt}},
+                name=d.slug,
+            )
+            for d in pursuable[:window]
+        ]
+
+    def _recap(self) -> dict[str, Any]:
+        """The recap of the runs since the last review (at most REVIEW_LOOKBACK_SECONDS
+        back), as JSON data."""
+        from agentscript.learn.journal import Journal, journal_path
+        from agentscript.learn.recap import recap
+
+        last = self.ledger.last_started("review")
+        since = max(last or 0.0, self.clock() - REVIEW_LOOKBACK_SECONDS)
+        configured = self.config.journal_path
+        journal = Journal.open(configured or journal_path(self.workspace), self.clock)
+        try:
+            return recap(journal, since).to_json()
+        finally:
+            journal.close()
+
+    def _run_task(self, program: ast.Program, task: _Task, left: int | None) -> AutonomyRun:
+        watch = _Watch()
+        config = replace(
+            self.config, max_tokens=left, trace_sinks=[*self.config.trace_sinks, watch]
+        )
+        started = self.clock()
+        spent: Mapping[str, float | int] | None
+        try:
+            result = api.run(program, task.input, config)
+        except BudgetExceeded as error:
+            outcome: Outcome = "blocked"
+            note, spent = _budget_note(error, left), error.spent
+        except AgentScriptError as error:
+            outcome = "blocked" if watch.refused > 0 else "error"
+            note, spent = str(error), error.spent
+        except Exception as error:  # a provider or journal bug: recorded, not raised
+            outcome, note, spent = "error", _describe(error), None
+        else:
+            outcome, note = classify(result.value)
+            spent = result.usage
+        return AutonomyRun(
+            kind=self.kind,
+            started_at=started,
+            duration_ms=_milliseconds(self.clock() - started),
+            input_tokens=int((spent or {}).get("input_tokens", 0)),
+            output_tokens=int((spent or {}).get("output_tokens", 0)),
+            tool_calls=watch.tool_calls,
+            outcome=outcome,
+            note=one_line(note),
+            task=task.name,
+        )
+
+    def _record(self, run: AutonomyRun) -> None:
+        self.report.runs.append(run)
+        problem = self.ledger.append(run)
+        if problem is not None:
+            self.report.problems.append(problem)
+
+
+def _load(path: str | Path) -> ast.Program:
+    """The program, checked once for the whole window (a window of broken runs is one error)."""
+    program = api.load(path)
+    errors = [d for d in api.check(program) if d.severity == "error"]
+    if errors:
+        raise SemanticError(errors)
+    return program
+
+
+def needs_you(workspace: str | Path, now: float) -> list[str]:
+    """What every agent with a profile in `workspace` waits for the user to do, as
+    `agent/slug: what` lines (agents by name, their desires strongest first)."""
+    store = ProfileStore(Path(workspace))
+    return [
+        needs_you_line(desire, agent)
+        for agent in store.agents()
+        for desire in store.load(agent).needs_user(now)
+    ]
+
+
+def entry_agent(program: ast.Program, name: str | None = None) -> str:
+    """The agent a checked program's run enters: `name`, else its main agent, else its only
+    agent (the checker refuses a program with several agents and no main one)."""
+    if name is not None:
+        return name
+    mains = [agent.name for agent in program.agents if agent.is_main]
+    return mains[0] if mains else program.agents[0].name
+
+
+def _budget_note(error: BudgetExceeded, left: int | None) -> str:
+    """Say which budget ran out in the window's terms (the error names a `run` flag)."""
+    if error.budget != "tokens" or left is None or error.spent is None:
+        return str(error)
+    used = int(error.spent.get("input_tokens", 0)) + int(error.spent.get("output_tokens", 0))
+    return f"Token budget exceeded: {used:,} tokens used, {left:,} were left in the window"
+
+
+def _milliseconds(seconds: float) -> int:
+    return max(0, round(seconds * 1000))
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, SemanticError):
+        return "; ".join(diagnostic.format_located() for diagnostic in error.diagnostics)
+    if isinstance(error, ParseError):
+        return error.located()
+    if isinstance(error, AgentScriptError | OSError):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
