@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,12 +30,32 @@ def connect(path: Path, synchronous: Synchronous = "FULL") -> sqlite3.Connection
         path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
     )
     try:
-        connection.execute("PRAGMA journal_mode=WAL")
+        _enter_wal_mode(connection)
         connection.execute(f"PRAGMA synchronous={synchronous}")
     except BaseException:
         connection.close()
         raise
     return connection
+
+
+def _enter_wal_mode(connection: sqlite3.Connection) -> None:
+    """Switch to WAL unless the file already uses it. Switching needs the database to itself
+    and SQLite does not wait for that, so a file another process is creating at this moment is
+    retried until the busy timeout, like any other lock."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+    delay = 0.001
+    while True:
+        try:
+            if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) and "busy" not in str(error):
+                raise
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
 
 
 @contextmanager

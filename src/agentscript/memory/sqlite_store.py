@@ -37,8 +37,8 @@ from agentscript.memory.store import (
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
 from agentscript.memory.timeline import Level, bucket_start_keys
+from agentscript.sqlite_files import connect, write_transaction
 
-BUSY_TIMEOUT_SECONDS = 60.0
 SCHEMA_VERSION = "1"
 
 _COLUMNS = (
@@ -231,13 +231,8 @@ class SqliteStore:
     def transaction(self) -> Iterator[_Transaction]:
         with self._lock, self._errors():
             connection = self._open()
-            connection.execute("BEGIN IMMEDIATE")
-            try:
+            with write_transaction(connection):
                 yield _Transaction(connection, self.analyzer)
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-            connection.execute("COMMIT")
 
     def touch(self, scopes: tuple[str, ...], ids: tuple[str, ...], moment: str) -> None:
         if not ids:
@@ -247,17 +242,12 @@ class SqliteStore:
             connection = self._open()
             connection.execute("PRAGMA synchronous=NORMAL")
             try:
-                connection.execute("BEGIN IMMEDIATE")
-                try:
+                with write_transaction(connection):
                     connection.execute(
                         f"UPDATE memory_entries SET accessed_at = ? WHERE +scope IN "
                         f"({_marks(scopes)}) AND id IN ({_marks(ids)})",
                         [moment, *scopes, *ids],
                     )
-                except BaseException:
-                    connection.execute("ROLLBACK")
-                    raise
-                connection.execute("COMMIT")
             finally:
                 connection.execute("PRAGMA synchronous=FULL")
 
@@ -281,16 +271,10 @@ class SqliteStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             connection = _connect(self.path)
             try:
-                connection.execute("PRAGMA journal_mode=WAL")
-                connection.execute("BEGIN IMMEDIATE")
-                try:
+                with write_transaction(connection):
                     for statement in _SCHEMA:
                         connection.execute(statement)
                     self._prepare_index(connection)
-                except BaseException:
-                    connection.execute("ROLLBACK")
-                    raise
-                connection.execute("COMMIT")
             except BaseException:
                 connection.close()
                 raise
@@ -313,13 +297,8 @@ class SqliteStore:
         always safe, and it repairs an index that `verify` reports as damaged."""
         with self._lock, self._errors():
             connection = self._open()
-            connection.execute("BEGIN IMMEDIATE")
-            try:
+            with write_transaction(connection):
                 _rebuild(connection, self.analyzer)
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-            connection.execute("COMMIT")
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -405,11 +384,7 @@ class _Transaction:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    # isolation_level=None: every transaction is an explicit BEGIN/COMMIT, nothing implicit.
-    connection = sqlite3.connect(
-        path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
-    )
-    connection.execute("PRAGMA synchronous=FULL")
+    connection = connect(path, "FULL")
     # Freed pages are zeroed, so a purged entry's text does not linger in the file.
     connection.execute("PRAGMA secure_delete=ON")
     return connection
