@@ -423,7 +423,7 @@ def test_autonomous_mode_runs_reads_and_refuses_effects_without_asking(tmp_path:
 
 
 def test_autonomous_mode_overrules_a_policy_that_would_run_an_effect(tmp_path: Path) -> None:
-    policy = ApprovalPolicy.model_validate({"rules": [{"method": "write", "decision": "run"}]})
+    policy = ApprovalPolicy.from_data({"rules": [{"method": "write", "decision": "run"}]})
     gate, asker = _gate(tmp_path, policy)
     with pytest.raises(ExecutionError, match="not allowed in autonomous runs"):
         gate.call(_call("write", {"path": "a.md", "content": "x"}, []))
@@ -433,8 +433,8 @@ def test_autonomous_mode_overrules_a_policy_that_would_run_an_effect(tmp_path: P
 
 def test_autonomous_mode_refuses_reads_a_policy_asks_or_denies(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("a")
-    asks = ApprovalPolicy.model_validate({"defaults": {"read": "ask"}})
-    denies = ApprovalPolicy.model_validate({"defaults": {"read": "deny"}})
+    asks = ApprovalPolicy.from_data({"defaults": {"read": "ask"}})
+    denies = ApprovalPolicy.from_data({"defaults": {"read": "deny"}})
     gate, asker = _gate(tmp_path, asks)
     with pytest.raises(ExecutionError, match="asking is not allowed in autonomous runs"):
         gate.call(_call("read", {"path": "a.md"}, []))

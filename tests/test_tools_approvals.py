@@ -122,7 +122,7 @@ def test_modes_decide_without_asking(
 
 
 def test_policy_rules_match_first_and_override_the_risk_defaults(tmp_path: Path) -> None:
-    policy = ApprovalPolicy.model_validate(
+    policy = ApprovalPolicy.from_data(
         {
             "rules": [{"tool": "File", "method": "write", "decision": "run"}],
             "defaults": {"read": "run"},
@@ -130,7 +130,7 @@ def test_policy_rules_match_first_and_override_the_risk_defaults(tmp_path: Path)
     )
     result = run_with(tmp_path, policy=policy)
     assert approvals(result.trace)[1] == ("approval-1", "approved", "policy")
-    denying = ApprovalPolicy.model_validate(
+    denying = ApprovalPolicy.from_data(
         {"rules": [{"scheme": "file", "risk": "read", "decision": "deny"}]}
     )
     with pytest.raises(
@@ -161,6 +161,6 @@ def test_policy_files_load_from_yaml_and_json_and_reject_mistakes(tmp_path: Path
 
 
 def test_mode_from_the_policy_file_applies_unless_the_caller_sets_one(tmp_path: Path) -> None:
-    policy = ApprovalPolicy.model_validate({"mode": "auto"})
+    policy = ApprovalPolicy.from_data({"mode": "auto"})
     assert ApprovalGate(make_tools(tmp_path), policy=policy).mode == "auto"
     assert ApprovalGate(make_tools(tmp_path), policy=policy, mode="deny").mode == "deny"

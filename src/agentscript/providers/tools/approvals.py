@@ -16,12 +16,9 @@ import itertools
 import json
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agentscript.providers.tools.base import Risk, scheme_of
 from agentscript.providers.tools.registry import ToolRegistry
@@ -36,16 +33,15 @@ Answer = Literal["yes", "no", "always"]
 DEFAULT_DECISIONS: dict[str, Decision] = {"read": "run", "effect": "ask", "destructive": "ask"}
 
 
-class ApprovalRule(BaseModel):
-    """One line of a policy file; unset fields match anything."""
+@dataclass(frozen=True, slots=True)
+class ApprovalRule:
+    """One rule of a policy; unset fields match anything."""
 
-    model_config = ConfigDict(extra="forbid")
-
+    decision: Decision
     scheme: str | None = None
     tool: str | None = None
     method: str | None = None
-    risk: Literal["read", "effect", "destructive"] | None = None
-    decision: Decision
+    risk: Risk | None = None
 
     def matches(self, request: ToolCall, risk: Risk) -> bool:
         return (
@@ -56,14 +52,13 @@ class ApprovalRule(BaseModel):
         )
 
 
-class ApprovalPolicy(BaseModel):
+@dataclass(frozen=True, slots=True)
+class ApprovalPolicy:
     """Rules (first match wins), then the default decision for the call's risk."""
 
-    model_config = ConfigDict(extra="forbid")
-
     mode: ApprovalMode | None = None
-    defaults: dict[Literal["read", "effect", "destructive"], Decision] = {}
-    rules: list[ApprovalRule] = []
+    defaults: dict[Risk, Decision] = field(default_factory=dict)
+    rules: tuple[ApprovalRule, ...] = ()
 
     def decide(self, request: ToolCall, risk: Risk) -> Decision:
         for rule in self.rules:
@@ -72,8 +67,18 @@ class ApprovalPolicy(BaseModel):
         return self.defaults.get(risk, DEFAULT_DECISIONS[risk])
 
     @classmethod
+    def from_data(cls, data: Any, source: str = "Approval policy") -> ApprovalPolicy:
+        """A policy from parsed YAML/JSON, validated field by field; a mistake (an unknown
+        key, a wrong decision) is a LoadError naming `source` and the field."""
+        from agentscript.providers.tools.approval_files import parse_policy
+
+        return parse_policy(data, source)
+
+    @classmethod
     def load(cls, path: str | Path) -> ApprovalPolicy:
         """Read a policy from YAML or JSON; any mistake is an error naming the file and field."""
+        import yaml
+
         file = Path(path)
         try:
             text = file.read_text(encoding="utf-8")
@@ -83,14 +88,7 @@ class ApprovalPolicy(BaseModel):
             data = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
         except (ValueError, yaml.YAMLError) as problem:
             raise LoadError(f"Approval policy {file} is not valid: {problem}") from None
-        try:
-            return cls.model_validate(data or {})
-        except ValidationError as problem:
-            details = "; ".join(
-                f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
-                for error in problem.errors()
-            )
-            raise LoadError(f"Approval policy {file} is invalid: {details}") from None
+        return cls.from_data(data or {}, f"Approval policy {file}")
 
 
 @dataclass(frozen=True, slots=True)
