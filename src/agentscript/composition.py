@@ -236,14 +236,17 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
     from agentscript.providers.tools.approvals import ApprovalGate, ApprovalPolicy
     from agentscript.providers.tools.env import EnvTools
     from agentscript.providers.tools.files import FileTools
-    from agentscript.providers.tools.http import HttpTools
     from agentscript.providers.tools.registry import LazyTool, ToolRegistry
     from agentscript.providers.tools.shell import ShellTools
     from agentscript.providers.tools.workspace import Workspace
 
     environ = config.environ if config.environ is not None else os.environ
     jail = Workspace(workspace)
-    http = HttpTools()
+
+    def http_tools() -> SchemeTool:
+        from agentscript.providers.tools.http import HttpTools
+
+        return HttpTools()
 
     def mcp_tools() -> SchemeTool:
         from agentscript.providers.tools.mcp import McpTools
@@ -255,6 +258,7 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
 
         return MemoryTools.open(jail.root, config.memory_db)
 
+    http = LazyTool(http_tools)
     registry = ToolRegistry(
         {
             "sh": ShellTools(jail),

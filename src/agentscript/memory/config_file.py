@@ -1,0 +1,128 @@
+"""Reading memory.yml: YAML, then strict validation with pydantic, then the plain settings.
+
+Strict means an unknown key at any depth is an error (a typo must never be silently ignored),
+`"3000"` is not a number, and ranges are enforced; every message names the file and the field.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from agentscript.memory.config import (
+    DEFAULT_CONFIG,
+    DigestConfig,
+    MemoryConfig,
+    ScopeMode,
+    TimelineConfig,
+)
+from agentscript.memory.entries import DEFAULT_MAX_ENTRY_BYTES, REMEMBERED_KINDS, Kind
+from agentscript.memory.errors import INVALID_CONFIG, MemoryServiceError
+from agentscript.providers.llm.endpoints import parse_llm_uri
+from agentscript.runtime.errors import ExecutionError
+
+_STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
+_PositiveInt = Annotated[int, Field(gt=0)]
+
+
+class _Timeline(BaseModel):
+    model_config = _STRICT
+    day: bool = True
+    week: bool = True
+    month: bool = True
+    year: bool = True
+    model: str | None = None
+    week_template: Annotated[str, Field(max_length=4000)] | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, value: str | None) -> str | None:
+        # The same check a program's `import llm` gets, so a typo fails when the file is read.
+        if value is not None:
+            try:
+                parse_llm_uri(value)
+            except ExecutionError as error:
+                raise ValueError(str(error)) from None
+        return value
+
+
+class _Digest(BaseModel):
+    model_config = _STRICT
+    enabled: bool = True
+    max_bytes: Annotated[int, Field(ge=256, le=1_000_000)] = 3000
+    max_entries: Annotated[int, Field(ge=1, le=1000)] = 20
+
+
+class _File(BaseModel):
+    model_config = _STRICT
+    scope: ScopeMode = "workspace"
+    layers: tuple[Kind, ...] = REMEMBERED_KINDS
+    timeline: _Timeline = _Timeline()
+    digest: _Digest = _Digest()
+    max_entries: _PositiveInt = 2000
+    max_entry_bytes: Annotated[int, Field(ge=1024, le=10_000_000)] = DEFAULT_MAX_ENTRY_BYTES
+
+    @field_validator("layers", mode="before")
+    @classmethod
+    def _layers(cls, value: Any) -> Any:
+        # YAML gives a list; strict mode wants a tuple. Only the container is converted.
+        if isinstance(value, list):
+            value = tuple(value)
+        if isinstance(value, tuple):
+            for item in value:
+                if item not in REMEMBERED_KINDS:
+                    raise ValueError(
+                        f"{item!r} is not a layer; layers are {', '.join(REMEMBERED_KINDS)} "
+                        "(summaries are written by compaction only)"
+                    )
+            if len(set(value)) != len(value):
+                raise ValueError("lists a layer twice")
+        return value
+
+    def settings(self) -> MemoryConfig:
+        return MemoryConfig(
+            scope=self.scope,
+            layers=self.layers,
+            timeline=TimelineConfig(**self.timeline.model_dump()),
+            digest=DigestConfig(**self.digest.model_dump()),
+            max_entries=self.max_entries,
+            max_entry_bytes=self.max_entry_bytes,
+        )
+
+
+def parse_config_text(text: str, origin: str) -> MemoryConfig:
+    """Parse and validate the text of a memory.yml; `origin` names it in messages."""
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or str(error)
+        raise MemoryServiceError(
+            INVALID_CONFIG, f"{origin}: invalid YAML{where}: {problem}"
+        ) from error
+    if document is None:
+        return DEFAULT_CONFIG
+    if not isinstance(document, dict):
+        raise MemoryServiceError(
+            INVALID_CONFIG,
+            f"{origin}: the top level must be a mapping of settings, not a "
+            f"{type(document).__name__}",
+        )
+    try:
+        return _File.model_validate(document).settings()
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        message = (
+            "unknown setting"
+            if first["type"] == "extra_forbidden"
+            else first["msg"].removeprefix("Value error, ")
+        )
+        more = len(error.errors()) - 1
+        suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+        raise MemoryServiceError(
+            INVALID_CONFIG, f"{origin}: {field}: {message}{suffix}", field
+        ) from error
