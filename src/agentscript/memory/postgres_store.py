@@ -37,12 +37,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, TypeGuard, cast
+from typing import TYPE_CHECKING, Any, TypeGuard
 from urllib.parse import quote, unquote
 
-from agentscript.memory.entries import Entry, Kind, Source
+from agentscript.memory.entries import Entry
 from agentscript.memory.errors import INVALID_ARGUMENT, STORE_FAILURE, MemoryServiceError
 from agentscript.memory.store import (
+    ENTRY_COLUMNS,
     INDEXED_FIELDS,
     Dimension,
     EntryFilter,
@@ -51,10 +52,11 @@ from agentscript.memory.store import (
     ScopeCount,
     StoreConflict,
     TextQuery,
+    entry_from_row,
     index_terms,
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
-from agentscript.memory.timeline import Level, bucket_start_keys
+from agentscript.memory.timeline import bucket_start_keys
 from agentscript.runtime.uris import HIDDEN, SplitUri, scrub_uri
 
 if TYPE_CHECKING:
@@ -84,28 +86,7 @@ _SYSTEM_SCHEMA = re.compile(r"pg_.*|information_schema")
 _FTS5_SEPARATORS = re.compile(r"[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+")
 _ASCII_FOLD = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
-_COLUMNS = (
-    "id",
-    "kind",
-    "scope",
-    "key",
-    "title",
-    "body",
-    "context",
-    "tags",
-    "created_at",
-    "updated_at",
-    "accessed_at",
-    "event_time",
-    "level",
-    "bucket",
-    "archived",
-    "archive_reason",
-    "source",
-    "archive_ref",
-    "reinforce_count",
-    "superseded_by",
-)
+_COLUMNS = ENTRY_COLUMNS
 _SELECTED = ", ".join(f"e.{name}" for name in _COLUMNS)
 
 
@@ -585,7 +566,7 @@ class PostgresMemoryStore:
             cursor.itersize = STREAM_ROWS
             cursor.execute(statement, parameters)
             for row in cursor:
-                yield _entry(row)
+                yield entry_from_row(row)
 
     def verify(self) -> list[str]:
         """Compare the totals and the term counts with the postings and the table, and every
@@ -628,7 +609,7 @@ class PostgresMemoryStore:
                     "GROUP BY e.seq ORDER BY e.seq"
                 )
                 for row in cursor:
-                    entry = _entry(row[: len(_COLUMNS)])
+                    entry = entry_from_row(row[: len(_COLUMNS)])
                     length, terms, hashes, counts = row[len(_COLUMNS) :]
                     expected, expected_length = postings(entry, self.analyzer)
                     stored = dict(zip(terms or [], counts or [], strict=True))
@@ -795,7 +776,7 @@ class _Transaction:
         ).fetchone()
         if found is None:
             raise StoreConflict(f"entry {entry.id} does not exist in scope {entry.scope}")
-        seq, previous_length, previous = int(found[0]), int(found[1]), _entry(found[2:])
+        seq, previous_length, previous = int(found[0]), int(found[1]), entry_from_row(found[2:])
         values = _row(entry)
         assignments = ", ".join(
             f"{name} = {_placeholder(name)}" for name in values if name not in ("id", "scope")
@@ -967,7 +948,7 @@ def _rebuild(connection: Connection, schema: str, analyzer: Analyzer) -> None:
     lengths: list[int] = []
     totals = _Totals()
     for row in rows:
-        entry = _entry(row[1:])
+        entry = entry_from_row(row[1:])
         counts, length = postings(entry, analyzer)
         indexed.append((int(row[0]), scope_hash(entry.scope), counts))
         lengths.append(length)
@@ -1017,53 +998,6 @@ def _row(entry: Entry) -> dict[str, Any]:
         "year": keys["year"],
         "session": entry.source.session,
     }
-
-
-def _entry(row: Sequence[Any]) -> Entry:
-    (
-        identifier,
-        kind,
-        scope,
-        key,
-        title,
-        body,
-        context,
-        tags,
-        created_at,
-        updated_at,
-        accessed_at,
-        event_time,
-        level,
-        bucket,
-        archived,
-        archive_reason,
-        source,
-        archive_ref,
-        reinforce_count,
-        superseded_by,
-    ) = row
-    return Entry(
-        id=identifier,
-        kind=cast(Kind, kind),
-        scope=scope,
-        key=key,
-        title=title,
-        body=body,
-        context=context,
-        tags=tuple(tags),
-        created_at=created_at,
-        updated_at=updated_at,
-        accessed_at=accessed_at,
-        event_time=event_time,
-        level=cast("Level | None", level),
-        bucket=bucket,
-        archived=bool(archived),
-        archive_reason=archive_reason,
-        source=Source(**source),
-        archive_ref=tuple(archive_ref),
-        reinforce_count=int(reinforce_count),
-        superseded_by=superseded_by,
-    )
 
 
 def _where(where: EntryFilter) -> tuple[str, dict[str, Any]]:
@@ -1134,7 +1068,7 @@ def _select(
         "LIMIT %(limit)s OFFSET %(offset)s",
         parameters,
     ).fetchall()
-    return [_entry(row) for row in rows]
+    return [entry_from_row(row) for row in rows]
 
 
 def _count(connection: Connection, schema: str, where: EntryFilter) -> int:

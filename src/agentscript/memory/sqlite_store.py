@@ -22,9 +22,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
-from agentscript.memory.entries import Entry, Kind, Source
+from agentscript.memory.entries import Entry
 from agentscript.memory.errors import STORE_FAILURE, MemoryServiceError
 from agentscript.memory.store import (
+    ENTRY_COLUMNS,
     INDEXED_FIELDS,
     Dimension,
     EntryFilter,
@@ -33,19 +34,16 @@ from agentscript.memory.store import (
     ScopeCount,
     StoreConflict,
     TextQuery,
+    entry_from_row,
     index_terms,
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
-from agentscript.memory.timeline import Level, bucket_start_keys
+from agentscript.memory.timeline import bucket_start_keys
 from agentscript.sqlite_files import connect, write_transaction
 
 SCHEMA_VERSION = "1"
 
-_COLUMNS = (
-    "id, kind, scope, key, title, body, context, tags, created_at, updated_at, accessed_at, "
-    "event_time, level, bucket, archived, archive_reason, source, archive_ref, "
-    "reinforce_count, superseded_by"
-)
+_COLUMNS = ", ".join(ENTRY_COLUMNS)
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS memory_entries (
         seq INTEGER PRIMARY KEY,
@@ -193,7 +191,7 @@ class SqliteStore:
                     parameters,
                 )
                 for row in cursor:
-                    yield _entry(row)
+                    yield _entry_of(row)
                 connection.execute("COMMIT")
             finally:
                 connection.close()
@@ -353,7 +351,7 @@ class _Transaction:
         ).fetchone()
         if found is None:
             raise StoreConflict(f"entry {entry.id} does not exist in scope {entry.scope}")
-        seq, previous = int(found[0]), _entry(found[1:])
+        seq, previous = int(found[0]), _entry_of(found[1:])
         values = _row(entry)
         with _conflicts(entry):
             self._connection.execute(
@@ -395,7 +393,7 @@ def _rebuild(connection: sqlite3.Connection, analyzer: Analyzer) -> None:
     connection.execute("DELETE FROM memory_terms")
     rows = connection.execute(f"SELECT seq, {_COLUMNS} FROM memory_entries").fetchall()
     for row in rows:
-        _index(connection, int(row[0]), _entry(row[1:]), analyzer)
+        _index(connection, int(row[0]), _entry_of(row[1:]), analyzer)
     connection.executemany(
         "INSERT OR REPLACE INTO memory_meta (name, value) VALUES (?, ?)",
         [("schema", SCHEMA_VERSION), ("analyzer", analyzer.signature)],
@@ -471,51 +469,8 @@ def _row(entry: Entry) -> dict[str, Any]:
     }
 
 
-def _entry(row: Sequence[Any]) -> Entry:
-    (
-        identifier,
-        kind,
-        scope,
-        key,
-        title,
-        body,
-        context,
-        tags,
-        created_at,
-        updated_at,
-        accessed_at,
-        event_time,
-        level,
-        bucket,
-        archived,
-        archive_reason,
-        source,
-        archive_ref,
-        reinforce_count,
-        superseded_by,
-    ) = row
-    return Entry(
-        id=identifier,
-        kind=cast(Kind, kind),
-        scope=scope,
-        key=key,
-        title=title,
-        body=body,
-        context=context,
-        tags=tuple(json.loads(tags)),
-        created_at=created_at,
-        updated_at=updated_at,
-        accessed_at=accessed_at,
-        event_time=event_time,
-        level=cast("Level | None", level),
-        bucket=bucket,
-        archived=bool(archived),
-        archive_reason=archive_reason,
-        source=Source(**json.loads(source)),
-        archive_ref=tuple(json.loads(archive_ref)),
-        reinforce_count=int(reinforce_count),
-        superseded_by=superseded_by,
-    )
+def _entry_of(row: Sequence[Any]) -> Entry:
+    return entry_from_row(row, json.loads)
 
 
 def _where(where: EntryFilter, prefix: str) -> tuple[str, list[Any]]:
@@ -580,7 +535,7 @@ def _select(
         f"ORDER BY {_ORDERS[order]} {direction}, id {direction} LIMIT ? OFFSET ?"
     )
     rows = connection.execute(statement, [*parameters, -1 if limit is None else limit, offset])
-    return [_entry(row) for row in rows.fetchall()]
+    return [_entry_of(row) for row in rows.fetchall()]
 
 
 def _count(connection: sqlite3.Connection, where: EntryFilter) -> int:

@@ -20,12 +20,12 @@ entry supersedes or merges with which is the service's job). Four rules bind eve
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
-from agentscript.memory.entries import Entry, Kind
+from agentscript.memory.entries import Entry, Kind, Source
 from agentscript.memory.errors import CONFLICT, MemoryServiceError
 from agentscript.memory.text import Analyzer
 from agentscript.memory.timeline import Level
@@ -129,6 +129,64 @@ def index_terms(entry: Entry, analyzer: Analyzer) -> dict[str, list[str]]:
         "body": analyzer.terms(entry.body),
         "context": analyzer.terms(entry.context),
     }
+
+
+# The columns every store selects to rebuild an entry, in this order (see `entry_from_row`).
+ENTRY_COLUMNS = (
+    "id",
+    "kind",
+    "scope",
+    "key",
+    "title",
+    "body",
+    "context",
+    "tags",
+    "created_at",
+    "updated_at",
+    "accessed_at",
+    "event_time",
+    "level",
+    "bucket",
+    "archived",
+    "archive_reason",
+    "source",
+    "archive_ref",
+    "reinforce_count",
+    "superseded_by",
+)
+
+
+def _as_stored(value: Any) -> Any:
+    return value
+
+
+def entry_from_row(row: Sequence[Any], decode_json: Callable[[Any], Any] = _as_stored) -> Entry:
+    """The entry of one row of `ENTRY_COLUMNS`. `decode_json` turns the stored form of the
+    structured columns (tags, source, archive_ref) back into Python values: `json.loads` for
+    a store that keeps them as JSON text, the default for one whose driver decodes them."""
+    values = dict(zip(ENTRY_COLUMNS, row, strict=True))
+    return Entry(
+        id=values["id"],
+        kind=cast(Kind, values["kind"]),
+        scope=values["scope"],
+        key=values["key"],
+        title=values["title"],
+        body=values["body"],
+        context=values["context"],
+        tags=tuple(decode_json(values["tags"])),
+        created_at=values["created_at"],
+        updated_at=values["updated_at"],
+        accessed_at=values["accessed_at"],
+        event_time=values["event_time"],
+        level=cast("Level | None", values["level"]),
+        bucket=values["bucket"],
+        archived=bool(values["archived"]),
+        archive_reason=values["archive_reason"],
+        source=Source(**decode_json(values["source"])),
+        archive_ref=tuple(decode_json(values["archive_ref"])),
+        reinforce_count=int(values["reinforce_count"]),
+        superseded_by=values["superseded_by"],
+    )
 
 
 class StoreReader(Protocol):
