@@ -6,6 +6,10 @@ real runs (scripted mock model, real host tools, a temporary workspace and memor
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -293,6 +297,85 @@ def test_the_same_lesson_of_another_task_or_kind_is_another_experience(
         add_experience(memory, candidate(MARCH, "run-2", signature="other"), graph=graph)
         add_experience(memory, candidate(MARCH, "run-3", kind="success"), graph=graph)
         assert len(experiences(memory)) == 3
+
+
+# One process learning a near-identical lesson: it waits for the start file, then adds the
+# candidate with a rewrite that takes a while, so processes that did not wait for each other
+# would all decide "new" before any of them stored it.
+_LEARNER_PROCESS = """
+import json, sys, time
+from pathlib import Path
+from agentscript.learn.experiences import Candidate, Evidence, Refiner, add_experience
+from agentscript.learn.journal import journal_path, shared_journal
+from agentscript.memory import MemoryService
+from agentscript.providers.llm.mock import ScriptedLlm
+
+workspace, database, start, month, refined = sys.argv[1:6]
+
+
+class SlowModel(ScriptedLlm):
+    def generate(self, request):
+        time.sleep(0.3)
+        return super().generate(request)
+
+
+candidate = Candidate(
+    kind="failure",
+    trigger="run_error",
+    title="Locate files before File.read",
+    lesson=f'File.read failed with "File not found: {month}.csv": locate the file first.',
+    when="Tasks like this",
+    evidence=Evidence(run_id=f"run-{month}", tool_chain=("File.read",), files=("data.csv",)),
+    confidence=0.7,
+    signature="report",
+    task="Sum the March report",
+    tools=("File.read",),
+    cause="not_found",
+)
+refiner = Refiner(SlowModel({"Learner.refine": [json.loads(refined)]}))
+while not Path(start).exists():
+    time.sleep(0.005)
+graph = shared_journal(journal_path(workspace)).graph
+with MemoryService.open(workspace, database=database) as memory:
+    print(add_experience(memory, candidate, graph=graph, refiner=refiner).action)
+"""
+
+
+def test_processes_learning_the_same_lesson_at_once_store_it_once(
+    workspace: Path, database: Path, tmp_path: Path
+) -> None:
+    start = tmp_path / "start"
+    months = ["march", "april", "may", "june"]
+    learners = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                _LEARNER_PROCESS,
+                str(workspace),
+                str(database),
+                str(start),
+                month,
+                json.dumps(REFINED),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for month in months
+    ]
+    time.sleep(1.0)  # let every process import and wait at the start line
+    start.touch()
+    outputs = [learner.communicate(timeout=120) for learner in learners]
+
+    assert [learner.returncode for learner in learners] == [0] * len(months), outputs
+    actions = sorted(out.strip() for out, _ in outputs)
+    assert actions == ["created", "reinforced", "reinforced", "reinforced"]
+    with open_memory(workspace, database) as memory:
+        entry = only(experiences(memory))
+    assert entry["reinforce_count"] == len(months) - 1
+    node = journal_of(workspace).graph.node(entry["key"])
+    assert node is not None and node.metadata["run_count"] == len(months)
 
 
 def test_a_run_counts_once_per_experience(workspace: Path, database: Path) -> None:

@@ -80,6 +80,12 @@ DETAIL_CHARS = 120
 RUNS_KEPT = 20
 # How many experiences of one kind and signature a dedup compares against (recall's maximum).
 DEDUP_POOL = 200
+# The graph's lock around deciding and storing an experience (see add_experience): how long a
+# learner waits for another process's learning, and after how long a holder counts as crashed
+# (sooner when its pid is gone from this host).
+LEARNING_LOCK = "learning"
+LEARNING_LOCK_TIMEOUT = 120.0
+LEARNING_LOCK_STALE = 600.0
 # An EXPERIENCE node's status: in memory, in the graph only, or retired (by bad feedback or
 # by a caller; a repeat of it is then blocked, never stored again).
 STORED = "stored"
@@ -922,7 +928,26 @@ def add_experience(
     graph-only candidate gains REPEAT_BONUS. What reaches `min_confidence` is rewritten by
     `refiner` (if any) and stored; the rest stays in the graph (or is dropped without one).
     With a graph, a run counts once per experience: learning a run again adds nothing.
+
+    With a graph, the whole decision and its write hold the graph's learning lock, so two
+    processes learning the same lesson at once store it once and reinforce it once; a
+    rewrite by `refiner` happens under the lock too (it is opt-in and bounded by its calls).
     """
+    if graph is None:
+        return _add_experience(service, candidate, None, refiner, min_confidence)
+    with graph.store.lock(
+        LEARNING_LOCK, timeout=LEARNING_LOCK_TIMEOUT, stale_after=LEARNING_LOCK_STALE
+    ):
+        return _add_experience(service, candidate, graph, refiner, min_confidence)
+
+
+def _add_experience(
+    service: MemoryService,
+    candidate: Candidate,
+    graph: TaskGraph | None,
+    refiner: Refiner | None,
+    min_confidence: float,
+) -> Added:
     candidate = candidate.cleaned(service.workspace)
     node = _similar_node(graph, candidate) if graph is not None else None
     entry = _similar_entry(service, candidate)

@@ -2,7 +2,9 @@
 
 The SQLite store shares the journal's file (`runs.db`) but has its own tables and connection.
 Weight updates are read-modify-write inside one write transaction with the maths handed in by
-the graph, so two processes strengthening the same node never lose an update.
+the graph, so two processes strengthening the same node never lose an update. What spans
+several calls (deciding whether a lesson is new, then storing it) takes one of the store's
+named cross-process locks (`lock`).
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
 from agentscript.learn.graph import Edge, EdgeType, Node, NodeType, ToolLink
 from agentscript.learn.journal_store import JournalError, dumps, prepare_schema
+from agentscript.learn.locks import file_lock
 from agentscript.sqlite_files import SqliteFile
 
 EdgeKey = tuple[str, str, str]
@@ -73,6 +77,14 @@ class GraphStore(Protocol):
     ) -> int:
         """Remove nodes with every edge touching them, the edges and the links given; answer
         how many edges went."""
+        ...
+
+    def lock(
+        self, name: str, *, timeout: float, stale_after: float
+    ) -> AbstractContextManager[None]:
+        """Hold the cross-process lock `name` of this store for the body of a `with`: one
+        holder at a time among every process that uses the same store. Raises LockTimeout
+        after `timeout` seconds; a holder older than `stale_after` seconds counts as crashed."""
         ...
 
     def close(self) -> None: ...
@@ -332,6 +344,13 @@ class SqliteGraphStore:
             )
             connection.executemany("DELETE FROM tool_links WHERE first = ? AND second = ?", links)
         return removed_edges
+
+    def lock(
+        self, name: str, *, timeout: float, stale_after: float
+    ) -> AbstractContextManager[None]:
+        """A lock file beside the database (`runs.db.<name>.lock`), see learn/locks.py."""
+        path = self.path.with_name(f"{self.path.name}.{name}.lock")
+        return file_lock(path, timeout=timeout, stale_after=stale_after)
 
     def close(self) -> None:
         self._file.close()

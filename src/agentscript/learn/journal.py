@@ -39,6 +39,7 @@ from agentscript.learn.journal_store import (
     SqliteJournalStore,
     dumps,
 )
+from agentscript.learn.locks import process_alive
 from agentscript.runtime.trace import REDACTED, TraceEvent, TraceSink, format_trace
 
 # Where a workspace keeps its journal.
@@ -156,20 +157,6 @@ def effective_status(run: RunRecord, now: float, host: str | None = None) -> Run
     if run.host == (host or socket.gethostname()) and not process_alive(run.pid):
         return "interrupted"
     return "running"
-
-
-def process_alive(pid: int) -> bool:
-    """Whether a process with this id exists here. On Windows signal 0 would terminate it, so
-    there only the heartbeat tells."""
-    if os.name == "nt":
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class JournalSink(TraceSink):

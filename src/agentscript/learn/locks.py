@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agentscript.learn.journal import process_alive
 from agentscript.runtime.errors import AgentScriptError
 
 DEFAULT_TIMEOUT = 10.0
@@ -113,6 +112,20 @@ def file_lock(
         yield
     finally:
         _release(lock, token)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id exists here. On Windows signal 0 would terminate it, so
+    there only the heartbeat tells."""
+    if os.name == "nt":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def read_owner(path: Path) -> LockOwner | None:
