@@ -12,6 +12,7 @@ from rich.console import Console
 
 from agentscript.learn.journal import Journal
 from agentscript.learn.pictures import render_run_html, run_picture, tool_chain_tree
+from experience_support import GUESSED, journal_of, learned_run, make_workspace
 from learn_support import FixedClock, journaled_run
 
 
@@ -57,6 +58,31 @@ def test_the_page_lists_the_tool_chain_and_approvals(
     ]
     approvals = page.split("<h2>Approvals</h2>")[1]
     assert approvals.count("<td>approved</td>") == 2
+
+
+def test_the_page_shows_the_experiences_the_run_taught(tmp_path: Path) -> None:
+    workspace = make_workspace(tmp_path)
+    ran = learned_run(workspace, tmp_path / "memory.db", [GUESSED])
+    journal = journal_of(workspace)
+    picture = run_picture(journal, ran.run_id)
+    page = render_run_html(journal, ran.run_id, tmp_path / "run.html").read_text("utf-8")
+
+    [experience] = picture.experiences
+    assert experience.metadata["status"] == "stored"
+    # One box per node: the run's own, its files and the experience under its episode.
+    assert page.count("<rect") == len(picture.nodes)
+    assert f"<title>experience: {experience.label}" in page
+    table = page.split("<h2>Experiences</h2>")[1]
+    assert "<td>failure</td>" in table and "<td>stored</td>" in table
+    assert f"<b>{experience.label}</b>" in table
+
+
+def test_a_run_that_taught_nothing_says_so(
+    journal: Journal, workspace: Path, tmp_path: Path
+) -> None:
+    run = journaled_run(journal, workspace)
+    page = render_run_html(journal, run.run_id, tmp_path / "run.html").read_text("utf-8")
+    assert "<p>No experiences.</p>" in page
 
 
 def test_a_large_run_is_drawn_in_part_and_says_so(journal: Journal, workspace: Path) -> None:

@@ -29,6 +29,7 @@ from agentscript.learn.graph import (
     HALF_LIVES,
     Edge,
     EdgeType,
+    Neighbour,
     Node,
     NodeType,
     TaskGraph,
@@ -1085,8 +1086,13 @@ def recall_experiences(
 
 def experiences_of_run(graph: TaskGraph, run_id: str) -> list[Node]:
     """The EXPERIENCE nodes a run produced, repeated, confirmed or was blocked by."""
+    return [link.node for link in experience_links(graph, run_id)]
+
+
+def experience_links(graph: TaskGraph, run_id: str) -> list[Neighbour]:
+    """The same nodes with the edges from the run's episode that link them."""
     return [
-        neighbour.node
+        neighbour
         for neighbour in graph.neighbours(episode_node_id(run_id), EdgeType.REFERENCE, "out")
         if neighbour.node.node_type is NodeType.EXPERIENCE
     ]

@@ -1,5 +1,6 @@
 """Pictures of a run: a self-contained HTML page with the task graph drawn in inline SVG, and a
-terminal tree of the tool chain.
+terminal tree of the tool chain. The page also shows the experiences the run taught, repeated,
+confirmed or was blocked by, from the task graph where learning recorded them.
 
 The page loads nothing from anywhere (no scripts, fonts or styles from the network) and shows
 only what the graph keeps, which is already summarised; every text is escaped.
@@ -8,6 +9,7 @@ only what the graph keeps, which is already summarised; every text is escaped.
 from __future__ import annotations
 
 import html
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,13 +18,13 @@ from rich.text import Text
 from rich.tree import Tree
 
 from agentscript.learn.execution_trace import ApprovalStep, TaskExecutionTrace, ToolStep
+from agentscript.learn.experiences import experience_links
 from agentscript.learn.graph import (
     Edge,
     EdgeType,
     Node,
     NodeType,
     build_run_graph,
-    file_node_id,
     run_node_id,
 )
 from agentscript.learn.journal import Journal, run_trace
@@ -39,6 +41,7 @@ LANES: tuple[NodeType, ...] = (
     NodeType.TOOL_RESULT,
     NodeType.FILE,
     NodeType.EPISODE,
+    NodeType.EXPERIENCE,
 )
 NODE_COLOURS: dict[NodeType, str] = {
     NodeType.RUN: "#394b59",
@@ -65,22 +68,32 @@ _BOX_W, _BOX_H, _STEP_X, _STEP_Y, _MARGIN = 150, 34, 170, 70, 20
 
 @dataclass(frozen=True, slots=True)
 class RunPicture:
-    """What both pictures draw: the run, its graph (its own nodes and the files it touched)
-    and its execution trace."""
+    """What both pictures draw: the run, its graph (its own nodes and the files it touched),
+    its execution trace and the EXPERIENCE nodes of the task graph its episode links to."""
 
     run: RunRecord
     nodes: list[Node]
     edges: list[Edge]
     trace: TaskExecutionTrace
+    experiences: list[Node]
 
 
 def run_picture(journal: Journal, reference: str) -> RunPicture:
     """Gather a run's picture. The graph is built from the journal, so it shows the run as it
-    happened (also while it runs, or after decay pruned its nodes from the task graph)."""
+    happened (also while it runs, or after decay pruned its nodes from the task graph); the
+    experiences come from the task graph, where learning linked them to the run's episode."""
     trace = run_trace(journal, reference)
     run = journal.resolve(trace.run_id)
     graph = build_run_graph(run, journal.store.entries(run.run_id), trace.status)
-    return RunPicture(run, graph.nodes, graph.edges, trace)
+    links = experience_links(journal.graph, run.run_id)
+    experiences = [link.node for link in links]
+    return RunPicture(
+        run,
+        [*graph.nodes, *experiences],
+        [*graph.edges, *(link.edge for link in links)],
+        trace,
+        experiences,
+    )
 
 
 def render_run_html(journal: Journal, reference: str, path: str | Path) -> Path:
@@ -108,6 +121,8 @@ def run_html(picture: RunPicture) -> str:
         _tool_table(trace),
         "<h2>Approvals</h2>",
         _approval_table(trace),
+        "<h2>Experiences</h2>",
+        _experience_table(picture.experiences),
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
@@ -253,6 +268,25 @@ def _approval_table(trace: TaskExecutionTrace) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
+def _experience_table(experiences: list[Node]) -> str:
+    """What the run taught or repeated: the lesson as the task graph keeps it (summarised
+    before it was stored), its status and how many runs it stands on."""
+    if not experiences:
+        return "<p>No experiences.</p>"
+    head = "<tr><th>kind</th><th>lesson</th><th>status</th><th>confidence</th><th>runs</th></tr>"
+    rows = [
+        "<tr>"
+        f"<td>{_e(node.metadata.get('kind', '-'))}</td>"
+        f"<td><b>{_e(node.label)}</b><br>{_e(node.metadata.get('lesson', ''))}</td>"
+        f"<td>{_e(node.metadata.get('status', '-'))}</td>"
+        f"<td>{_e(node.metadata.get('confidence', '-'))}</td>"
+        f"<td>{_e(node.metadata.get('run_count', 0))}</td>"
+        "</tr>"
+        for node in experiences
+    ]
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
 def _legend() -> str:
     nodes = "".join(
         f"<span><i class='swatch' style='background:{NODE_COLOURS[lane]}'></i>{_e(lane.value)}</span>"
@@ -266,10 +300,12 @@ def _legend() -> str:
 
 
 def _svg(nodes: list[Node], edges: list[Edge]) -> str:
-    """Nodes in lanes by type, left to right in the order the run recorded them; a FILE node
-    stands under the first result that touched it."""
+    """Nodes in lanes by type, left to right in the order the run recorded them. A FILE node
+    stands under the first result that touched it, an EXPERIENCE node under the episode that
+    links to it; several under one node go side by side."""
+    below = (NodeType.FILE, NodeType.EXPERIENCE)
     drawn = sorted(
-        (node for node in nodes if node.node_type is not NodeType.FILE),
+        (node for node in nodes if node.node_type not in below),
         key=lambda node: (node.seq, LANES.index(node.node_type) if node.node_type in LANES else 99),
     )
     left_out = max(0, len(drawn) - MAX_DRAWN)
@@ -280,13 +316,23 @@ def _svg(nodes: list[Node], edges: list[Edge]) -> str:
     position: dict[str, tuple[int, int]] = {}
     for node in drawn:
         position[node.node_id] = (columns[node.seq], LANES.index(node.node_type))
+    types = {node.node_id: node.node_type for node in nodes}
+    placed: Counter[tuple[str, NodeType]] = Counter()
     for edge in edges:
-        if edge.edge_type is EdgeType.REFERENCE and edge.source in position:
-            key = edge.target
-            if key.startswith(file_node_id("")) and key not in position:
-                position[key] = (position[edge.source][0], LANES.index(NodeType.FILE))
+        kind = types.get(edge.target)
+        if (
+            edge.edge_type is EdgeType.REFERENCE
+            and edge.source in position
+            and kind in below
+            and edge.target not in position
+        ):
+            assert kind is not None
+            column = position[edge.source][0] + placed[edge.source, kind]
+            placed[edge.source, kind] += 1
+            position[edge.target] = (column, LANES.index(kind))
     shown = {node.node_id: node for node in nodes if node.node_id in position}
-    width = _MARGIN * 2 + _STEP_X * max(1, len(columns)) - (_STEP_X - _BOX_W)
+    span = max((column for column, _ in position.values()), default=0) + 1
+    width = _MARGIN * 2 + _STEP_X * span - (_STEP_X - _BOX_W)
     height = _MARGIN * 2 + _STEP_Y * len(LANES)
 
     def centre(node_id: str) -> tuple[float, float]:
