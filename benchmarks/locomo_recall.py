@@ -7,7 +7,10 @@ re-ingest updates instead of duplicating). Every question of categories 1-4 is a
 session-level recall_all@k, recall_any@k (k = 1, 5, 10) and MRR, per category, next to a plain
 BM25 baseline computed in the same run (standard library only: k1 1.2, b 0.75, lowercase
 alphanumeric tokens, no stemming, one conversation per corpus, the raw turn text), without and
-with the small stop list of the reference measurement.
+with the small stop list of the reference measurement. Session rankings are the order in which
+sessions first appear among the ranked turns; one more baseline ranks whole sessions (each
+session's turns as one document, with the stop list), the way the reference measured its
+session-level floor.
 Nothing here reads answers or evidence before scoring, and nothing is tuned per question.
 
 Then a synthetic store of 100,000 entries measures recall p95 and remember p95 at that size.
@@ -200,25 +203,39 @@ class Scores:
     counts: Counter[str] = field(default_factory=Counter)
 
     def add(self, category: int, ranked_turns: list[str], evidence: frozenset[str]) -> None:
+        """A ranking of turns; sessions rank in the order they first appear in it."""
         sessions = list(dict.fromkeys(session_of(turn) for turn in ranked_turns))
-        wanted_sessions = frozenset(session_of(turn) for turn in evidence)
-        values: dict[str, float] = {}
-        for unit, ranked, wanted in (
-            ("turn", ranked_turns, evidence),
-            ("session", sessions, wanted_sessions),
-        ):
-            for k in KS:
-                top = set(ranked[:k])
-                values[f"{unit} all@{k}"] = float(wanted <= top)
-                values[f"{unit} any@{k}"] = float(bool(wanted & top))
-            first = next((rank for rank, item in enumerate(ranked, 1) if item in wanted), None)
-            values[f"{unit} mrr"] = 1.0 / first if first else 0.0
+        self._count(
+            category,
+            {
+                **_hits("turn", ranked_turns, evidence),
+                **_hits("session", sessions, frozenset(session_of(turn) for turn in evidence)),
+            },
+        )
+
+    def add_sessions(self, category: int, sessions: list[str], evidence: frozenset[str]) -> None:
+        """A ranking of whole sessions, for a system that retrieves sessions only."""
+        wanted = frozenset(session_of(turn) for turn in evidence)
+        self._count(category, _hits("session", sessions, wanted))
+
+    def mean(self, group: str, metric: str) -> float:
+        return self.sums[group][metric] / max(self.counts[group], 1)
+
+    def _count(self, category: int, values: dict[str, float]) -> None:
         for name in ("all", CATEGORIES[category]):
             self.counts[name] += 1
             self.sums[name].update(values)
 
-    def mean(self, group: str, metric: str) -> float:
-        return self.sums[group][metric] / max(self.counts[group], 1)
+
+def _hits(unit: str, ranked: list[str], wanted: frozenset[str]) -> dict[str, float]:
+    values: dict[str, float] = {}
+    for k in KS:
+        top = set(ranked[:k])
+        values[f"{unit} all@{k}"] = float(wanted <= top)
+        values[f"{unit} any@{k}"] = float(bool(wanted & top))
+    first = next((rank for rank, item in enumerate(ranked, 1) if item in wanted), None)
+    values[f"{unit} mrr"] = 1.0 / first if first else 0.0
+    return values
 
 
 # ------------------------------------------------------------------------------ BM25 floor
@@ -236,18 +253,20 @@ def baseline_tokens(text: str, stoplist: frozenset[str]) -> list[str]:
 
 
 class PlainBm25:
-    """Okapi BM25 over the raw text of one conversation's turns, as plain as it gets."""
+    """Okapi BM25 over raw texts (one conversation's turns, or its sessions), as plain as it
+    gets."""
 
     def __init__(
         self,
-        turns: list[Turn],
+        ids: list[str],
+        texts: list[str],
         stoplist: frozenset[str] = frozenset(),
         k1: float = 1.2,
         b: float = 0.75,
     ) -> None:
-        self.ids = [turn.turn_id for turn in turns]
+        self.ids = ids
         self.stoplist = stoplist
-        self.documents = [Counter(baseline_tokens(turn.text, stoplist)) for turn in turns]
+        self.documents = [Counter(baseline_tokens(text, stoplist)) for text in texts]
         self.lengths = [sum(document.values()) for document in self.documents]
         self.average = sum(self.lengths) / len(self.lengths)
         frequency: Counter[str] = Counter()
@@ -259,6 +278,19 @@ class PlainBm25:
             for term, count in frequency.items()
         }
         self.k1, self.b = k1, b
+
+    @classmethod
+    def of_turns(cls, turns: list[Turn], stoplist: frozenset[str] = frozenset()) -> PlainBm25:
+        return cls([turn.turn_id for turn in turns], [turn.text for turn in turns], stoplist)
+
+    @classmethod
+    def of_sessions(cls, turns: list[Turn], stoplist: frozenset[str] = frozenset()) -> PlainBm25:
+        """One document per session, its turns' texts joined: the unit of the reference
+        measurement's session-level numbers."""
+        sessions: dict[str, list[str]] = defaultdict(list)
+        for turn in turns:
+            sessions[session_of(turn.turn_id)].append(turn.text)
+        return cls(list(sessions), ["\n".join(texts) for texts in sessions.values()], stoplist)
 
     def rank(self, query: str, limit: int) -> list[str]:
         terms = baseline_tokens(query, self.stoplist)
@@ -286,6 +318,8 @@ class Run:
     recall_ms: list[float]
     remember_ms: list[float]
     ingest_seconds: float
+    # The units it ranks: a system that retrieves whole sessions has no turn-level figures.
+    units: tuple[str, ...] = ("turn", "session")
 
 
 def run_service(
@@ -332,20 +366,27 @@ def run_service(
 
 
 def run_baseline(
-    name: str, conversations: list[Conversation], stoplist: frozenset[str] = frozenset()
+    name: str,
+    conversations: list[Conversation],
+    stoplist: frozenset[str] = frozenset(),
+    unit: str = "turn",
 ) -> Run:
+    """Plain BM25 over each conversation's turns, or (`unit` "session") over its sessions."""
     scores = Scores()
     recall_ms: list[float] = []
     started = time.perf_counter()
-    indexes = [PlainBm25(conversation.turns, stoplist) for conversation in conversations]
+    build = PlainBm25.of_sessions if unit == "session" else PlainBm25.of_turns
+    indexes = [build(conversation.turns, stoplist) for conversation in conversations]
     ingest_seconds = time.perf_counter() - started
+    add = scores.add_sessions if unit == "session" else scores.add
     for conversation, index in zip(conversations, indexes, strict=True):
         for question, category, evidence in conversation.questions:
             started = time.perf_counter()
             ranked = index.rank(question, RESULTS_PER_QUESTION)
             recall_ms.append((time.perf_counter() - started) * 1000)
-            scores.add(category, ranked, evidence)
-    return Run(name, scores, recall_ms, [], ingest_seconds)
+            add(category, ranked, evidence)
+    units = ("session",) if unit == "session" else ("turn", "session")
+    return Run(name, scores, recall_ms, [], ingest_seconds, units)
 
 
 # ------------------------------------------------------------------------------ scaling
@@ -463,6 +504,7 @@ def report(runs: list[Run]) -> None:
                 ]
                 for group in groups
                 for run in runs
+                if unit in run.units
             ),
         )
     print_table(
@@ -571,6 +613,7 @@ def main(argv: list[str] | None = None) -> int:
         run_service("agentscript", conversations),
         run_baseline("plain BM25", conversations),
         run_baseline("BM25 + stop list", conversations, SMALL_STOPLIST),
+        run_baseline("BM25 sessions + stop list", conversations, SMALL_STOPLIST, unit="session"),
     ]
     report(runs)
     if arguments.ablations:
