@@ -19,6 +19,10 @@ Prints tables; never asserts. The data set is evaluation data only: it is read f
 
     .venv/bin/python benchmarks/locomo_recall.py [--data PATH] [--ablations]
         [--scale 100000] [--scale-queries 300] [--no-scale]
+        [--embeddings URI [--semantic-weight 1.0]]
+
+With --embeddings, one more row re-ranks with that embedding model (memory/semantic.py), the
+model being reached as memory.yml's `recall.embeddings` would be (OPENAI_*/OLLAMA_* variables).
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ from agentscript.memory import (
     RecallTuning,
     Source,
 )
+from agentscript.memory.semantic import SemanticRanker
+from agentscript.providers.llm.embeddings import HttpEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "benchmarks" / "locomo" / "locomo-dev.json"
@@ -329,11 +335,13 @@ def run_service(
     analyzer: Analyzer = DEFAULT_ANALYZER,
     tuning: RecallTuning | None = None,
     options: Ingest = Ingest(),
+    semantic: SemanticRanker | None = None,
 ) -> Run:
     config = MemoryConfig(max_entries=100_000)
     scores = Scores()
     recall_ms: list[float] = []
     remember_ms: list[float] = []
+    notes: Counter[str] = Counter()
     ingest_seconds = 0.0
     with tempfile.TemporaryDirectory() as folder:
         clock = FixedClock(datetime(2024, 1, 1, tzinfo=UTC))
@@ -345,6 +353,7 @@ def run_service(
             analyzer=analyzer,
             tuning=tuning,
         ) as service:
+            service.semantic = semantic
             for conversation in conversations:
                 started = time.perf_counter()
                 remember_ms += ingest(service, conversation, options)
@@ -362,6 +371,10 @@ def run_service(
                     )
                     recall_ms.append((time.perf_counter() - started) * 1000)
                     scores.add(category, [hit["key"].upper() for hit in found["results"]], evidence)
+                    if "note" in found:
+                        notes[found["note"]] += 1
+    for note, count in notes.items():
+        print(f"{name}: {count} recalls noted: {note}", file=sys.stderr)
     return Run(name, scores, recall_ms, remember_ms, ingest_seconds)
 
 
@@ -599,6 +612,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale-queries", type=int, default=300)
     parser.add_argument("--scale-remembers", type=int, default=300)
     parser.add_argument("--no-scale", action="store_true")
+    parser.add_argument(
+        "--embeddings",
+        metavar="URI",
+        help="also run with semantic re-ranking by this embedding model (openai:// or ollama://)",
+    )
+    parser.add_argument("--semantic-weight", type=float, default=1.0)
     arguments = parser.parse_args(argv)
     if not arguments.data.exists():
         print(f"LoCoMo data not found at {arguments.data} (use --data)", file=sys.stderr)
@@ -615,6 +634,11 @@ def main(argv: list[str] | None = None) -> int:
         run_baseline("BM25 + stop list", conversations, SMALL_STOPLIST),
         run_baseline("BM25 sessions + stop list", conversations, SMALL_STOPLIST, unit="session"),
     ]
+    if arguments.embeddings:
+        embedder = HttpEmbedder(arguments.embeddings)
+        ranker = SemanticRanker(embedder, weight=arguments.semantic_weight)
+        runs.insert(1, run_service(f"+ {embedder.name}", conversations, semantic=ranker))
+        embedder.close()
     report(runs)
     if arguments.ablations:
         report_ablations(

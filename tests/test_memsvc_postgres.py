@@ -298,8 +298,8 @@ def test_recall_ranks_exactly_as_sqlite(twins: tuple[SqliteStore, PostgresMemory
         terms = sqlite.analyzer.unique_terms(query)
         for tuning in tunings:
             for where in filters()[:4]:
-                expected = rank(sqlite, terms, where, 25, tuning, NOW, time_windows(query))
-                found = rank(postgres, terms, where, 25, tuning, NOW, time_windows(query))
+                expected = rank(sqlite, terms, where, 25, tuning, NOW, time_windows(query)).results
+                found = rank(postgres, terms, where, 25, tuning, NOW, time_windows(query)).results
                 assert [(r.entry, r.score) for r in found] == [
                     (r.entry, r.score) for r in expected
                 ], query
@@ -595,6 +595,8 @@ def test_every_statement_names_the_scopes_it_reads(
     store.search(TextQuery(("secret", "plan")), where, 5)
     list(store.export(("/a",)))
     store.touch(("/a",), (item.id,), STAMP)
+    store.save_vectors(("/a",), "test://model", {item.id: ("digest", [1.0, 0.0])})
+    assert store.vectors(("/a",), "test://model", {item.id: "digest"}) == {item.id: (1.0, 0.0)}
     with store.transaction() as tx:
         tx.select(where)
         tx.replace(item.evolve(title="secret plans"))
@@ -837,6 +839,7 @@ def test_the_schema_is_created_once_with_durable_read_committed_writes(
         ("memory_postings",),
         ("memory_stats",),
         ("memory_terms",),
+        ("memory_vectors",),
     ]
     assert sql(
         store, "SELECT proname FROM pg_proc WHERE pronamespace = %s::regnamespace", store.namespace

@@ -1,8 +1,9 @@
 """The long-term memory service: typed entries in scopes, lexical recall, a session digest.
 
 `MemoryService` is the API (remember, recall, update, forget, get, history, browse, stats,
-check, digest, and the compaction hooks); `SqliteStore` the default `MemoryStore`. No model is
-called on any path here. See docs/memory-service.md.
+check, digest, and the compaction hooks); `SqliteStore` the default `MemoryStore`. Writing never
+calls a model; reading does only when memory.yml names one (lazy compaction, semantic
+re-ranking), through `configured.open_configured`. See docs/memory-service.md.
 """
 
 from agentscript.memory.config import MemoryConfig, load_config, parse_config

@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agentscript.memory.compaction import open_with_compaction
+from agentscript.memory.configured import open_configured
 from agentscript.memory.entries import GLOBAL_SCOPE
 from agentscript.memory.errors import MemoryServiceError
 from agentscript.memory.service import MemoryService
@@ -49,7 +49,7 @@ class MemoryTools:
         """Open the service of `workspace` on `database` (default: `$AGENTSCRIPT_MEMORY_DB`,
         else ~/.agentscript/memory.db); a broken memory.yml is an ExecutionError."""
         try:
-            return cls(open_with_compaction(workspace, database=database))
+            return cls(open_configured(workspace, database=database))
         except MemoryServiceError as error:
             raise ExecutionError(error.message) from None
 

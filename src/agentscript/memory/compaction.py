@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -656,25 +656,3 @@ def enable_lazy_compaction(
     )
     service.before_read = hook
     return hook
-
-
-def open_with_compaction(
-    workspace: str | Path | None,
-    *,
-    database: str | Path | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> MemoryService:
-    """`MemoryService.open`, with lazy compaction switched on when memory.yml names a timeline
-    model (asked through the real model router, which closes with the service). This is how
-    every long-lived reader opens the service: the CLI, the MCP server, `memory://` tools."""
-    service = MemoryService.open(workspace, database=database)
-    if service.config.timeline.model is None:
-        return service
-    from agentscript.providers.llm.router import ModelRouter
-
-    router = ModelRouter(environ)
-    if enable_lazy_compaction(service, router) is None:
-        router.close()
-    else:
-        service.on_close.append(router.close)
-    return service

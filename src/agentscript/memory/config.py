@@ -48,6 +48,17 @@ class DigestConfig:
 
 
 @dataclass(frozen=True)
+class RecallConfig:
+    """Semantic re-ranking (semantic.py): `embeddings`, the model URI (openai:// or ollama://;
+    none: lexical ranking only), the `semantic_weight` of its ranking in the fusion and how
+    many of the best lexical candidates it re-ranks (`semantic_pool`)."""
+
+    embeddings: str | None = None
+    semantic_weight: float = 1.0
+    semantic_pool: int = 50
+
+
+@dataclass(frozen=True)
 class MemoryConfig:
     """The whole file. `layers` are the kinds `remember` accepts (summaries are compaction's);
     `max_entries` caps the active entries of one scope; `max_entry_bytes` caps one entry."""
@@ -56,6 +67,7 @@ class MemoryConfig:
     layers: tuple[Kind, ...] = REMEMBERED_KINDS
     timeline: TimelineConfig = field(default_factory=TimelineConfig)
     digest: DigestConfig = field(default_factory=DigestConfig)
+    recall: RecallConfig = field(default_factory=RecallConfig)
     max_entries: int = 2000
     max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES
 

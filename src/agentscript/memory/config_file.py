@@ -15,12 +15,13 @@ from agentscript.memory.config import (
     DEFAULT_CONFIG,
     DigestConfig,
     MemoryConfig,
+    RecallConfig,
     ScopeMode,
     TimelineConfig,
 )
 from agentscript.memory.entries import DEFAULT_MAX_ENTRY_BYTES, REMEMBERED_KINDS, Kind
 from agentscript.memory.errors import INVALID_CONFIG, MemoryServiceError
-from agentscript.providers.llm.endpoints import parse_llm_uri
+from agentscript.providers.llm.endpoints import check_embedding_uri, parse_llm_uri
 from agentscript.runtime.errors import ExecutionError
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -55,12 +56,36 @@ class _Digest(BaseModel):
     max_entries: Annotated[int, Field(ge=1, le=1000)] = 20
 
 
+class _Recall(BaseModel):
+    model_config = _STRICT
+    embeddings: str | None = None
+    semantic_weight: Annotated[float, Field(gt=0, le=4)] = 1.0
+    semantic_pool: Annotated[int, Field(ge=2, le=200)] = 50
+
+    @field_validator("semantic_weight", mode="before")
+    @classmethod
+    def _weight(cls, value: Any) -> Any:
+        # Strict mode refuses an int for a float; `semantic_weight: 1` is still a number.
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("embeddings")
+    @classmethod
+    def _embeddings(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                check_embedding_uri(value)
+            except ExecutionError as error:
+                raise ValueError(str(error)) from None
+        return value
+
+
 class _File(BaseModel):
     model_config = _STRICT
     scope: ScopeMode = "workspace"
     layers: tuple[Kind, ...] = REMEMBERED_KINDS
     timeline: _Timeline = _Timeline()
     digest: _Digest = _Digest()
+    recall: _Recall = _Recall()
     max_entries: _PositiveInt = 2000
     max_entry_bytes: Annotated[int, Field(ge=1024, le=10_000_000)] = DEFAULT_MAX_ENTRY_BYTES
 
@@ -87,6 +112,7 @@ class _File(BaseModel):
             layers=self.layers,
             timeline=TimelineConfig(**self.timeline.model_dump()),
             digest=DigestConfig(**self.digest.model_dump()),
+            recall=RecallConfig(**self.recall.model_dump()),
             max_entries=self.max_entries,
             max_entry_bytes=self.max_entry_bytes,
         )

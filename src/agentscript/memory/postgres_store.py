@@ -33,7 +33,7 @@ import re
 import string
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -54,6 +54,8 @@ from agentscript.memory.store import (
     TextQuery,
     entry_from_row,
     index_terms,
+    pack_vector,
+    unpack_vector,
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
 from agentscript.memory.timeline import bucket_start_keys
@@ -192,6 +194,16 @@ _SCHEMA = (
     END
     $$""",
 )
+
+# The vectors of semantic re-ranking (store.py), a cache that goes with its entry's row. Created
+# with IF NOT EXISTS on every first use, so namespaces made before it existed gain it too.
+_VECTORS = """CREATE TABLE IF NOT EXISTS {schema}.memory_vectors (
+    seq bigint NOT NULL REFERENCES {schema}.memory_entries (seq) ON DELETE CASCADE,
+    model text COLLATE "C" NOT NULL,
+    digest text COLLATE "C" NOT NULL,
+    vector bytea NOT NULL,
+    PRIMARY KEY (seq, model)
+)"""
 
 _INSERT = f"""WITH entry AS (
     INSERT INTO {{schema}}.memory_entries ({", ".join(_COLUMNS)}, title_norm, day, week, month,
@@ -638,14 +650,52 @@ class PostgresMemoryStore:
         if not ids:
             return
         EntryFilter(scopes=scopes)  # the same scope check as every read
-        with self._connection() as connection, connection.transaction():
-            # Bookkeeping: acknowledged before its WAL is flushed (lost in a crash, never torn).
-            connection.execute("SET LOCAL synchronous_commit TO off")
-            connection.execute("SELECT pg_advisory_xact_lock(%s)", [self._lock_key])
+        with self._bookkeeping() as connection:
             connection.execute(
                 f"UPDATE {self._schema}.memory_entries SET accessed_at = %s "
                 "WHERE scope = ANY(%s::text[]) AND id = ANY(%s::text[])",
                 [moment, list(scopes), list(ids)],
+            )
+
+    def vectors(
+        self, scopes: tuple[str, ...], model: str, digests: Mapping[str, str]
+    ) -> dict[str, tuple[float, ...]]:
+        if not digests:
+            return {}
+        EntryFilter(scopes=scopes)
+        with self._connection() as connection:
+            rows = connection.execute(
+                f"SELECT e.id, v.digest, v.vector FROM {self._schema}.memory_vectors AS v "
+                f"JOIN {self._schema}.memory_entries AS e ON e.seq = v.seq "
+                "WHERE v.model = %s AND e.scope = ANY(%s::text[]) AND e.id = ANY(%s::text[])",
+                [model, list(scopes), list(digests)],
+            ).fetchall()
+        return {
+            identifier: unpack_vector(bytes(blob))
+            for identifier, digest, blob in rows
+            if digests[identifier] == digest
+        }
+
+    def save_vectors(
+        self,
+        scopes: tuple[str, ...],
+        model: str,
+        vectors: Mapping[str, tuple[str, Sequence[float]]],
+    ) -> None:
+        if not vectors:
+            return
+        EntryFilter(scopes=scopes)
+        with self._bookkeeping() as connection, connection.cursor() as cursor:
+            cursor.executemany(
+                f"INSERT INTO {self._schema}.memory_vectors (seq, model, digest, vector) "
+                f"SELECT seq, %s, %s, %s FROM {self._schema}.memory_entries "
+                "WHERE id = %s AND scope = ANY(%s::text[]) "
+                "ON CONFLICT (seq, model) DO UPDATE "
+                "SET digest = EXCLUDED.digest, vector = EXCLUDED.vector",
+                [
+                    [model, digest, pack_vector(vector), identifier, list(scopes)]
+                    for identifier, (digest, vector) in vectors.items()
+                ],
             )
 
     def rebuild_index(self) -> None:
@@ -662,6 +712,15 @@ class PostgresMemoryStore:
                 _POOLS.release(self.database)
 
     # --------------------------------------------------------------------------- plumbing
+
+    @contextmanager
+    def _bookkeeping(self) -> Iterator[Connection]:
+        """A write under the namespace's lock that is acknowledged before its WAL is flushed:
+        lost in a crash, never torn."""
+        with self._connection() as connection, connection.transaction():
+            connection.execute("SET LOCAL synchronous_commit TO off")
+            connection.execute("SELECT pg_advisory_xact_lock(%s)", [self._lock_key])
+            yield connection
 
     @contextmanager
     def _connection(self) -> Iterator[Connection]:
@@ -722,6 +781,7 @@ class PostgresMemoryStore:
                     )
                 if meta.get("analyzer") != self.analyzer.signature:
                     _rebuild(connection, self._schema, self.analyzer)
+                connection.execute(_VECTORS.format(schema=self._schema))
             self._ready = True
 
 
@@ -794,6 +854,11 @@ class _Transaction:
             if reindex:
                 removed = _unindex(self._connection, self._schema, hashed, [seq])
                 _index(self._connection, self._schema, [(seq, hashed, counts)])
+                self._connection.execute(
+                    f"DELETE FROM {self._schema}.memory_vectors WHERE seq IN (SELECT seq FROM "
+                    f"{self._schema}.memory_entries WHERE seq = %s AND scope = %s)",
+                    [seq, entry.scope],
+                )
         self.totals.change(0, length - previous_length, added=counts, removed=removed)
 
     def delete(self, scope: str, ids: tuple[str, ...]) -> int:

@@ -11,6 +11,8 @@
    falls in one of those windows are multiplied by `1 + time_weight`.
 5. Recency breaks ties: a bounded multiplier (at most `1 + recency_weight`) decaying with age,
    so it can reorder near-equal scores and never lift an irrelevant entry over a relevant one.
+6. Semantic re-ranking (optional, semantic.py): an embedding model re-orders the best few by
+   reciprocal-rank fusion; without a model, or when it fails, the order above stands.
 Recency counts from event_time for what happened (episodic entries, summaries) and from
 updated_at for what is known (facts, knowledge), never from accessed_at: ranking by accessed_at
 would let what was recalled once be recalled forever.
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from agentscript.memory.entries import Entry
+from agentscript.memory.semantic import SemanticRanker
 from agentscript.memory.store import EntryFilter, FieldWeights, Match, MemoryStore, TextQuery
 from agentscript.memory.timehints import TimeWindow
 from agentscript.memory.timeline import bucket_days, parse_timestamp
@@ -53,6 +56,14 @@ class Ranked:
     score: float
 
 
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """The results, best first, and a note for the caller (why semantic re-ranking was skipped)."""
+
+    results: list[Ranked]
+    note: str | None = None
+
+
 def rank(
     store: MemoryStore,
     terms: list[str],
@@ -61,9 +72,13 @@ def rank(
     tuning: RecallTuning,
     now: datetime,
     windows: list[TimeWindow] | None = None,
-) -> list[Ranked]:
+    *,
+    query: str = "",
+    semantic: SemanticRanker | None = None,
+) -> Ranking:
     """The best `limit` entries for `terms` under `where`, best first, ties by id; `windows`
-    are the time hints of the query. Only the winners are loaded from the store."""
+    are the time hints of the query, `query` its text for `semantic`. Only the winners (and
+    the candidates `semantic` re-ranks) are loaded from the store."""
     pool = max(tuning.pool, limit)
     matches = {
         match.id: match
@@ -84,13 +99,22 @@ def rank(
         * _timeliness(matches[identifier], windows or [], tuning)
         for identifier, score in scores.items()
     }
-    best = sorted(final, key=lambda identifier: (-final[identifier], identifier))[:limit]
-    entries = {entry.id: entry for entry in store.select(replace(where, ids=tuple(best)))}
-    return [
-        Ranked(entries[identifier], final[identifier])
-        for identifier in best
-        if identifier in entries
-    ]
+    ordered = sorted(final, key=lambda identifier: (-final[identifier], identifier))
+    window = ordered[: max(limit, semantic.pool)] if semantic is not None else ordered[:limit]
+    entries = {entry.id: entry for entry in store.select(replace(where, ids=tuple(window)))}
+    scored = [(identifier, final[identifier]) for identifier in ordered]
+    note = None
+    if semantic is not None:
+        reranked = semantic.rerank(store, where.scopes, query, ordered, entries)
+        scored, note = reranked.order or scored, reranked.problem
+    return Ranking(
+        [
+            Ranked(entries[identifier], score)
+            for identifier, score in scored[:limit]
+            if identifier in entries
+        ],
+        note,
+    )
 
 
 def _recency(match: Match, now: datetime, tuning: RecallTuning) -> float:

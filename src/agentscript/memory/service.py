@@ -2,9 +2,11 @@
 
 The service owns the rules (routing to scopes, supersede / merge / create, limits, what a digest
 shows) and returns JSON-able dicts, so an MCP server or a CLI only parses arguments and prints
-results. It never calls a model: compaction, which needs one, builds on `compaction_sources`,
-`pending_buckets` and `write_summary` below, and runs before reads through the `before_read`
-hook (compaction.py installs it). It never speaks SQL: storage is a MemoryStore.
+results. It never calls a model itself: compaction, which needs one, builds on
+`compaction_sources`, `pending_buckets` and `write_summary` below, and runs before reads through
+the `before_read` hook (compaction.py installs it); recall hands its candidates to `semantic`,
+a SemanticRanker, when one is installed (configured.py does it from memory.yml). Writes never
+reach a model. It never speaks SQL: storage is a MemoryStore.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from agentscript.memory.errors import (
 from agentscript.memory.postgres_store import PostgresMemoryStore, is_postgres_uri
 from agentscript.memory.recall import RecallTuning, rank
 from agentscript.memory.scopes import ScopePlan, parse_scope, route, workspace_id
+from agentscript.memory.semantic import SemanticRanker
 from agentscript.memory.sqlite_store import SqliteStore
 from agentscript.memory.store import EntryFilter, MemoryStore, StoreReader, StoreTransaction
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
@@ -114,6 +117,7 @@ class MemoryService:
         config: MemoryConfig | None = None,
         clock: Clock | None = None,
         tuning: RecallTuning | None = None,
+        semantic: SemanticRanker | None = None,
     ) -> None:
         self.store = store
         self.workspace = workspace_id(workspace) if workspace is not None else None
@@ -124,6 +128,8 @@ class MemoryService:
         )
         self.clock: Clock = clock or SystemClock()
         self.tuning = tuning or RecallTuning()
+        # Re-ranking by an embedding model (semantic.py); None: lexical ranking only.
+        self.semantic = semantic
         self.before_read: ReadHook | None = None
         # What else to release with the store (e.g. the model client lazy compaction uses).
         self.on_close: list[Callable[[], None]] = []
@@ -456,7 +462,9 @@ class MemoryService:
         `level` and the `scope` it came from, bodies cut at `body_chars`.
 
         With words, entries must contain at least one of the query's terms and are ranked by
-        BM25 (see recall.py); without, the most recently updated entries come first (score 0).
+        BM25 (see recall.py), then re-ranked by the embedding model when one is configured
+        (semantic.py; `note` says when it was skipped, and `score` is then the fused rank
+        score); without words, the most recently updated entries come first (score 0).
         Filters narrow before ranking: `kind` and `level` (one or several), `tags` (all of
         them), `since`/`until` on event_time (dates and bucket keys are local, `until` is
         inclusive), `scope`. Recalled entries get their accessed_at set.
@@ -478,23 +486,32 @@ class MemoryService:
         compaction = self._before_read(plan.read)
         terms = self.store.analyzer.unique_terms(query)
         now = self.clock.now()
+        note = None
         if terms:
-            hits = [
-                (item.entry, item.score)
-                for item in rank(
-                    self.store, terms, where, count, self.tuning, now, time_windows(query)
-                )
-            ]
+            ranking = rank(
+                self.store,
+                terms,
+                where,
+                count,
+                self.tuning,
+                now,
+                time_windows(query),
+                query=query,
+                semantic=self.semantic,
+            )
+            hits = [(item.entry, item.score) for item in ranking.results]
+            note = ranking.note
         elif query.strip():
             hits = []
+            note = "the query has no searchable words (only stopwords or symbols)"
         else:
             hits = [(entry, 0.0) for entry in self.store.select(where, limit=count)]
         if hits:
             self.store.touch(plan.read, tuple(entry.id for entry, _ in hits), format_timestamp(now))
         results = [_result(entry, score, cut) for entry, score in hits]
         response: dict[str, Any] = {"results": results, "count": len(results)}
-        if query.strip() and not terms:
-            response["note"] = "the query has no searchable words (only stopwords or symbols)"
+        if note is not None:
+            response["note"] = note
         return _with_compaction(response, compaction)
 
     def history(self, key: str, *, scope: str | None = None) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -36,6 +36,8 @@ from agentscript.memory.store import (
     TextQuery,
     entry_from_row,
     index_terms,
+    pack_vector,
+    unpack_vector,
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
 from agentscript.memory.timeline import bucket_start_keys
@@ -90,6 +92,14 @@ _SCHEMA = (
         scope_term, {", ".join(INDEXED_FIELDS)}, tokenize = 'ascii'
     )""",
     "CREATE TABLE IF NOT EXISTS memory_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    # Vectors of semantic re-ranking (store.py): a cache, deleted with its entry's row.
+    """CREATE TABLE IF NOT EXISTS memory_vectors (
+        seq INTEGER NOT NULL,
+        model TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (seq, model)
+    )""",
 )
 _DIMENSIONS: dict[str, str] = {
     "scope": "scope",
@@ -236,18 +246,52 @@ class SqliteStore:
         if not ids:
             return
         EntryFilter(scopes=scopes)  # the same scope check as every read
-        with self._lock, self._errors():
-            connection = self._open()
-            connection.execute("PRAGMA synchronous=NORMAL")
-            try:
-                with write_transaction(connection):
-                    connection.execute(
-                        f"UPDATE memory_entries SET accessed_at = ? WHERE +scope IN "
-                        f"({_marks(scopes)}) AND id IN ({_marks(ids)})",
-                        [moment, *scopes, *ids],
-                    )
-            finally:
-                connection.execute("PRAGMA synchronous=FULL")
+        with self._bookkeeping() as connection:
+            connection.execute(
+                f"UPDATE memory_entries SET accessed_at = ? WHERE +scope IN "
+                f"({_marks(scopes)}) AND id IN ({_marks(ids)})",
+                [moment, *scopes, *ids],
+            )
+
+    def vectors(
+        self, scopes: tuple[str, ...], model: str, digests: Mapping[str, str]
+    ) -> dict[str, tuple[float, ...]]:
+        if not digests:
+            return {}
+        EntryFilter(scopes=scopes)
+        with self._reading() as connection:
+            rows = connection.execute(
+                "SELECT e.id, v.digest, v.vector FROM memory_vectors AS v "
+                "JOIN memory_entries AS e ON e.seq = v.seq "
+                f"WHERE v.model = ? AND e.scope IN ({_marks(scopes)}) "
+                f"AND e.id IN ({_marks(list(digests))})",
+                [model, *scopes, *digests],
+            ).fetchall()
+        return {
+            identifier: unpack_vector(blob)
+            for identifier, digest, blob in rows
+            if digests[identifier] == digest
+        }
+
+    def save_vectors(
+        self,
+        scopes: tuple[str, ...],
+        model: str,
+        vectors: Mapping[str, tuple[str, Sequence[float]]],
+    ) -> None:
+        if not vectors:
+            return
+        EntryFilter(scopes=scopes)
+        with self._bookkeeping() as connection:
+            connection.executemany(
+                "INSERT OR REPLACE INTO memory_vectors (seq, model, digest, vector) "
+                "SELECT seq, ?, ?, ? FROM memory_entries WHERE id = ? "
+                f"AND scope IN ({_marks(scopes)})",
+                [
+                    [model, digest, pack_vector(vector), identifier, *scopes]
+                    for identifier, (digest, vector) in vectors.items()
+                ],
+            )
 
     def close(self) -> None:
         with self._lock:
@@ -261,6 +305,19 @@ class SqliteStore:
     def _reading(self) -> Iterator[sqlite3.Connection]:
         with self._lock, self._errors():
             yield self._open()
+
+    @contextmanager
+    def _bookkeeping(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction that is not fsynced (WAL with synchronous NORMAL): after a power
+        cut the latest of these may be gone, never half written."""
+        with self._lock, self._errors():
+            connection = self._open()
+            connection.execute("PRAGMA synchronous=NORMAL")
+            try:
+                with write_transaction(connection):
+                    yield connection
+            finally:
+                connection.execute("PRAGMA synchronous=FULL")
 
     def _open(self) -> sqlite3.Connection:
         """The store's connection, creating the file, the schema and WAL mode on first use,
@@ -361,17 +418,23 @@ class _Transaction:
             )
         if _indexed_text(previous) != _indexed_text(entry):
             self._connection.execute("DELETE FROM memory_terms WHERE rowid = ?", (seq,))
+            self._connection.execute(
+                "DELETE FROM memory_vectors WHERE seq IN "
+                "(SELECT seq FROM memory_entries WHERE seq = ? AND +scope = ?)",
+                (seq, entry.scope),
+            )
             _index(self._connection, seq, entry, self._analyzer)
 
     def delete(self, scope: str, ids: tuple[str, ...]) -> int:
         if not ids:
             return 0
         where = f"+scope = ? AND id IN ({_marks(ids)})"
-        self._connection.execute(
-            f"DELETE FROM memory_terms WHERE rowid IN (SELECT seq FROM memory_entries "
-            f"WHERE {where})",
-            [scope, *ids],
-        )
+        for table, column in (("memory_terms", "rowid"), ("memory_vectors", "seq")):
+            self._connection.execute(
+                f"DELETE FROM {table} WHERE {column} IN (SELECT seq FROM memory_entries "
+                f"WHERE {where})",
+                [scope, *ids],
+            )
         cursor = self._connection.execute(
             f"DELETE FROM memory_entries WHERE {where}", [scope, *ids]
         )

@@ -16,11 +16,16 @@ entry supersedes or merges with which is the service's job). Four rules bind eve
 4. Text search ranks by BM25 over the analysed terms of the weighted fields (`index_terms`),
    all produced by the store's Analyzer; higher scores are better and always positive. An index
    built with another analyser (see `Analyzer.signature`) is rebuilt before use.
+
+A store also caches the vectors semantic re-ranking computes (semantic.py): derived data like
+the text index, keyed by entry and embedding model, with the digest of the text embedded. A
+vector is deleted with its entry and when its entry's text changes; it is never exported.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import struct
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
@@ -250,6 +255,23 @@ class MemoryStore(StoreReader, Protocol):
         transaction (the latest touches may be lost in a power cut, never corrupted)."""
         ...
 
+    def vectors(
+        self, scopes: tuple[str, ...], model: str, digests: Mapping[str, str]
+    ) -> dict[str, tuple[float, ...]]:
+        """The cached vectors of `model` for the entries of `digests` (id → digest of the
+        text to embed) in `scopes`, where the digest still matches."""
+        ...
+
+    def save_vectors(
+        self,
+        scopes: tuple[str, ...],
+        model: str,
+        vectors: Mapping[str, tuple[str, Sequence[float]]],
+    ) -> None:
+        """Cache vectors of `model` (id → (digest, vector)) for entries of `scopes`; entries
+        that are gone are skipped. Bookkeeping, as durable as `touch`."""
+        ...
+
     def scopes(self) -> list[ScopeCount]:
         """Every scope with its entry counts. The one call without a scope: it returns
         names and numbers, never entries, for administration (stats of all scopes)."""
@@ -265,3 +287,12 @@ class MemoryStore(StoreReader, Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def pack_vector(vector: Sequence[float]) -> bytes:
+    """A vector as stored: little-endian float32, the same bytes on every machine."""
+    return struct.pack(f"<{len(vector)}f", *vector)
+
+
+def unpack_vector(blob: bytes) -> tuple[float, ...]:
+    return struct.unpack(f"<{len(blob) // 4}f", blob)

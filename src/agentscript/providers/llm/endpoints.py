@@ -14,6 +14,8 @@ from urllib.parse import unquote, urlsplit
 from agentscript.runtime.errors import ExecutionError
 
 PROTOCOLS = ("openai", "anthropic", "ollama")
+# The protocols with an embedding API (embeddings.py).
+EMBEDDING_PROTOCOLS = ("openai", "ollama")
 
 DEFAULT_BASE_URLS = {
     "openai": "https://api.openai.com/v1",
@@ -78,6 +80,15 @@ def parse_llm_uri(uri: str) -> tuple[str, str, str | None]:
     if not model:
         raise ExecutionError(f"{protocol} URI must include a model name")
     return protocol, model, None
+
+
+def check_embedding_uri(uri: str) -> None:
+    """Raise ExecutionError unless `uri` names a model of a protocol that has embeddings."""
+    protocol, _, _ = parse_llm_uri(uri)
+    if protocol not in EMBEDDING_PROTOCOLS:
+        raise ExecutionError(
+            f"{protocol}:// has no embedding models: use openai:// or ollama:// for embeddings"
+        )
 
 
 def resolve_endpoint(
