@@ -79,7 +79,7 @@ def rank(
     """The best `limit` entries for `terms` under `where`, best first, ties by id; `windows`
     are the time hints of the query, `query` its text for `semantic`. Only the winners (and
     the candidates `semantic` re-ranks) are loaded from the store."""
-    pool = max(tuning.pool, limit)
+    pool = max(tuning.pool, limit, semantic.pool if semantic is not None else 0)
     matches = {
         match.id: match
         for match in store.search(TextQuery(tuple(terms), tuning.weights), where, pool)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from agentscript.memory.entries import Entry
-from agentscript.memory.store import MemoryStore
+from agentscript.memory.store import MemoryStore, pack_vector, unpack_vector
 from agentscript.runtime.errors import AgentScriptError
 
 # Equal say for the two rankings, the usual choice of hybrid search. A weak model is better
@@ -96,7 +96,8 @@ class SemanticRanker:
             )
         except AgentScriptError as problem:
             return Reranked(None, f"semantic re-ranking with {model} skipped: {problem}")
-        vectors.update((key, tuple(vector)) for key, vector in fresh.items())
+        # Through the stored float32 form, so a fresh vector ranks as it will once cached.
+        vectors.update((key, unpack_vector(pack_vector(vector))) for key, vector in fresh.items())
         similarity = {key: cosine(computed[0], vectors[key]) for key in window}
         semantic = sorted(window, key=lambda key: (-similarity[key], place[key]))
         fused = {key: _share(place[key]) for key in window}
