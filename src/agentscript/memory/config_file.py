@@ -6,6 +6,7 @@ Strict means an unknown key at any depth is an error (a typo must never be silen
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import yaml
@@ -41,12 +42,7 @@ class _Timeline(BaseModel):
     @classmethod
     def _model(cls, value: str | None) -> str | None:
         # The same check a program's `import llm` gets, so a typo fails when the file is read.
-        if value is not None:
-            try:
-                parse_llm_uri(value)
-            except ExecutionError as error:
-                raise ValueError(str(error)) from None
-        return value
+        return _checked_uri(value, parse_llm_uri)
 
 
 class _Digest(BaseModel):
@@ -71,12 +67,18 @@ class _Recall(BaseModel):
     @field_validator("embeddings")
     @classmethod
     def _embeddings(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                check_embedding_uri(value)
-            except ExecutionError as error:
-                raise ValueError(str(error)) from None
-        return value
+        return _checked_uri(value, check_embedding_uri)
+
+
+def _checked_uri(value: str | None, check: Callable[[str], object]) -> str | None:
+    """`value` if `check` accepts it; its ExecutionError becomes the ValueError pydantic
+    reports with the field's name."""
+    if value is not None:
+        try:
+            check(value)
+        except ExecutionError as error:
+            raise ValueError(str(error)) from None
+    return value
 
 
 class _File(BaseModel):

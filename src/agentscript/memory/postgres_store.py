@@ -54,8 +54,8 @@ from agentscript.memory.store import (
     TextQuery,
     entry_from_row,
     index_terms,
+    matching_vectors,
     pack_vector,
-    unpack_vector,
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
 from agentscript.memory.timeline import bucket_start_keys
@@ -670,11 +670,7 @@ class PostgresMemoryStore:
                 "WHERE v.model = %s AND e.scope = ANY(%s::text[]) AND e.id = ANY(%s::text[])",
                 [model, list(scopes), list(digests)],
             ).fetchall()
-        return {
-            identifier: unpack_vector(bytes(blob))
-            for identifier, digest, blob in rows
-            if digests[identifier] == digest
-        }
+        return matching_vectors(rows, digests)
 
     def save_vectors(
         self,

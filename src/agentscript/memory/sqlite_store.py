@@ -36,8 +36,8 @@ from agentscript.memory.store import (
     TextQuery,
     entry_from_row,
     index_terms,
+    matching_vectors,
     pack_vector,
-    unpack_vector,
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
 from agentscript.memory.timeline import bucket_start_keys
@@ -267,11 +267,7 @@ class SqliteStore:
                 f"AND e.id IN ({_marks(list(digests))})",
                 [model, *scopes, *digests],
             ).fetchall()
-        return {
-            identifier: unpack_vector(blob)
-            for identifier, digest, blob in rows
-            if digests[identifier] == digest
-        }
+        return matching_vectors(rows, digests)
 
     def save_vectors(
         self,

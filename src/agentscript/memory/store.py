@@ -25,7 +25,7 @@ vector is deleted with its entry and when its entry's text changes; it is never 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
@@ -296,3 +296,14 @@ def pack_vector(vector: Sequence[float]) -> bytes:
 
 def unpack_vector(blob: bytes) -> tuple[float, ...]:
     return struct.unpack(f"<{len(blob) // 4}f", blob)
+
+
+def matching_vectors(
+    rows: Iterable[tuple[str, str, bytes]], digests: Mapping[str, str]
+) -> dict[str, tuple[float, ...]]:
+    """The (id, digest, stored vector) rows whose digest is still the one in `digests`."""
+    return {
+        identifier: unpack_vector(bytes(blob))
+        for identifier, digest, blob in rows
+        if digests[identifier] == digest
+    }
