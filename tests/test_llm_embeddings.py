@@ -92,8 +92,8 @@ def test_texts_go_in_batches_and_long_texts_are_cut(httpserver: HTTPServer) -> N
     [
         ({"embeddings": [[1.0]]}, "returned 1 vectors for 2 texts"),
         ({"embeddings": [[1.0], [1.0, 2.0]]}, "returned vectors of different lengths"),
-        ({"embeddings": [[1.0], ["one"]]}, "not a list of numbers"),
-        ({"embeddings": [[1.0], []]}, "not a list of numbers"),
+        ({"embeddings": [[1.0], ["one"]]}, "not a list of finite numbers"),
+        ({"embeddings": [[1.0], []]}, "not a list of finite numbers"),
         ({"vectors": []}, "response is missing 'embeddings'"),
     ],
 )
@@ -104,6 +104,15 @@ def test_an_answer_that_is_not_one_vector_per_text_is_an_error(
     embedder = HttpEmbedder("ollama://nomic-embed-text", {"OLLAMA_HOST": httpserver.url_for("")})
     with pytest.raises(ExecutionError, match=message):
         embedder.embed(["one", "two"])
+
+
+def test_an_overflowing_number_is_not_a_vector(httpserver: HTTPServer) -> None:
+    httpserver.expect_request("/api/embed").respond_with_data(
+        '{"embeddings": [[1.0, 1e999]]}', content_type="application/json"
+    )
+    embedder = HttpEmbedder("ollama://nomic-embed-text", {"OLLAMA_HOST": httpserver.url_for("")})
+    with pytest.raises(ExecutionError, match="not a list of finite numbers"):
+        embedder.embed(["one"])
 
 
 def test_a_refusal_names_the_status_and_never_the_key(httpserver: HTTPServer) -> None:

@@ -9,6 +9,7 @@ text, all of one length, is an error, never a partial result.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -97,9 +98,12 @@ class HttpEmbedder:
         if (
             not isinstance(value, list)
             or not value
-            or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in value)
+            or not all(
+                isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+                for x in value
+            )
         ):
-            raise self._failure("returned an embedding that is not a list of numbers")
+            raise self._failure("returned an embedding that is not a list of finite numbers")
         return [float(x) for x in value]
 
     def _failure(self, message: str) -> ExecutionError:
