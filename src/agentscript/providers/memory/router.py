@@ -3,16 +3,17 @@
 `file://` is JSONL, `sqlite://` SQLite, `postgresql://` / `postgres://` PostgreSQL. The router
 makes envelopes and validates queries (through `rules`) before any backend sees them, and keeps
 each backend open for the run: one store per location, one connection pool per PostgreSQL
-server. Close it when the run ends.
+server. Close it when the run ends. A backend's module is imported when a program first uses
+it, so a run that keeps no memory does not pay for loading them (filelock alone costs more than
+a small run).
 """
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentscript.providers.memory.jsonl import JsonlStore
 from agentscript.providers.memory.locations import (
     JsonlLocation,
     MemoryLocation,
@@ -20,11 +21,12 @@ from agentscript.providers.memory.locations import (
     SqliteLocation,
     parse_location,
 )
-from agentscript.providers.memory.postgres import ConnectionPool, PostgresStore
 from agentscript.providers.memory.rules import MemoryQuery, new_envelope
-from agentscript.providers.memory.sqlite import SqliteStore
 from agentscript.providers.memory.store import MemoryStore
 from agentscript.runtime.ports import MemoryRequest
+
+if TYPE_CHECKING:
+    from agentscript.providers.memory.postgres import ConnectionPool
 
 
 class OpenStores:
@@ -55,9 +57,15 @@ class OpenStores:
 
     def _open(self, location: MemoryLocation) -> MemoryStore:
         if isinstance(location, JsonlLocation):
+            from agentscript.providers.memory.jsonl import JsonlStore
+
             return JsonlStore(location.path)
         if isinstance(location, SqliteLocation):
+            from agentscript.providers.memory.sqlite import SqliteStore
+
             return SqliteStore(location.path, location.namespace)
+        from agentscript.providers.memory.postgres import ConnectionPool, PostgresStore
+
         pool = self._pools.get(location.server)
         if pool is None:
             pool = ConnectionPool(location.server)
