@@ -11,7 +11,6 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from agentscript.providers.llm.embeddings import BATCH_SIZE, MAX_TEXT_CHARS, HttpEmbedder
-from agentscript.providers.llm.transport import HttpTransport
 from agentscript.runtime.errors import ExecutionError
 from llm_support import SECRET_KEY, request_bodies
 
@@ -126,15 +125,14 @@ def test_a_refusal_names_the_status_and_never_the_key(httpserver: HTTPServer) ->
     assert SECRET_KEY not in str(caught.value)
 
 
-def test_busy_servers_are_retried(httpserver: HTTPServer) -> None:
-    httpserver.expect_ordered_request("/api/embed").respond_with_json({}, status=503)
-    httpserver.expect_ordered_request("/api/embed").respond_with_json({"embeddings": [[2.0]]})
-    transport = HttpTransport("ollama", sleep=lambda _: None)
-    embedder = HttpEmbedder(
-        "ollama://nomic-embed-text", {"OLLAMA_HOST": httpserver.url_for("")}, transport
+def test_a_busy_server_fails_at_once_instead_of_being_waited_for(httpserver: HTTPServer) -> None:
+    httpserver.expect_request("/api/embed").respond_with_json(
+        {"error": "overloaded"}, status=503, headers={"retry-after": "30"}
     )
-    assert embedder.embed(["text"]) == [[2.0]]
-    assert len(httpserver.log) == 2
+    embedder = HttpEmbedder("ollama://nomic-embed-text", {"OLLAMA_HOST": httpserver.url_for("")})
+    with pytest.raises(ExecutionError, match=r"\(503\): overloaded"):
+        embedder.embed(["text"])
+    assert len(httpserver.log) == 1
 
 
 def test_hosted_openai_needs_a_key_and_anthropic_has_no_embeddings() -> None:

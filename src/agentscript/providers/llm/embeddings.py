@@ -2,9 +2,11 @@
 it) and `ollama://model` (POST /api/embed). Anthropic has no embedding API.
 
 The endpoint, key and timeout are resolved as for generates (endpoints.py) and the request goes
-through the same transport (retries on 429/5xx, scrubbed errors). Texts go in batches of
-BATCH_SIZE, each cut at MAX_TEXT_CHARS; an answer that does not give one vector of numbers per
-text, all of one length, is an error, never a partial result.
+through the same transport (scrubbed errors), but a busy answer (429/5xx) is not retried:
+embeddings are asked for while a recall waits, and a recall would rather go on without them
+(semantic.py) than wait out a backoff. Texts go in batches of BATCH_SIZE, each cut at
+MAX_TEXT_CHARS; an answer that does not give one vector of finite numbers per text, all of one
+length, is an error, never a partial result.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class HttpEmbedder:
             uri, environ if environ is not None else os.environ
         )
         self.name = f"{self.endpoint.protocol}://{self.endpoint.model}"
-        self.transport = transport or HttpTransport(self.endpoint.protocol)
+        self.transport = transport or HttpTransport(self.endpoint.protocol, max_retries=0)
         if self.endpoint.api_key:
             self.transport.secrets.append(self.endpoint.api_key)
 

@@ -42,6 +42,8 @@ class HttpTransport:
     provider: str
     sleep: Callable[[float], None] = time.sleep
     secrets: list[str] = field(default_factory=list)
+    # How often a 429/5xx answer is retried; a caller that must not wait (a recall) says 0.
+    max_retries: int = MAX_RETRIES
     _client: httpx.Client | None = None
 
     def client(self) -> httpx.Client:
@@ -68,7 +70,7 @@ class HttpTransport:
             response = self._send(url, headers, body, timeout_ms)
             if 200 <= response.status_code < 300:
                 return self._decode(response)
-            if response.status_code in RETRY_STATUSES and retries < MAX_RETRIES:
+            if response.status_code in RETRY_STATUSES and retries < self.max_retries:
                 retries += 1
                 wait = retry_delay(response, retries)
                 if report_retry is not None:
