@@ -13,8 +13,9 @@ body and context), so an entry is embedded again only when that text changes. A 
 fails leaves the lexical ranking as it was, and the recall says why in its `note`.
 
 Why re-rank rather than search by vector: the lexical candidates already hold most of what is
-relevant (on LoCoMo, 81 % of the evidence turns are among the best 50), and a vector search
-over a whole store would need a vector index this service does not have.
+relevant (on LoCoMo, 81 % of the evidence turns are among the best 50; fusing all-MiniLM-L6-v2
+with BM25 over every turn recalled no more than re-ranking them, docs/memory-service.md), and a
+vector search over a whole store would need a vector index this service does not have.
 """
 
 from __future__ import annotations
