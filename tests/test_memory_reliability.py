@@ -7,17 +7,16 @@ checks that every record whose `add` had returned is still there and the store o
 
 from __future__ import annotations
 
-import random
 import signal
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentscript.providers.memory.commands import export
 from agentscript.providers.memory.jsonl import repair_jsonl
+from zygote_support import kill_writers
 
 if TYPE_CHECKING:
     from memory_support import MemoryBackend
@@ -85,31 +84,13 @@ def test_threads_of_one_run_share_each_store_safely(backend: MemoryBackend) -> N
 
 def test_killed_writers_never_lose_an_acknowledged_record(backend: MemoryBackend) -> None:
     uri = backend.uri("crash")
-    zygote = subprocess.Popen(
+    acknowledged, outcomes = kill_writers(
         [sys.executable, str(WRITER), "zygote", uri, str(backend.root)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        kills=KILLS,
+        seed=20261130,
+        latest_kill_seconds=LATEST_KILL_SECONDS,
+        timeout=PROCESS_TIMEOUT_SECONDS,
     )
-    assert zygote.stdin is not None and zygote.stdout is not None
-    moments = random.Random(20261130)
-    acknowledged: list[str] = []
-    outcomes: list[int] = []
-    try:
-        for _ in range(KILLS):
-            zygote.stdin.write("go\n")
-            zygote.stdin.flush()
-            pid = int(_read_until(zygote, "started", acknowledged)[0])
-            time.sleep(moments.uniform(0, LATEST_KILL_SECONDS))
-            zygote.stdin.write("kill\n")
-            zygote.stdin.flush()
-            ended_pid, code = _read_until(zygote, "ended", acknowledged)
-            assert int(ended_pid) == pid
-            outcomes.append(int(code))
-    finally:
-        zygote.stdin.close()
-        zygote.wait(timeout=PROCESS_TIMEOUT_SECONDS)
     assert outcomes == [-signal.SIGKILL] * KILLS
     assert acknowledged, "no add returned before a kill: the test did not test anything"
 
@@ -127,21 +108,3 @@ def test_killed_writers_never_lose_an_acknowledged_record(backend: MemoryBackend
     assert len(backend.query({"kind": "crash", "limit": 5}, namespace="crash")) == min(
         5, len(stored)
     )
-
-
-def _read_until(zygote: subprocess.Popen[str], marker: str, acknowledged: list[str]) -> list[str]:
-    """Collect `id` lines until the `marker` line; return the marker's fields."""
-    assert zygote.stdout is not None
-    while True:
-        line = zygote.stdout.readline()
-        if not line:
-            raise AssertionError(
-                f"the zygote stopped: {zygote.stderr.read() if zygote.stderr else ''}"
-            )
-        kind, _, rest = line.strip().partition(" ")
-        if kind == "id":
-            acknowledged.append(rest)
-        elif kind == marker:
-            return rest.split(" ")
-        else:
-            raise AssertionError(f"writer failed: {line}")

@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -43,6 +42,7 @@ from agentscript.memory.postgres_store import PostgresMemoryStore, scope_hash
 from agentscript.memory.recall import RecallTuning, rank
 from agentscript.memory.store import MemoryStore, TextQuery
 from agentscript.memory.timehints import time_windows
+from zygote_support import kill_writers
 
 pytest_plugins = ["memsvc_support"]
 
@@ -391,31 +391,13 @@ def test_killed_writers_never_lose_an_acknowledged_memory(new_uri: Callable[[], 
     from memsvc_support import STRESS_CONFIG, STRESS_SCOPE
 
     database = new_uri()
-    zygote = subprocess.Popen(
+    acknowledged, outcomes = kill_writers(
         [sys.executable, str(WRITER), "zygote", database],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        kills=KILLS,
+        seed=20260506,
+        latest_kill_seconds=LATEST_KILL_SECONDS,
+        timeout=PROCESS_TIMEOUT_SECONDS,
     )
-    assert zygote.stdin is not None and zygote.stdout is not None
-    moments = random.Random(20260506)
-    acknowledged: list[str] = []
-    outcomes: list[int] = []
-    try:
-        for _ in range(KILLS):
-            zygote.stdin.write("go\n")
-            zygote.stdin.flush()
-            pid = int(_read_until(zygote, "started", acknowledged)[0])
-            time.sleep(moments.uniform(0, LATEST_KILL_SECONDS))
-            zygote.stdin.write("kill\n")
-            zygote.stdin.flush()
-            ended_pid, code = _read_until(zygote, "ended", acknowledged)
-            assert int(ended_pid) == pid
-            outcomes.append(int(code))
-    finally:
-        zygote.stdin.close()
-        zygote.wait(timeout=PROCESS_TIMEOUT_SECONDS)
     assert outcomes == [-signal.SIGKILL] * KILLS
     assert acknowledged, "no remember returned before a kill: the test tested nothing"
     with MemoryService.open(None, database=database, config=STRESS_CONFIG) as memory:
@@ -424,23 +406,6 @@ def test_killed_writers_never_lose_an_acknowledged_memory(new_uri: Callable[[], 
         assert set(acknowledged) <= set(stored)
         assert memory.check(scope=STRESS_SCOPE)["ok"]
         assert memory.recall("crash test memory", scope=STRESS_SCOPE, limit=5)["count"] == 5
-
-
-def _read_until(zygote: subprocess.Popen[str], marker: str, acknowledged: list[str]) -> list[str]:
-    assert zygote.stdout is not None
-    while True:
-        line = zygote.stdout.readline()
-        if not line:
-            raise AssertionError(
-                f"the zygote stopped: {zygote.stderr.read() if zygote.stderr else ''}"
-            )
-        kind, _, rest = line.strip().partition(" ")
-        if kind == "id":
-            acknowledged.append(rest)
-        elif kind == marker:
-            return rest.split(" ")
-        else:
-            raise AssertionError(f"writer failed: {line}")
 
 
 def test_a_writer_killed_inside_its_transaction_leaves_nothing_and_no_lock(

@@ -7,11 +7,9 @@ then checks that the store opens and every remember that had returned is still t
 
 from __future__ import annotations
 
-import random
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from agentscript.memory import EntryFilter, MemoryService, MemoryServiceError
+from zygote_support import kill_writers
 
 pytest_plugins = ["memsvc_support"]
 
@@ -88,31 +87,13 @@ def test_killed_writers_never_lose_an_acknowledged_memory(tmp_path: Path) -> Non
     from memsvc_support import STRESS_CONFIG, STRESS_SCOPE
 
     database = tmp_path / "memory.db"
-    zygote = subprocess.Popen(
+    acknowledged, outcomes = kill_writers(
         [sys.executable, str(WRITER), "zygote", str(database)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        kills=KILLS,
+        seed=20260506,
+        latest_kill_seconds=LATEST_KILL_SECONDS,
+        timeout=PROCESS_TIMEOUT_SECONDS,
     )
-    assert zygote.stdin is not None and zygote.stdout is not None
-    moments = random.Random(20260506)
-    acknowledged: list[str] = []
-    outcomes: list[int] = []
-    try:
-        for _ in range(KILLS):
-            zygote.stdin.write("go\n")
-            zygote.stdin.flush()
-            pid = int(_read_until(zygote, "started", acknowledged)[0])
-            time.sleep(moments.uniform(0, LATEST_KILL_SECONDS))
-            zygote.stdin.write("kill\n")
-            zygote.stdin.flush()
-            ended_pid, code = _read_until(zygote, "ended", acknowledged)
-            assert int(ended_pid) == pid
-            outcomes.append(int(code))
-    finally:
-        zygote.stdin.close()
-        zygote.wait(timeout=PROCESS_TIMEOUT_SECONDS)
     assert outcomes == [-signal.SIGKILL] * KILLS
     assert acknowledged, "no remember returned before a kill: the test tested nothing"
     memory = MemoryService.open(None, database=database, config=STRESS_CONFIG)
@@ -124,23 +105,6 @@ def test_killed_writers_never_lose_an_acknowledged_memory(tmp_path: Path) -> Non
         assert memory.recall("crash test memory", scope=STRESS_SCOPE, limit=5)["count"] == 5
     finally:
         memory.close()
-
-
-def _read_until(zygote: subprocess.Popen[str], marker: str, acknowledged: list[str]) -> list[str]:
-    assert zygote.stdout is not None
-    while True:
-        line = zygote.stdout.readline()
-        if not line:
-            raise AssertionError(
-                f"the zygote stopped: {zygote.stderr.read() if zygote.stderr else ''}"
-            )
-        kind, _, rest = line.strip().partition(" ")
-        if kind == "id":
-            acknowledged.append(rest)
-        elif kind == marker:
-            return rest.split(" ")
-        else:
-            raise AssertionError(f"writer failed: {line}")
 
 
 # ----------------------------------------------------------------------------- isolation

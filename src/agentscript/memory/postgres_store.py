@@ -28,17 +28,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import string
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeGuard
-from urllib.parse import quote, unquote
 
 from agentscript.memory.entries import Entry
 from agentscript.memory.errors import INVALID_ARGUMENT, STORE_FAILURE, MemoryServiceError
@@ -59,7 +57,8 @@ from agentscript.memory.store import (
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
 from agentscript.memory.timeline import bucket_start_keys
-from agentscript.runtime.uris import HIDDEN, SplitUri, scrub_uri
+from agentscript.postgres_connections import CONNECT_TIMEOUT_SECONDS, ConnectionPool, PostgresServer
+from agentscript.runtime.uris import SplitUri, scrub_uri
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -67,9 +66,6 @@ if TYPE_CHECKING:
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 DEFAULT_NAMESPACE = "agentscript_memory"
 SCHEMA_VERSION = "1"
-# Connections kept per database URI; a thread that finds them all busy waits for one.
-POOL_SIZE = 4
-CONNECT_TIMEOUT_SECONDS = 10
 # Rows fetched per round trip by export and verify, which stream whole namespaces.
 STREAM_ROWS = 500
 
@@ -302,37 +298,12 @@ def scope_hash(scope: str) -> int:
     return _signed_64(f"scope:{scope}")
 
 
-@dataclass(frozen=True, slots=True)
-class PostgresDatabase:
-    """Where a store connects. The credentials are kept apart from `conninfo` (the URI with no
-    user part, no password parameter and no fragment) and handed to libpq as keywords, so not
-    even libpq's own URI errors can quote them; reprs show `display` only."""
-
-    conninfo: str
-    display: str
-    user: str | None = field(repr=False, default=None)
-    password: str | None = field(repr=False, default=None)
-
-    def scrub(self, message: str) -> str:
-        """`message` with the password replaced, as a last guard on driver errors."""
-        if not self.password:
-            return message
-        for form in sorted({self.password, quote(self.password, safe="")}, key=len, reverse=True):
-            message = message.replace(form, HIDDEN)
-        return message
-
-
-def parse_uri(uri: str) -> tuple[PostgresDatabase, str]:
+def parse_uri(uri: str) -> tuple[PostgresServer, str]:
     """The database and the namespace a `postgresql://user:password@host:port/db#namespace`
     URI names; an invalid namespace is refused before anything connects."""
     parts = SplitUri.split(uri)
     shown = scrub_uri(uri)
-    database = PostgresDatabase(
-        conninfo=f"{parts.scheme}://{parts.address}",
-        display=shown,
-        user=unquote(parts.user) if parts.user else None,
-        password=parts.password,
-    )
+    database = PostgresServer.of(parts, shown)
     namespace = parts.fragment if parts.has_fragment else DEFAULT_NAMESPACE
     if not _NAMESPACE.fullmatch(namespace) or _SYSTEM_SCHEMA.fullmatch(namespace):
         raise MemoryServiceError(
@@ -356,109 +327,29 @@ def driver() -> ModuleType:
     return psycopg
 
 
-class ConnectionPool:
-    """A few autocommit connections to one database, shared by a process's threads and by
-    every namespace of that database.
-
-    A connection goes back to the pool only when it is healthy and outside any transaction;
-    anything else is closed, so a failure never leaks into the next operation. After a fork the
-    child starts with no connections: the parent's are left alone (psycopg never closes a
-    connection in a process other than the one that opened it), so they keep working there.
-    """
-
-    def __init__(self, database: PostgresDatabase, size: int = POOL_SIZE) -> None:
-        self.database = database
-        self._size = size
-        self._idle: list[Connection] = []
-        self._opened = 0
-        self._available = threading.Condition()
-        self._pid = os.getpid()
-        self._closed = False
-
-    def __repr__(self) -> str:
-        return f"ConnectionPool({self.database.display!r})"
-
-    @contextmanager
-    def connection(self) -> Iterator[Connection]:
-        connection = self._acquire()
-        try:
-            yield connection
-        finally:
-            self._release(connection)
-
-    def close(self) -> None:
-        """Close the idle connections now and the busy ones when they come back."""
-        with self._available:
-            self._closed = True
-            idle, self._idle = self._idle, []
-            self._opened -= len(idle)
-        for connection in idle:
-            connection.close()
-
-    def _acquire(self) -> Connection:
-        if self._pid != os.getpid():
-            self._pid = os.getpid()
-            self._idle, self._opened = [], 0
-            self._available = threading.Condition()
-        with self._available:
-            while True:
-                while self._idle:
-                    connection = self._idle.pop()
-                    if not connection.broken:
-                        return connection
-                    self._opened -= 1
-                if self._opened < self._size:
-                    break
-                self._available.wait()
-            self._opened += 1
-        try:
-            return self._connect()
-        except BaseException:
-            with self._available:
-                self._opened -= 1
-                self._available.notify()
-            raise
-
-    def _connect(self) -> Connection:
-        psycopg = driver()
-        connection: Connection = psycopg.connect(
-            self.database.conninfo,
-            user=self.database.user,
-            password=self.database.password,
-            autocommit=True,
-            connect_timeout=CONNECT_TIMEOUT_SECONDS,
-            application_name="agentscript-memory",
-            client_encoding="UTF8",
-        )
-        try:
-            # Each statement of a write sees the latest commit (see the module docstring), and
-            # an acknowledged commit has been flushed, whatever the server's defaults.
-            connection.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
-            connection.execute("SET synchronous_commit TO on")
-            # Statements here are short: compiling them (JIT) would cost more than it saves.
-            connection.execute("SET jit TO off")
-        except BaseException:
-            connection.close()
-            raise
-        return connection
-
-    def _release(self, connection: Connection) -> None:
-        if self._pid != os.getpid():
-            return  # taken before a fork: the parent's, so not even closed here
-        idle = driver().pq.TransactionStatus.IDLE
-        reusable = (
-            not self._closed
-            and not connection.closed
-            and connection.info.transaction_status == idle
-        )
-        with self._available:
-            if reusable:
-                self._idle.append(connection)
-            else:
-                self._opened -= 1
-            self._available.notify()
-        if not reusable:
-            connection.close()
+def _connect(database: PostgresServer) -> Connection:
+    """A connection of the service's pool: read committed, every commit flushed, no JIT."""
+    psycopg = driver()
+    connection: Connection = psycopg.connect(
+        database.conninfo,
+        user=database.user,
+        password=database.password,
+        autocommit=True,
+        connect_timeout=CONNECT_TIMEOUT_SECONDS,
+        application_name="agentscript-memory",
+        client_encoding="UTF8",
+    )
+    try:
+        # Each statement of a write sees the latest commit (see the module docstring), and
+        # an acknowledged commit has been flushed, whatever the server's defaults.
+        connection.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+        connection.execute("SET synchronous_commit TO on")
+        # Statements here are short: compiling them (JIT) would cost more than it saves.
+        connection.execute("SET jit TO off")
+    except BaseException:
+        connection.close()
+        raise
+    return connection
 
 
 class _Pools:
@@ -466,17 +357,17 @@ class _Pools:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pools: dict[PostgresDatabase, tuple[ConnectionPool, int]] = {}
+        self._pools: dict[PostgresServer, tuple[ConnectionPool, int]] = {}
 
-    def acquire(self, database: PostgresDatabase) -> ConnectionPool:
+    def acquire(self, database: PostgresServer) -> ConnectionPool:
         with self._lock:
             pool, users = self._pools.get(database, (None, 0))
             if pool is None:
-                pool = ConnectionPool(database)
+                pool = ConnectionPool(partial(_connect, database), database.display)
             self._pools[database] = (pool, users + 1)
             return pool
 
-    def release(self, database: PostgresDatabase) -> None:
+    def release(self, database: PostgresServer) -> None:
         with self._lock:
             pool, users = self._pools[database]
             if users > 1:

@@ -15,7 +15,8 @@ from typing import Any
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 _encode_json_string = json.JSONEncoder(ensure_ascii=False).encode
 # A surrogate code point in a Python string is always unpaired; JavaScript (ES2019+) writes it
-# as a \uXXXX escape, which also keeps the text encodable as UTF-8.
+# as a six-character escape (backslash, u, four hex digits), which also keeps the text
+# encodable as UTF-8.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 

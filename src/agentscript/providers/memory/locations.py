@@ -8,12 +8,13 @@ people (errors, reprs) is built from the scrubbed form, never from the URI as wr
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
+from agentscript.postgres_connections import PostgresServer
 from agentscript.runtime.errors import ExecutionError
-from agentscript.runtime.uris import HIDDEN, SplitUri, scrub_uri
+from agentscript.runtime.uris import SplitUri, scrub_uri
 
 DEFAULT_NAMESPACE = "memory"
 POSTGRES_SCHEMES = ("postgresql", "postgres")
@@ -32,26 +33,6 @@ class SqliteLocation:
 
     path: Path
     namespace: str
-
-
-@dataclass(frozen=True, slots=True)
-class PostgresServer:
-    """A database to connect to. The credentials are kept apart from `conninfo` (the URI with
-    no user part, no password parameter and no fragment) and handed to libpq as separate
-    keywords, so not even libpq's own URI errors can quote them; reprs show `display` only."""
-
-    conninfo: str
-    display: str
-    user: str | None = field(repr=False, default=None)
-    password: str | None = field(repr=False, default=None)
-
-    def scrub(self, message: str) -> str:
-        """`message` with the password replaced, as a last guard on driver errors."""
-        if not self.password:
-            return message
-        for form in sorted({self.password, quote(self.password, safe="")}, key=len, reverse=True):
-            message = message.replace(form, HIDDEN)
-        return message
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,11 +68,8 @@ def parse_location(uri: str, base_dir: Path, workspace_root: Path | None) -> Mem
         return SqliteLocation(path, namespace or DEFAULT_NAMESPACE)
     if scheme in POSTGRES_SCHEMES:
         parts = SplitUri.split(uri)
-        server = PostgresServer(
-            conninfo=f"{parts.scheme}://{parts.address}",
-            display=f"{parts.scheme}://{parts.shown_userinfo}{parts.shown_address}",
-            user=unquote(parts.user) if parts.user else None,
-            password=parts.password,
+        server = PostgresServer.of(
+            parts, f"{parts.scheme}://{parts.shown_userinfo}{parts.shown_address}"
         )
         namespace = parts.fragment or DEFAULT_NAMESPACE
         return PostgresLocation(server, namespace, scrub_uri(uri))

@@ -14,10 +14,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from agentscript.providers.memory.locations import PostgresLocation, PostgresServer
+from agentscript.postgres_connections import CONNECT_TIMEOUT_SECONDS, ConnectionPool, PostgresServer
+from agentscript.providers.memory.locations import PostgresLocation
 from agentscript.providers.memory.rules import Envelope, MemoryQuery
 from agentscript.providers.memory.sql import SqlDialect, envelopes, row_values
 from agentscript.providers.memory.store import MemoryStoreError
@@ -25,8 +27,6 @@ from agentscript.providers.memory.store import MemoryStoreError
 if TYPE_CHECKING:
     from psycopg import Connection
 
-POOL_SIZE = 4
-CONNECT_TIMEOUT_SECONDS = 10
 # Rows fetched per round trip while reading candidates; a query stops once it has its limit.
 FETCH_ROWS = 100
 
@@ -71,81 +71,27 @@ def driver() -> ModuleType:
     return psycopg
 
 
-class ConnectionPool:
-    """A few autocommit connections to one server, shared by a run's threads.
+def connection_pool(server: PostgresServer) -> ConnectionPool:
+    """The pool of one server: its connections acknowledge an add once its WAL is flushed."""
+    return ConnectionPool(partial(_connect, server), server.display)
 
-    A connection goes back to the pool only when it is healthy and outside any transaction;
-    anything else is closed, so a failure never leaks into the next operation.
-    """
 
-    def __init__(self, server: PostgresServer, size: int = POOL_SIZE) -> None:
-        self.server = server
-        self._size = size
-        self._idle: list[Connection] = []
-        self._opened = 0
-        self._available = threading.Condition()
-
-    def __repr__(self) -> str:
-        return f"ConnectionPool({self.server.display!r})"
-
-    @contextmanager
-    def connection(self) -> Iterator[Connection]:
-        connection = self._acquire()
-        try:
-            yield connection
-        finally:
-            self._release(connection)
-
-    def close(self) -> None:
-        with self._available:
-            idle, self._idle = self._idle, []
-            self._opened -= len(idle)
-        for connection in idle:
-            connection.close()
-
-    def _acquire(self) -> Connection:
-        with self._available:
-            while not self._idle and self._opened >= self._size:
-                self._available.wait()
-            if self._idle:
-                return self._idle.pop()
-            self._opened += 1
-        try:
-            return self._connect()
-        except BaseException:
-            with self._available:
-                self._opened -= 1
-                self._available.notify()
-            raise
-
-    def _connect(self) -> Connection:
-        connection: Connection = driver().connect(
-            self.server.conninfo,
-            user=self.server.user,
-            password=self.server.password,
-            autocommit=True,
-            connect_timeout=CONNECT_TIMEOUT_SECONDS,
-            application_name="agentscript",
-        )
-        try:
-            # An acknowledged add must survive a server crash, whatever the server's default.
-            connection.execute("SET synchronous_commit TO on")
-        except BaseException:
-            connection.close()
-            raise
-        return connection
-
-    def _release(self, connection: Connection) -> None:
-        idle = driver().pq.TransactionStatus.IDLE
-        reusable = not connection.closed and connection.info.transaction_status == idle
-        with self._available:
-            if reusable:
-                self._idle.append(connection)
-            else:
-                self._opened -= 1
-            self._available.notify()
-        if not reusable:
-            connection.close()
+def _connect(server: PostgresServer) -> Connection:
+    connection: Connection = driver().connect(
+        server.conninfo,
+        user=server.user,
+        password=server.password,
+        autocommit=True,
+        connect_timeout=CONNECT_TIMEOUT_SECONDS,
+        application_name="agentscript",
+    )
+    try:
+        # An acknowledged add must survive a server crash, whatever the server's default.
+        connection.execute("SET synchronous_commit TO on")
+    except BaseException:
+        connection.close()
+        raise
+    return connection
 
 
 class PostgresStore:

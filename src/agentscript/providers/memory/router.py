@@ -14,10 +14,10 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentscript.postgres_connections import PostgresServer
 from agentscript.providers.memory.locations import (
     JsonlLocation,
     MemoryLocation,
-    PostgresServer,
     SqliteLocation,
     parse_location,
 )
@@ -26,7 +26,7 @@ from agentscript.providers.memory.store import MemoryStore
 from agentscript.runtime.ports import MemoryRequest
 
 if TYPE_CHECKING:
-    from agentscript.providers.memory.postgres import ConnectionPool
+    from agentscript.postgres_connections import ConnectionPool
 
 
 class OpenStores:
@@ -64,11 +64,11 @@ class OpenStores:
             from agentscript.providers.memory.sqlite import SqliteStore
 
             return SqliteStore(location.path, location.namespace)
-        from agentscript.providers.memory.postgres import ConnectionPool, PostgresStore
+        from agentscript.providers.memory.postgres import PostgresStore, connection_pool
 
         pool = self._pools.get(location.server)
         if pool is None:
-            pool = ConnectionPool(location.server)
+            pool = connection_pool(location.server)
             self._pools[location.server] = pool
         return PostgresStore(location, pool)
 
