@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from agentscript.learn.graph import Edge, EdgeType, Node, NodeType, ToolLink
 from agentscript.learn.journal_store import JournalError, dumps, prepare_schema
 from agentscript.learn.locks import file_lock
-from agentscript.sqlite_files import SqliteFile
+from agentscript.providers.storage.sqlite_files import SqliteFile
 
 EdgeKey = tuple[str, str, str]
 WeightStep = Callable[[float, float], tuple[float, float]]

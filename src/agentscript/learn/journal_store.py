@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from agentscript.providers.storage.sqlite_files import SqliteFile
 from agentscript.runtime.errors import AgentScriptError
-from agentscript.sqlite_files import SqliteFile
 
 RunStatus = Literal["running", "ok", "error", "interrupted"]
 Phase = Literal["start", "end"]

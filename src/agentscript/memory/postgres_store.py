@@ -57,7 +57,11 @@ from agentscript.memory.store import (
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
 from agentscript.memory.timeline import bucket_start_keys
-from agentscript.postgres_connections import CONNECT_TIMEOUT_SECONDS, ConnectionPool, PostgresServer
+from agentscript.providers.storage.postgres_connections import (
+    CONNECT_TIMEOUT_SECONDS,
+    ConnectionPool,
+    PostgresServer,
+)
 from agentscript.runtime.uris import SplitUri, scrub_uri
 
 if TYPE_CHECKING:

@@ -41,7 +41,7 @@ from agentscript.memory.store import (
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
 from agentscript.memory.timeline import bucket_start_keys
-from agentscript.sqlite_files import connect, write_transaction
+from agentscript.providers.storage.sqlite_files import connect, write_transaction
 
 SCHEMA_VERSION = "1"
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
-from agentscript.postgres_connections import PostgresServer
+from agentscript.providers.storage.postgres_connections import PostgresServer
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.uris import SplitUri, scrub_uri
 

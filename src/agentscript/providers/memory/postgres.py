@@ -18,11 +18,15 @@ from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from agentscript.postgres_connections import CONNECT_TIMEOUT_SECONDS, ConnectionPool, PostgresServer
 from agentscript.providers.memory.locations import PostgresLocation
 from agentscript.providers.memory.rules import Envelope, MemoryQuery
 from agentscript.providers.memory.sql import SqlDialect, envelopes, row_values
 from agentscript.providers.memory.store import MemoryStoreError
+from agentscript.providers.storage.postgres_connections import (
+    CONNECT_TIMEOUT_SECONDS,
+    ConnectionPool,
+    PostgresServer,
+)
 
 if TYPE_CHECKING:
     from psycopg import Connection

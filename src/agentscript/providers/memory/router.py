@@ -14,7 +14,6 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentscript.postgres_connections import PostgresServer
 from agentscript.providers.memory.locations import (
     JsonlLocation,
     MemoryLocation,
@@ -23,10 +22,11 @@ from agentscript.providers.memory.locations import (
 )
 from agentscript.providers.memory.rules import MemoryQuery, new_envelope
 from agentscript.providers.memory.store import MemoryStore
+from agentscript.providers.storage.postgres_connections import PostgresServer
 from agentscript.runtime.ports import MemoryRequest
 
 if TYPE_CHECKING:
-    from agentscript.postgres_connections import ConnectionPool
+    from agentscript.providers.storage.postgres_connections import ConnectionPool
 
 
 class OpenStores:

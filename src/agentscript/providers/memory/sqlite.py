@@ -4,7 +4,7 @@ The database runs in WAL mode with `synchronous=FULL`: every commit fsyncs the l
 `add` returns, so an acknowledged record survives a process crash and a power loss alike
 (NORMAL would only survive the former). Writers take the write lock up front (`BEGIN
 IMMEDIATE`) and wait for it, so concurrent processes queue
-instead of failing (see agentscript.sqlite_files). Databases written by the 0.1.0 runtime are
+instead of failing (see agentscript.providers.storage.sqlite_files). Databases written by the 0.1.0 runtime are
 upgraded in place on open.
 """
 
@@ -23,7 +23,7 @@ from agentscript.providers.memory.sql import (
     search_column,
 )
 from agentscript.providers.memory.store import MemoryStoreError
-from agentscript.sqlite_files import SqliteFile, connect
+from agentscript.providers.storage.sqlite_files import SqliteFile, connect
 
 DIALECT = SqlDialect(
     name="sqlite",

@@ -48,7 +48,7 @@ from learn_support import (
     journaled_run,
 )
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 # No process can have this id: Linux pids stop at 2**22.
 DEAD_PID = 2**22 + 7
 

@@ -21,7 +21,7 @@ from zygote_support import kill_writers
 
 pytest_plugins = ["memsvc_support"]
 
-WRITER = Path(__file__).with_name("memsvc_support.py")
+WRITER = Path(__file__).parents[1] / "support" / "memsvc_support.py"
 WORKERS = 6
 REMEMBERS_PER_WORKER = 60
 KILLS = 30

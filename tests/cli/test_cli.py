@@ -20,7 +20,7 @@ from agentscript.cli.app import cli
 from agentscript.cli.input import PromptedInput, answer_value
 from agentscript.cli.main import SUBCOMMANDS, main
 
-FIXTURES = Path(__file__).parent / "fixtures" / "cli"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "cli"
 SCRIPT = Path(sys.executable).with_name("agentscript")
 
 

@@ -27,7 +27,7 @@ from agentscript.providers.tools.mock import MockTools
 from agentscript.runtime.errors import AgentScriptError, LoadError
 from agentscript.runtime.interpreter import ExecutionOptions, execute
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 # The parser and the interpreter raise the recursion limit on first use, which Hypothesis (it
 # restores the limit after each test) reports as a warning.

@@ -51,7 +51,7 @@ from memsvc_compaction_support import (
 
 pytest_plugins = ["memsvc_support"]
 
-SUPPORT = Path(__file__).with_name("memsvc_compaction_support.py")
+SUPPORT = Path(__file__).parents[1] / "support" / "memsvc_compaction_support.py"
 MODEL = "openai://gpt-4.1-mini"
 WITH_MODEL = MemoryConfig(timeline=TimelineConfig(model=MODEL))
 PARIS = ZoneInfo("Europe/Paris")

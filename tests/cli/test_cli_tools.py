@@ -12,7 +12,7 @@ from agentscript.cli.approval import TerminalApprover
 from agentscript.cli.main import main
 from agentscript.providers.tools.approvals import ApprovalRequest
 
-ECHO_SERVER = Path(__file__).parent / "fixtures" / "mcp" / "echo_server.py"
+ECHO_SERVER = Path(__file__).parents[1] / "fixtures" / "mcp" / "echo_server.py"
 
 WRITER = """
 import tool File from "file://workspace"

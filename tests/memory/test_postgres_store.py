@@ -53,8 +53,8 @@ def memory_backend() -> str:
     return "postgres"
 
 
-WRITER = Path(__file__).with_name("memsvc_support.py")
-HELPER = Path(__file__).with_name("memsvc_postgres_support.py")
+WRITER = Path(__file__).parents[1] / "support" / "memsvc_support.py"
+HELPER = Path(__file__).parents[1] / "support" / "memsvc_postgres_support.py"
 WORKERS = 6
 REMEMBERS_PER_WORKER = 40
 KILLS = 20

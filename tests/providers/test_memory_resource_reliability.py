@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 pytest_plugins = ["memory_support"]
 
-WRITER = Path(__file__).with_name("memory_support.py")
+WRITER = Path(__file__).parents[1] / "support" / "memory_support.py"
 WORKERS = 8
 ADDS_PER_WORKER = 500
 KILLS = 50

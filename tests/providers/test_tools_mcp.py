@@ -26,7 +26,7 @@ from agentscript.providers.tools.registry import ToolRegistry
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.ports import ToolCall
 
-ECHO_SERVER = str(Path(__file__).parent / "fixtures" / "mcp" / "echo_server.py")
+ECHO_SERVER = str(Path(__file__).parents[1] / "fixtures" / "mcp" / "echo_server.py")
 PYTHON = sys.executable
 TOKEN = "s3cret-token"
 ENVIRON = {"MCP_TEST_TOKEN": TOKEN}

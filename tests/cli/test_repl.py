@@ -14,7 +14,7 @@ import pytest
 
 from agentscript.cli.repl import BANNER, run_lines
 
-FIXTURES = Path(__file__).parent / "fixtures" / "cli"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "cli"
 
 GREETER = """\
 agent Greeter {
