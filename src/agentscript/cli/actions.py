@@ -13,13 +13,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentscript import api
+from agentscript.app import programs
 from agentscript.cli import render
 from agentscript.cli.errors import REPORTED_ERRORS, CliError, error_lines
 from agentscript.cli.input import PromptedInput, read_input
 
 if TYPE_CHECKING:
-    from agentscript.composition import ModelChoice, RunConfig
+    from agentscript.app.configuration import ModelChoice, RunConfig
     from agentscript.providers.tools.approvals import ApprovalMode, AskUser
     from agentscript.runtime.ports import RunJournal
 from agentscript.runtime.errors import AgentScriptError
@@ -107,10 +107,11 @@ def run_program(options: RunOptions) -> int:
 def _run(options: RunOptions) -> int:
     check_output_flags(options.quiet, options.verbose, options.trace)
     check_input_flags(options.input_json, options.input_file)
-    from agentscript.composition import RunConfig
+    from agentscript.app.configuration import RunConfig
+    from agentscript.app.run import run
 
     input_value = read_input(options.input_json, options.input_file)
-    program = api.load(options.path)
+    program = programs.load(options.path)
     config = RunConfig(
         model=options.model,
         responses=options.responses,
@@ -139,7 +140,7 @@ def _run(options: RunOptions) -> int:
         memory_db=options.memory_db,
     )
     try:
-        result = api.run(program, input_value, config)
+        result = run(program, input_value, config)
     except AgentScriptError as error:
         # Show how far the run got: the partial trace goes where the full one would have.
         if error.trace is not None and options.trace_file is not None:
@@ -244,8 +245,8 @@ def list_tools(path: str, workspace: str | None, as_json: bool) -> int:
     """`agentscript tools FILE`: each tool import, and for MCP servers the tools they offer."""
 
     def show() -> int:
-        program = api.load(path)
-        listing = api.tools(program, Path(workspace) if workspace else None)
+        program = programs.load(path)
+        listing = programs.tools(program, Path(workspace) if workspace else None)
         if as_json:
             print(render.to_json(listing))
         else:
@@ -264,7 +265,7 @@ def check_files(paths: Sequence[str], report_ok: bool) -> int:
 
 
 def _check(path: str, report_ok: bool) -> int:
-    diagnostics = api.check(api.load(path))
+    diagnostics = programs.check(programs.load(path))
     for diagnostic in diagnostics:
         print(diagnostic.format_located(), file=sys.stderr)
     if any(diagnostic.severity == "error" for diagnostic in diagnostics):
@@ -278,7 +279,7 @@ def list_models(path: str, as_json: bool) -> int:
     """`agentscript models FILE`: where each llm import goes and whether its key is set."""
 
     def show() -> int:
-        reports = api.models(api.load(path))
+        reports = programs.models(programs.load(path))
         if as_json:
             print(render.to_json([report.to_json() for report in reports]))
         else:
@@ -290,7 +291,7 @@ def list_models(path: str, as_json: bool) -> int:
 
 def parse_file(path: str) -> int:
     def show_tree() -> int:
-        print(render.to_json(api.load(path).to_json()))
+        print(render.to_json(programs.load(path).to_json()))
         return 0
 
     return reporting_errors(show_tree)

@@ -82,7 +82,7 @@ def run_command(
     Each run is recorded with its outcome: done, no-update (it rested), blocked (budget spent
     or an effectful call refused) or error. Exits 1 when a run ended in error.
     """
-    from agentscript.learn.autonomy import run_autonomous
+    from agentscript.app.autonomy import run_autonomous
 
     def act() -> int:
         input_value = {} if input_json is None else parse_input_object(input_json, "--input")

@@ -132,7 +132,8 @@ def run_compact(options: CompactOptions) -> int:
 
 def _summarizer(config: MemoryConfig, responses: str | None, owned: list[Closeable]) -> Summarizer:
     """The summarizer over the mock model (`--mock`) or the real one memory.yml names."""
-    from agentscript.composition import RunConfig, build_llm
+    from agentscript.app.composition import build_llm
+    from agentscript.app.configuration import RunConfig
     from agentscript.memory.summarizer import Summarizer
 
     if responses is not None:

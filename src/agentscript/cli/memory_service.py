@@ -80,12 +80,12 @@ _SCOPE = click.option(
 
 def _open_service(workspace: str | None, db: str | None) -> MemoryService:
     """The service of `workspace` (which must exist: a typo must not start a new scope)."""
-    from agentscript.memory.configured import open_configured
+    from agentscript.app.memory_service import open_memory_service
 
     root = Path(workspace) if workspace is not None else Path.cwd()
     if not root.is_dir():
         raise CliError(f"Workspace {root} is not a directory")
-    return open_configured(root, database=db)
+    return open_memory_service(root, database=db)
 
 
 def _with_service(

@@ -21,8 +21,8 @@ from agentscript.cli.errors import CliError
 from agentscript.cli.render import to_json
 
 if TYPE_CHECKING:
+    from agentscript.app.configuration import RunConfig
     from agentscript.cli.actions import RunOptions
-    from agentscript.composition import RunConfig
     from agentscript.learn.journal_store import JournalEntry
     from agentscript.learn.reflection import ReflectionReport
     from agentscript.runtime.ports import Closeable, LlmProvider, RunJournal
@@ -129,7 +129,8 @@ def reflection_model(
 ) -> tuple[LlmProvider, str | None]:
     """The provider and model URI a reflection uses: the mock (`responses` "" answers
     OFFLINE_ANSWER, a path answers from that script), `model`, else the run's own model."""
-    from agentscript.composition import RunConfig, build_llm
+    from agentscript.app.composition import build_llm
+    from agentscript.app.configuration import RunConfig
     from agentscript.learn.run_memory import program_model
     from agentscript.providers.llm.endpoints import parse_llm_uri
     from agentscript.providers.llm.mock import ScriptedLlm
@@ -155,7 +156,7 @@ def reflect_after_run(
     """`run --reflect`: reflect on the run that just ended with the model it used (the mock
     with the same answers file, whose `Reflection` answers are the reflection's). What
     happens is reported on stderr; a reflection never changes the run's exit code."""
-    from agentscript.composition import workspace_root
+    from agentscript.app.composition import workspace_root
 
     if journal is None:
         return

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from agentscript.lang import ast
     from agentscript.learn.execution_trace import TaskExecutionTrace, ToolStep
     from agentscript.learn.journal_store import JournalEntry, RunRecord
+    from agentscript.learn.ports import SandboxedRunner
     from agentscript.memory.service import MemoryService
     from agentscript.runtime.ports import LlmProvider
 
@@ -825,11 +826,14 @@ class Refiner:
         uri: str = PROVIDED_MODEL_URI,
         environ: Mapping[str, str] | None = None,
         max_calls: int = 2,
+        *,
+        runner: SandboxedRunner,
     ) -> None:
         self.llm = llm
         self.uri = uri
         self.environ = environ
         self.max_calls = max_calls
+        self.runner = runner
         self._program: ast.Program | None = None
 
     def refine(
@@ -846,22 +850,12 @@ class Refiner:
         return refined, None
 
     def _ask(self, candidate: Candidate) -> Any:
-        from agentscript import api
-        from agentscript.composition import RunConfig
-
         if self._program is None:
             if any(mark in self.uri for mark in ('"', "\\", "\n")):
                 raise AgentScriptError(f"Not a model URI: {self.uri!r}")
-            self._program = api.load_source(_REFINE_PROGRAM.replace("{uri}", self.uri))
-        config = RunConfig(
-            model=self.llm if self.llm is not None else "real",
-            environ=self.environ,
-            journal=False,
-            learn=False,
-            mock_tools=True,
-            mock_memory=True,
-            max_calls=self.max_calls,
-        )
+            from agentscript.runtime.loader import load_program_source
+
+            self._program = load_program_source(_REFINE_PROGRAM.replace("{uri}", self.uri))
         given = {
             "kind": candidate.kind,
             "title": candidate.title,
@@ -869,7 +863,9 @@ class Refiner:
             "when": candidate.when,
             "evidence": candidate.evidence.to_json(),
         }
-        return api.run(self._program, given, config).value
+        return self.runner(
+            self._program, given, llm=self.llm, environ=self.environ, max_calls=self.max_calls
+        )
 
 
 def _refused(candidate: Candidate, reason: str) -> str:

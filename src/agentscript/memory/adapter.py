@@ -19,12 +19,9 @@ versions stay as history); forget with `purge` is `destructive`.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from agentscript.memory.configured import open_configured
 from agentscript.memory.entries import GLOBAL_SCOPE
-from agentscript.memory.errors import MemoryServiceError
 from agentscript.memory.service import MemoryService
 from agentscript.memory.tools import TOOLS, ToolDefinition, call_tool
 from agentscript.providers.tools.base import Risk
@@ -43,15 +40,6 @@ class MemoryTools:
 
     def __init__(self, service: MemoryService) -> None:
         self.service = service
-
-    @classmethod
-    def open(cls, workspace: str | Path, database: str | Path | None = None) -> MemoryTools:
-        """Open the service of `workspace` on `database` (default: `$AGENTSCRIPT_MEMORY_DB`,
-        else ~/.agentscript/memory.db); a broken memory.yml is an ExecutionError."""
-        try:
-            return cls(open_configured(workspace, database=database))
-        except MemoryServiceError as error:
-            raise ExecutionError(error.message) from None
 
     def risk(self, request: ToolCall) -> Risk:
         tool = _tool(request)

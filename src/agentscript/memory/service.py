@@ -5,7 +5,7 @@ shows) and returns JSON-able dicts, so an MCP server or a CLI only parses argume
 results. It never calls a model itself: compaction, which needs one, builds on
 `compaction_sources`, `pending_buckets` and `write_summary` below, and runs before reads through
 the `before_read` hook (compaction.py installs it); recall hands its candidates to `semantic`,
-a SemanticRanker, when one is installed (configured.py does it from memory.yml). Writes never
+a SemanticRanker, when one is installed (agentscript.app.memory_service does it from memory.yml). Writes never
 reach a model. It never speaks SQL: storage is a MemoryStore.
 """
 

@@ -1,10 +1,11 @@
-"""Opening the service the way memory.yml configures it, with the models it names.
+"""The configured memory service: opened the way memory.yml says, with the models it names.
 
-`MemoryService.open` gives the bare service: no model is ever called. `open_configured` adds what
-the workspace's memory.yml asks for: lazy compaction when it names a timeline model (asked
-through the real model router) and semantic re-ranking when it names an embedding model. The
-model clients close with the service. This is how every long-lived reader opens the service:
-the CLI, the MCP server, `memory://` tools.
+`MemoryService.open` gives the bare service: no model is ever called (tests and tools that ask
+for exactly that use it). `open_memory_service` adds what the workspace's memory.yml asks for:
+lazy compaction when it names a timeline model (asked through the real model router) and
+semantic re-ranking when it names an embedding model. The model clients close with the
+service. Every use case opens the service here: the memory commands, the MCP server,
+`memory://` tools, learning after a run, reflection, feedback and compaction.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from agentscript.memory.adapter import MemoryTools
 from agentscript.memory.compaction import enable_lazy_compaction
+from agentscript.memory.errors import MemoryServiceError
 from agentscript.memory.semantic import SemanticRanker
 from agentscript.memory.service import MemoryService
+from agentscript.runtime.errors import ExecutionError
 
 
-def open_configured(
+def open_memory_service(
     workspace: str | Path | None,
     *,
     database: str | Path | None = None,
@@ -33,6 +37,17 @@ def open_configured(
         service.close()
         raise
     return service
+
+
+def memory_tools(
+    workspace: str | Path, database: str | Path | None, environ: Mapping[str, str] | None
+) -> MemoryTools:
+    """The `memory://` tools of a run, over the configured service of `workspace`; a broken
+    memory.yml is an ExecutionError, reported at the program's call."""
+    try:
+        return MemoryTools(open_memory_service(workspace, database=database, environ=environ))
+    except MemoryServiceError as error:
+        raise ExecutionError(error.message) from None
 
 
 def _compaction(service: MemoryService, environ: Mapping[str, str] | None) -> None:
