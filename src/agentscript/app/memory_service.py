@@ -10,7 +10,7 @@ service. Every use case opens the service here: the memory commands, the MCP ser
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from agentscript.memory.adapter import MemoryTools
@@ -48,6 +48,34 @@ def memory_tools(
         return MemoryTools(open_memory_service(workspace, database=database, environ=environ))
     except MemoryServiceError as error:
         raise ExecutionError(error.message) from None
+
+
+def serve_memory(
+    workspace: str | Path | None,
+    *,
+    database: str | Path | None = None,
+    port: int | None = None,
+    token: str | None = None,
+    on_ready: Callable[[str | None, str], None] | None = None,
+) -> None:
+    """Serve the configured service of `workspace` over MCP until stopped: on stdio when
+    `port` is None, else Streamable HTTP on 127.0.0.1:`port` behind the bearer `token`;
+    `on_ready(workspace scope, url)` is called once the HTTP server listens."""
+    from agentscript.app.workspace import Workspace
+    from agentscript.memory import mcp_server
+
+    checked = None if port is None else mcp_server.check_token(token or "")
+    with Workspace.current(workspace, database) as place:
+        service = place.memory()
+        if port is None or checked is None:
+            mcp_server.serve_stdio(service)
+            return
+
+        def ready(url: str) -> None:
+            if on_ready is not None:
+                on_ready(service.workspace, url)
+
+        mcp_server.serve_http(service, checked, port, on_ready=ready)
 
 
 def _compaction(service: MemoryService, environ: Mapping[str, str] | None) -> None:

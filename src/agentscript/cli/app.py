@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import click
 
@@ -18,11 +18,9 @@ from agentscript.cli.autonomy import autonomy_group
 from agentscript.cli.feedback import feedback_command
 from agentscript.cli.memory import memory_group
 from agentscript.cli.memory_service import add_service_commands
+from agentscript.cli.options import json_option, mock_option, workspace_option
 from agentscript.cli.reflect import profile_group, reflect_command
 from agentscript.cli.runs import runs_group
-
-if TYPE_CHECKING:
-    from agentscript.providers.tools.approvals import ApprovalMode
 
 HELP = """Run, check and explore AgentScript programs.
 
@@ -79,6 +77,24 @@ class _Group(click.Group):
             return super().resolve_command(ctx, args)
 
 
+def _variants(ctx: click.Context, param: click.Parameter, pairs: tuple[str, ...]) -> dict[str, str]:
+    """`--variant SITE=NAME` pairs; the site id itself may contain `=` only before the last."""
+    chosen: dict[str, str] = {}
+    for pair in pairs:
+        site, separator, name = pair.rpartition("=")
+        if not separator or not site or not name:
+            raise click.UsageError(f"--variant expects SITE=NAME, got '{pair}'")
+        chosen[site] = name
+    return chosen
+
+
+def _names(ctx: click.Context, param: click.Parameter, text: str | None) -> list[str] | None:
+    """`--env-allow A, B` as a list of names; None when the flag was not given."""
+    if text is None:
+        return None
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
 @click.group(
     cls=_Group,
     help=HELP,
@@ -100,15 +116,9 @@ def cli(ctx: click.Context) -> None:
 @click.option("--input-file", metavar="FILE", help="Read the input object from a JSON file.")
 @click.option("--agent", metavar="NAME", help="Entry agent (default: the main agent).")
 @click.option("--function", metavar="NAME", help="Entry function (default: its main func).")
-@click.option(
-    "--mock",
-    "responses",
-    is_flag=False,
-    flag_value="",
-    default=None,
-    metavar="[FILE]",
-    help="Use the mock model: shape defaults, or scripted answers from FILE "
-    "(put --mock after the program, or write --mock=FILE).",
+@mock_option(
+    "Use the mock model: shape defaults, or scripted answers from FILE "
+    "(put --mock after the program, or write --mock=FILE)."
 )
 @click.option("--dry-run", is_flag=True, help="Print each prompt to stderr instead of sending it.")
 @click.option("--trace", metavar="FILE|pretty", help="Write the trace to FILE, or print it.")
@@ -121,7 +131,7 @@ def cli(ctx: click.Context) -> None:
 )
 @click.option("--record", metavar="FILE", help="Save every model exchange to FILE (JSONL).")
 @click.option("--replay", metavar="FILE", help="Answer from a recording instead of a model.")
-@click.option("--workspace", metavar="DIR", help="Confine tools to DIR (default: the program's).")
+@workspace_option("Confine tools to DIR (default: the program's).")
 @click.option("--mock-tools", is_flag=True, help="Answer every tool call with the mock tool.")
 @click.option(
     "--approve",
@@ -129,7 +139,12 @@ def cli(ctx: click.Context) -> None:
     help="Calls that need approval: ask at the terminal (default), approve all, or refuse all.",
 )
 @click.option("--approvals", metavar="FILE", help="Approval policy (YAML or JSON).")
-@click.option("--env-allow", metavar="NAMES", help="Comma-separated variables env:// may read.")
+@click.option(
+    "--env-allow",
+    metavar="NAMES",
+    callback=_names,
+    help="Comma-separated variables env:// may read.",
+)
 @click.option(
     "--concurrency",
     type=click.IntRange(min=1),
@@ -142,6 +157,7 @@ def cli(ctx: click.Context) -> None:
     "variants",
     multiple=True,
     metavar="SITE=NAME",
+    callback=_variants,
     help="Choose a `use one of` candidate, e.g. main.as#Agent.func[label]=name.",
 )
 @click.option("--no-journal", is_flag=True, help="Do not record this run in the run journal.")
@@ -156,33 +172,19 @@ def cli(ctx: click.Context) -> None:
 @click.pass_context
 def run_command(
     ctx: click.Context,
+    /,
     file: str | None,
     input_json: str | None,
     input_file: str | None,
-    agent: str | None,
-    function: str | None,
     responses: str | None,
     dry_run: bool,
     trace: str | None,
     verbose: bool,
     quiet: bool,
-    max_tokens: int | None,
-    max_calls: int | None,
-    max_seconds: float | None,
-    record: str | None,
-    replay: str | None,
-    workspace: str | None,
-    mock_tools: bool,
-    approve: ApprovalMode | None,
-    approvals: str | None,
-    env_allow: str | None,
-    concurrency: int,
-    variants: tuple[str, ...],
     no_journal: bool,
     no_learn: bool,
-    learn_model: str | None,
-    memory_db: str | None,
     reflect: bool,
+    **settings: Any,
 ) -> None:
     """Run a program and print its result and trace as JSON.
 
@@ -195,43 +197,27 @@ def run_command(
         raise PlainUsageError(f"Missing argument 'FILE'{hint}.")
     if responses is not None and dry_run:
         raise PlainUsageError("Use either --mock or --dry-run, not both")
-    if replay is not None and (responses is not None or dry_run):
+    if settings["replay"] is not None and (responses is not None or dry_run):
         raise PlainUsageError("Use either --replay or --mock/--dry-run, not both")
     if reflect and (no_journal or dry_run):
         raise PlainUsageError(
             "--reflect needs the run journaled: not with --no-journal or --dry-run"
         )
-    options = actions.RunOptions(
-        path=file,
-        input_json=input_json,
-        input_file=input_file,
-        agent=agent,
-        function=function,
+    from agentscript.app.configuration import RunConfig
+
+    # The other options are named like the RunConfig fields they set.
+    config = RunConfig(
         model="dry-run" if dry_run else "mock" if responses is not None else "real",
         responses=responses or None,
-        trace=trace,
-        verbose=verbose,
-        quiet=quiet,
-        max_tokens=max_tokens,
-        max_calls=max_calls,
-        max_seconds=max_seconds,
-        record=record,
-        replay=replay,
-        report_usage=True,
-        workspace=workspace,
-        mock_tools=mock_tools,
-        approve=approve,
-        approvals=approvals,
-        env_allow=env_allow,
-        concurrency=concurrency,
-        variants=variants,
         journal=not no_journal,
         learn=not no_learn,
-        learn_model=learn_model,
-        memory_db=memory_db,
-        reflect=reflect,
+        **settings,
     )
-    ctx.exit(actions.run_program(options))
+    output = actions.RunOutput(trace=trace, verbose=verbose, quiet=quiet, report_usage=True)
+    code = actions.run_program(
+        file, config, output, input_json=input_json, input_file=input_file, reflect=reflect
+    )
+    ctx.exit(code)
 
 
 @cli.command(name="check")
@@ -246,7 +232,7 @@ def check_command(ctx: click.Context, files: tuple[str, ...], quiet: bool) -> No
 @cli.command(name="undo")
 @click.argument("trace_file", metavar="TRACE.json")
 @click.option("--dry-run", is_flag=True, help="Say what would be undone; change nothing.")
-@click.option("--workspace", metavar="DIR", help="For records that do not name their workspace.")
+@workspace_option("For records that do not name their workspace.")
 @click.pass_context
 def undo_command(ctx: click.Context, trace_file: str, dry_run: bool, workspace: str | None) -> None:
     """Revert the file effects a run recorded in its trace, newest first.
@@ -258,8 +244,8 @@ def undo_command(ctx: click.Context, trace_file: str, dry_run: bool, workspace: 
 
 @cli.command(name="tools")
 @click.argument("file")
-@click.option("--workspace", metavar="DIR", help="Where agentscript.mcp.json is read.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a list.")
+@workspace_option("Where agentscript.mcp.json is read.")
+@json_option("Print JSON instead of a list.")
 @click.pass_context
 def tools_command(ctx: click.Context, file: str, workspace: str | None, as_json: bool) -> None:
     """List a program's tool imports and the tools each MCP server offers."""
@@ -268,7 +254,7 @@ def tools_command(ctx: click.Context, file: str, workspace: str | None, as_json:
 
 @cli.command(name="models")
 @click.argument("file")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_option("Print JSON instead of a table.")
 @click.pass_context
 def models_command(ctx: click.Context, file: str, as_json: bool) -> None:
     """List a program's models: endpoint, model, and whether the key is set (never the key)."""
