@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -87,7 +88,7 @@ def test_options_without_a_file_print_usage_to_stderr_and_fail(
 
 
 def test_dispatch_knows_every_click_subcommand() -> None:
-    assert set(cli.commands) == SUBCOMMANDS
+    assert set(cli.list_commands(click.Context(cli))) == SUBCOMMANDS
 
 
 # ---------------------------------------------------------------------------- parse

@@ -112,8 +112,9 @@ def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
 
 
 def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:
-    """The sink that journals this run, unless journaling is off or this is a dry run; it
-    learns from the run when it ends unless `learn` is off."""
+    """The sink that journals this run, unless journaling is off or this is a dry run. Unless
+    `learn` is off, it queues the run for learning when it ends (agentscript.app.learning),
+    or learns from it before the process exits when that needs a provider object."""
     if not config.journal or config.model == "dry-run":
         return None
     from agentscript.learn.journal import journal_path, shared_journal
@@ -121,9 +122,13 @@ def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:
     path = Path(config.journal_path) if config.journal_path else journal_path(workspace)
     sink = shared_journal(path).sink()
     if config.learn:
-        from agentscript.app.learning import learner_for
+        from agentscript.app.learning import learner_for, learning_request
 
-        sink.learner = learner_for(config)
+        request = learning_request(config)
+        if request is not None:
+            sink.learning_request = request
+        else:
+            sink.learner = learner_for(config)
     return sink
 
 

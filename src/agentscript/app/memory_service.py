@@ -42,12 +42,17 @@ def open_memory_service(
 def memory_tools(
     workspace: str | Path, database: str | Path | None, environ: Mapping[str, str] | None
 ) -> MemoryTools:
-    """The `memory://` tools of a run, over the configured service of `workspace`; a broken
-    memory.yml is an ExecutionError, reported at the program's call."""
+    """The `memory://` tools of a run, over the configured service of `workspace`, whose
+    reads first learn from the runs waiting in the workspace's journal; a broken memory.yml
+    is an ExecutionError, reported at the program's call."""
+    from agentscript.app.learning import LearningBeforeReads
+
     try:
-        return MemoryTools(open_memory_service(workspace, database=database, environ=environ))
+        service = open_memory_service(workspace, database=database, environ=environ)
     except MemoryServiceError as error:
         raise ExecutionError(error.message) from None
+    LearningBeforeReads(service, [Path(workspace)], database)
+    return MemoryTools(service)
 
 
 def serve_memory(

@@ -2,7 +2,8 @@
 
 A use case asks the workspace for what it needs; each store is opened on first use, once, and
 `close` closes all of them, in reverse order. The memory service is always the
-memory.yml-configured one (agentscript.app.memory_service).
+memory.yml-configured one (agentscript.app.memory_service), and its reads first learn from the
+runs waiting in the workspace's journal (agentscript.app.learning).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 from agentscript.app.errors import AppError
 
 if TYPE_CHECKING:
+    from agentscript.app.learning import LearningBeforeReads
     from agentscript.learn.autonomy_ledger import Ledger
     from agentscript.learn.journal import Journal
     from agentscript.learn.profile import ProfileStore
@@ -41,6 +43,7 @@ class Workspace:
         self._memories: dict[Path, MemoryService] = {}
         self._profiles: ProfileStore | None = None
         self._ledger: Ledger | None = None
+        self._learning: list[LearningBeforeReads] = []
 
     @classmethod
     def current(cls, root: str | Path | None, database: str | Path | None = None) -> Workspace:
@@ -61,11 +64,21 @@ class Workspace:
         where = Path(scope_root) if scope_root is not None else self.root
         service = self._memories.get(where)
         if service is None:
+            from agentscript.app.learning import LearningBeforeReads
             from agentscript.app.memory_service import open_memory_service
 
             service = open_memory_service(where, database=self.database, environ=self.environ)
+            journals = [self.root] + ([where] if where != self.root else [])
+            learning = LearningBeforeReads(service, journals, self.database)
+            self._learning.append(learning)
             self._memories[where] = service
+            learning.catch_up()
         return service
+
+    @property
+    def problems(self) -> list[str]:
+        """What went wrong learning from the runs that waited (the reads went on)."""
+        return [problem for hook in self._learning for problem in hook.problems]
 
     @property
     def profiles(self) -> ProfileStore:

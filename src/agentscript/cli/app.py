@@ -8,19 +8,26 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib import import_module
 from typing import IO, Any
 
 import click
 
 from agentscript import __version__
 from agentscript.cli import actions
-from agentscript.cli.autonomy import autonomy_group
-from agentscript.cli.feedback import feedback_command
-from agentscript.cli.memory import memory_group
-from agentscript.cli.memory_service import add_service_commands
 from agentscript.cli.options import json_option, mock_option, workspace_option
-from agentscript.cli.reflect import profile_group, reflect_command
-from agentscript.cli.runs import runs_group
+
+# The command groups of their own modules, imported when a command line names them (or asks
+# for the full help), so `agentscript check` does not load the memory or learning commands.
+LAZY_COMMANDS = {
+    "autonomy": ("agentscript.cli.autonomy", "autonomy_group"),
+    "feedback": ("agentscript.cli.feedback", "feedback_command"),
+    "learn": ("agentscript.cli.learn", "learn_command"),
+    "memory": ("agentscript.cli.memory_service", "memory_commands"),
+    "profile": ("agentscript.cli.reflect", "profile_group"),
+    "reflect": ("agentscript.cli.reflect", "reflect_command"),
+    "runs": ("agentscript.cli.runs", "runs_group"),
+}
 
 HELP = """Run, check and explore AgentScript programs.
 
@@ -75,6 +82,17 @@ class _Group(click.Group):
     ) -> tuple[str | None, click.Command | None, list[str]]:
         with plain_usage_errors():
             return super().resolve_command(ctx, args)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        lazy = LAZY_COMMANDS.get(cmd_name)
+        if lazy is None:
+            return super().get_command(ctx, cmd_name)
+        command = getattr(import_module(lazy[0]), lazy[1])
+        assert isinstance(command, click.Command)
+        return command
 
 
 def _variants(ctx: click.Context, param: click.Parameter, pairs: tuple[str, ...]) -> dict[str, str]:
@@ -276,15 +294,6 @@ def repl_command(ctx: click.Context) -> None:
     from agentscript.cli.repl import run_repl
 
     ctx.exit(run_repl())
-
-
-add_service_commands(memory_group)
-cli.add_command(memory_group)
-cli.add_command(runs_group)
-cli.add_command(feedback_command)
-cli.add_command(reflect_command)
-cli.add_command(profile_group)
-cli.add_command(autonomy_group)
 
 
 def invoke(args: list[str]) -> int:

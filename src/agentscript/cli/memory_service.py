@@ -27,7 +27,7 @@ import click
 
 from agentscript.app.workspace import Workspace
 from agentscript.cli.actions import reporting_errors
-from agentscript.cli.memory import export_resource, import_resource
+from agentscript.cli.memory import export_resource, import_resource, memory_group
 from agentscript.cli.memory_compact import compact_command
 from agentscript.cli.options import db_option, json_option, workspace_option
 from agentscript.cli.render import to_json
@@ -611,6 +611,11 @@ def add_service_commands(group: click.Group) -> None:
     """Add the service's commands, and compaction's `compact`, to `agentscript memory`."""
     for command in (*SERVICE_COMMANDS, compact_command):
         group.add_command(command)
+
+
+# `agentscript memory`: the resource commands (memory.py) and the service's.
+memory_commands = memory_group
+add_service_commands(memory_commands)
 
 
 # ------------------------------------------------------------------------ files
