@@ -139,13 +139,8 @@ def test_runs_queued_for_another_database_are_left_for_it(
 
 def test_readers_catching_up_at_once_learn_each_run_once(workspace: Path, database: Path) -> None:
     for name in ("Ada", "Grace", "Edsger"):
-        assert (
-            main(
-                ["run", str(workspace / "greet.as"), "--mock", "--quiet", "--input"]
-                + [json.dumps({"name": name})]
-            )
-            == 0
-        )
+        arguments = ["run", str(workspace / "greet.as"), "--mock", "--quiet"]
+        assert main([*arguments, "--input", json.dumps({"name": name})]) == 0
     wait_for_journal()
     queued = backlog(workspace)
     assert len(queued) == 3
