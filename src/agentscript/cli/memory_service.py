@@ -131,11 +131,11 @@ def remember_command(
             context=context,
         )
         if as_json:
-            print(to_json(result))
+            print(to_json(result.to_json()))
         else:
             print(
-                f"{result['action']} {result['id']} ({result['kind']}, "
-                f"{_scope_name(service, result['scope'])}): {result['title']}"
+                f"{result.action} {result.id} ({result.kind}, "
+                f"{_scope_name(service, result.scope)}): {result.title}"
             )
         return 0
 
@@ -187,21 +187,21 @@ def recall_command(
             body_chars=body_chars,
         )
         if as_json:
-            print(to_json(result))
+            print(to_json(result.to_json()))
             return 0
-        if "note" in result:
-            print(f"note: {result['note']}", file=sys.stderr)
+        if result.note is not None:
+            print(f"note: {result.note}", file=sys.stderr)
         rows = [
             [
-                f"{item['score']:.3g}",
-                item["kind"] + (f" {item['key']}" if item["key"] else ""),
-                item["event_time"][:10],
-                item["title"],
-                " ".join(item["tags"]),
-                _scope_name(service, item["scope"]),
-                item["id"],
+                f"{hit.score:.3g}",
+                hit.kind + (f" {hit.key}" if hit.key else ""),
+                hit.event_time[:10],
+                hit.title,
+                " ".join(hit.tags),
+                _scope_name(service, hit.scope),
+                hit.id,
             ]
-            for item in result["results"]
+            for hit in result.hits
         ]
         _print_table(
             None,
@@ -380,15 +380,15 @@ def forget_command(
     def forget(service: MemoryService) -> int:
         result = service.forget(entry_id, reason=reason, purge=purge, scope=scope)
         if as_json:
-            print(to_json(result))
-        elif result["action"] == "purged":
-            count = len(result["purged"])
+            print(to_json(result.to_json()))
+        elif result.action == "purged":
+            count = len(result.purged)
             print(
                 f"purged {count} {'entry' if count == 1 else 'entries'}: "
-                + ", ".join(result["purged"])
+                + ", ".join(result.purged)
             )
         else:
-            print(f"{result['action'].replace('_', ' ')} {result['id']}")
+            print(f"{result.action.replace('_', ' ')} {result.id}")
         return 0
 
     _with_service(ctx, workspace, db, forget)
@@ -412,23 +412,23 @@ def history_command(
     def history(service: MemoryService) -> int:
         result = service.history(key, scope=scope)
         if as_json:
-            print(to_json(result))
+            print(to_json(result.to_json()))
             return 0
         rows = [
             [
-                version["status"],
-                version["created_at"][:19].replace("T", " "),
-                version["title"],
-                _scope_name(service, version["scope"]),
-                version["id"],
+                version.status,
+                version.entry.created_at[:19].replace("T", " "),
+                version.entry.title,
+                _scope_name(service, version.entry.scope),
+                version.entry.id,
             ]
-            for version in result["versions"]
+            for version in result.versions
         ]
         _print_table(
-            f"key {result['key']}",
+            f"key {result.key}",
             ["STATUS", "CREATED (UTC)", "TITLE", "SCOPE", "ID"],
             rows,
-            empty=f"no versions of key {result['key']!r}",
+            empty=f"no versions of key {result.key!r}",
         )
         return 0
 
@@ -455,9 +455,9 @@ def digest_command(
     def digest(service: MemoryService) -> int:
         result = service.digest(max_bytes=max_bytes, max_entries=max_entries, scope=scope)
         if as_json:
-            print(to_json(result))
-        elif result["text"]:
-            print(result["text"])
+            print(to_json(result.to_json()))
+        elif result.text:
+            print(result.text)
         return 0
 
     _with_service(ctx, workspace, db, digest)

@@ -628,7 +628,7 @@ class _Applier:
             source={"run": self.run.run_id, "reason": REFLECTION_TRIGGER},
         )
         return OperationResult(
-            index, op.op, True, f"{written['action']} {written['kind']} {written['title']!r}"
+            index, op.op, True, f"{written.action} {written.kind} {written.title!r}"
         )
 
     def _experience_add(self, index: int, op: ExperienceAddOperation) -> OperationResult:

@@ -45,9 +45,9 @@ def write_run_memory(
 
     key = run_memory_key(run.run_id)
     scope = service.workspace
-    versions = service.history(key, scope=scope)["versions"]
+    versions = service.history(key, scope=scope).versions
     if versions:
-        return {"id": versions[0]["id"], "action": "exists"}
+        return {"id": versions[0].entry.id, "action": "exists"}
     program = run.program.replace("\\", "/").rsplit("/", 1)[-1] if run.program else "program"
     task = goal_text(trace.goal, run.workspace)
     outcome = "succeeded" if trace.status == "ok" else "failed"
@@ -66,7 +66,7 @@ def write_run_memory(
         event_time=datetime.fromtimestamp(run.started_at, UTC),
         source={"run": run.run_id, "reason": RUN_MEMORY_REASON},
     )
-    return {"id": written["id"], "action": written["action"]}
+    return {"id": written.id, "action": written.action}
 
 
 def run_memory_text(run: RunRecord, trace: TaskExecutionTrace) -> str:
