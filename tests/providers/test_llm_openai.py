@@ -64,14 +64,16 @@ def test_request_body_and_headers_follow_the_chat_completions_protocol(
         "reasoning_effort",
     ]
     assert body["model"] == "gpt-4.1-mini"
+    # The compact layout: the shape goes out as response_format only, not printed as well.
     assert body["messages"][0] == {
         "role": "system",
-        "content": "You are Asker.\nrole: Analyst\ndescription: Answers briefly.",
+        "content": "You are Asker (Analyst). Answers briefly.",
     }
-    assert body["messages"][1]["role"] == "user"
-    assert body["messages"][1]["content"].startswith(
-        "Context:\n[0] input.question:\nWhy is the sky blue?"
-    )
+    assert body["messages"][1] == {
+        "role": "user",
+        "content": "input.question:\nWhy is the sky blue?\nInstruction:\nAnswer the question."
+        "\nReply in JSON.",
+    }
     assert body["response_format"] == {
         "type": "json_schema",
         "json_schema": {

@@ -30,7 +30,7 @@ class PromptLayout(StrEnum):
 
 
 # The short instruction that replaces the printed schema when the provider enforces the shape.
-NATIVE_SCHEMA_NOTE = "Answer with JSON in the given response format."
+NATIVE_SCHEMA_NOTE = "Reply in JSON."
 
 
 @dataclass(slots=True)
@@ -52,6 +52,11 @@ class ContextItem:
         """`[0] input.question:`; a label replaces the index: `[evidence] input.docs:`."""
         name = self.label if self.label is not None else str(self.index)
         return f"[{name}] {self.source}:"
+
+    @property
+    def compact_heading(self) -> str:
+        """`input.question:`, or the label alone when there is one: `evidence:`."""
+        return f"{self.label if self.label is not None else self.source}:"
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -200,14 +205,14 @@ def _longest_fitting_prefix(total: int, prefix: Any, limit: int, render: Render)
 def system_message(
     agent_name: str, identity: dict[str, str], layout: PromptLayout = PromptLayout.ORIGINAL
 ) -> str:
-    """The 0.1.0 layout always names role and description; the compact one leaves out an
-    empty one."""
-    lines = [f"You are {agent_name}."]
-    for key in ("role", "description"):
-        text = identity.get(key, "")
-        if text or layout is PromptLayout.ORIGINAL:
-            lines.append(f"{key}: {text}")
-    return "\n".join(lines)
+    """0.1.0: `You are A.`, `role: R`, `description: D` on three lines. Compact: `You are A
+    (R). D` on one, leaving out what is empty."""
+    role = identity.get("role", "")
+    description = identity.get("description", "")
+    if layout is PromptLayout.ORIGINAL:
+        return f"You are {agent_name}.\nrole: {role}\ndescription: {description}"
+    opening = f"You are {agent_name} ({role})." if role else f"You are {agent_name}."
+    return f"{opening} {description}" if description else opening
 
 
 def user_message(
@@ -221,8 +226,8 @@ def user_message(
 
 @dataclass(frozen=True, slots=True)
 class PromptPart:
-    """One piece of the user message, named for the token breakdown: `context` (one item, the
-    first with the `Context:` heading), `instruction` or `schema`."""
+    """One piece of the user message, named for the token breakdown: `context` (one item; in the
+    0.1.0 layout the first carries the `Context:` heading), `instruction` or `schema`."""
 
     kind: str
     text: str
@@ -237,8 +242,11 @@ def user_message_parts(
 ) -> list[PromptPart]:
     parts: list[PromptPart] = []
     for position, item in enumerate(items):
-        opening = "Context:\n" if position == 0 else ""
-        parts.append(PromptPart("context", f"{opening}{item.heading}\n{item.text}", item))
+        if layout is PromptLayout.ORIGINAL:
+            opening = "Context:\n" if position == 0 else ""
+            parts.append(PromptPart("context", f"{opening}{item.heading}\n{item.text}", item))
+        else:
+            parts.append(PromptPart("context", f"{item.compact_heading}\n{item.text}", item))
     parts.append(PromptPart("instruction", f"Instruction:\n{renderer(layout)(instruction)}"))
     if schema is not None:
         if layout is PromptLayout.ORIGINAL:
