@@ -36,6 +36,11 @@ def build_llm(config: RunConfig, owned: list[Closeable]) -> LlmProvider:
     llm = _base_llm(config)
     if isinstance(llm, Closeable) and llm is not config.model:
         owned.append(llm)
+    if config.prompt_layout is not None:
+        from agentscript.providers.llm.layout import FixedLayout
+        from agentscript.runtime.context import PromptLayout
+
+        llm = FixedLayout(llm, PromptLayout(config.prompt_layout))
     if config.record is not None:
         from agentscript.providers.llm.recording import RecordingLlm
 

@@ -85,3 +85,6 @@ class RunConfig:
     # Rewrite new experiences with a model: None (the rules' text), "program" (the program's
     # own model), a model URI, or a provider.
     learn_model: str | LlmProvider | None = None
+    # The prompt layout, "0.1.0" or "compact"; None lets the provider choose (compact for the
+    # providers that enforce shapes natively, 0.1.0 for the mock and the dry run).
+    prompt_layout: str | None = None
