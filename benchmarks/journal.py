@@ -3,14 +3,15 @@ events, query latency over a journal of 100,000 events, and the wall time journa
 mock run (target: at most 5%).
 
 The overhead is measured on one program run again and again in this process, alternating runs
-with the journal off and on (the events during the run; the end, the task graph, the execution
-trace, the run memory and the experiences are written in the background after it). It is given twice: with the mock model answering instantly (a
-run that does nothing but interpret, the worst case) and with the mock model taking
+with the journal off and on (the events during the run; the model is a provider object, so the
+end, the task graph, the execution trace, the run memory and the experiences are written in
+the background after it, not queued). It is given twice: with the mock model answering
+instantly (a run that does nothing but interpret, the worst case) and with the mock model taking
 `--model-ms` per answer (still far faster than any real model). Prints one table and never
 asserts on timings: figures depend on the machine, above all on its disk.
 
     .venv/bin/python benchmarks/journal.py [--events 20000] [--total 100000] [--runs 200]
-        [--model-ms 5] [--queries 50] [--processes 15]
+        [--model-ms 5] [--queries 50] [--processes 20]
 
 The last rows time whole processes, paired: `agentscript run examples/hello.as --mock`
 journaled and learning against `--no-journal --no-learn` (target 1.15x, goal 1.05x), and
