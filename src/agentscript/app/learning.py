@@ -19,12 +19,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentscript.learn.run_memory import LearnModel, RunLearner
-
 if TYPE_CHECKING:
     from agentscript.app.configuration import RunConfig
     from agentscript.lang import ast
     from agentscript.learn.backlog import BacklogReport
+    from agentscript.learn.run_memory import RunLearner
     from agentscript.memory.service import MemoryService
     from agentscript.runtime.ports import LlmProvider
 
@@ -43,6 +42,8 @@ def learner_for(config: RunConfig, database: str | Path | None = None) -> RunLea
     own model when the run talks to a live one (the real router, or a provider handed in as
     `config.model`; never the mock, a dry run or a replay); any other text is a model URI;
     a provider is used as it is."""
+    from agentscript.learn.run_memory import LearnModel, RunLearner
+
     chosen = config.learn_model
     learn_model: LearnModel | None = None
     if chosen == PROGRAM_MODEL:
@@ -82,6 +83,8 @@ def learning_request(config: RunConfig) -> dict[str, Any] | None:
 
 def learner_from_request(request: dict[str, Any]) -> RunLearner:
     """The learner a queued run's request asks for (see `learning_request`)."""
+    from agentscript.learn.run_memory import LearnModel, RunLearner
+
     chosen = request.get("learn_model")
     learn_model: LearnModel | None = None
     if chosen == PROGRAM_MODEL:

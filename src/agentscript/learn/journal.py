@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import secrets
-import socket
 import threading
 import time
 from collections import deque
@@ -38,7 +36,7 @@ from agentscript.learn.journal_store import (
     SqliteJournalStore,
     dumps,
 )
-from agentscript.learn.locks import process_alive
+from agentscript.learn.locks import host_name, process_alive
 from agentscript.runtime.trace import REDACTED, TraceEvent, TraceSink, format_trace
 
 if TYPE_CHECKING:
@@ -75,7 +73,7 @@ def journal_path(workspace: str | Path) -> Path:
 def new_run_id(now: float) -> str:
     """`YYYYMMDD-HHMMSS-xxxxxx` (UTC, random suffix): sorts by start time, short to type."""
     stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%d-%H%M%S")
-    return f"{stamp}-{secrets.token_hex(3)}"
+    return f"{stamp}-{os.urandom(3).hex()}"
 
 
 class Journal:
@@ -181,7 +179,7 @@ def effective_status(run: RunRecord, now: float, host: str | None = None) -> Run
         return run.status
     if now - run.heartbeat_at > STALE_SECONDS:
         return "interrupted"
-    if run.host == (host or socket.gethostname()) and not process_alive(run.pid):
+    if run.host == (host or host_name()) and not process_alive(run.pid):
         return "interrupted"
     return "running"
 
@@ -238,7 +236,7 @@ class JournalSink(TraceSink):
             started_at=now,
             heartbeat_at=now,
             pid=os.getpid(),
-            host=socket.gethostname(),
+            host=host_name(),
             program=program,
             entry=entry,
             workspace=str(workspace) if workspace is not None else None,
