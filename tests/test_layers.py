@@ -122,3 +122,62 @@ def test_every_package_is_a_layer() -> None:
     assert packages == set(LAYERS)
     modules = {path.stem for path in SOURCE.glob("*.py")}
     assert modules == set(MODULE_LAYERS)
+
+
+# What a thin client never touches itself: stores, their files and the service objects it
+# would have to open and close (agentscript.app opens them: Workspace, open_memory_service).
+STORE_NAMES = frozenset(
+    {
+        "MemoryService",
+        "SqliteStore",
+        "PostgresStore",
+        "Journal",
+        "SqliteJournalStore",
+        "ProfileStore",
+        "Ledger",
+        "open_memory_service",
+    }
+)
+STORE_MODULES = ("sqlite3", "psycopg", "agentscript.providers.storage")
+
+
+def runtime_imports(path: Path) -> list[tuple[int, str, str]]:
+    """(line, module, name) of every import not under `if TYPE_CHECKING:`."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    typing_only: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            typing_only |= {id(child) for child in ast.walk(node)}
+    found: list[tuple[int, str, str]] = []
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, "") for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found += [(node.lineno, node.module, alias.name) for alias in node.names]
+    return found
+
+
+def test_the_cli_opens_no_store_itself() -> None:
+    wrong = [
+        f"src/agentscript/cli/{path.name}:{line} imports {module} {name}".rstrip()
+        for path in sorted((SOURCE / "cli").glob("*.py"))
+        for line, module, name in runtime_imports(path)
+        if name in STORE_NAMES or module.startswith(STORE_MODULES)
+    ]
+    assert wrong == []
+
+
+def test_the_store_check_sees_a_store_import(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from agentscript.memory import MemoryService\n"
+        "def f():\n    from agentscript.learn.journal import Journal\n",
+        encoding="utf-8",
+    )
+    assert runtime_imports(sample) == [
+        (1, "typing", "TYPE_CHECKING"),
+        (5, "agentscript.learn.journal", "Journal"),
+    ]
