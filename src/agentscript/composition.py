@@ -236,12 +236,21 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
     from agentscript.providers.tools.approvals import ApprovalGate, ApprovalPolicy
     from agentscript.providers.tools.env import EnvTools
     from agentscript.providers.tools.files import FileTools
+    from agentscript.providers.tools.mcp_launch import (
+        McpConfigSnapshot,
+        StartApprover,
+        refuse_every_start,
+    )
     from agentscript.providers.tools.registry import LazyTool, ToolRegistry
     from agentscript.providers.tools.shell import ShellTools
     from agentscript.providers.tools.workspace import Workspace
 
     environ = config.environ if config.environ is not None else os.environ
     jail = Workspace(workspace)
+    # Read once, now: a configuration the run itself writes must not change what it may start.
+    mcp_config = McpConfigSnapshot.read(jail.root)
+    # Who allows MCP server starts: the approval gate, once it exists; a dry run starts none.
+    approve_start: list[StartApprover] = [refuse_every_start]
 
     def http_tools() -> SchemeTool:
         from agentscript.providers.tools.http import HttpTools
@@ -251,7 +260,9 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
     def mcp_tools() -> SchemeTool:
         from agentscript.providers.tools.mcp import McpTools
 
-        return McpTools(jail.root, environ=environ)
+        return McpTools(
+            jail.root, config=mcp_config, environ=environ, approve_start=approve_start[0]
+        )
 
     def memory_tools() -> SchemeTool:
         from agentscript.memory.adapter import MemoryTools
@@ -278,5 +289,6 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
         return dry
     policy = ApprovalPolicy.load(config.approvals) if config.approvals is not None else None
     gate = ApprovalGate(registry, policy=policy, mode=config.approve, ask_user=config.ask_user)
+    approve_start[0] = gate.approve_start
     owned.append(gate)
     return gate

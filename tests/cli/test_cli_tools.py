@@ -162,7 +162,11 @@ def test_tools_lists_mcp_server_tools_with_their_risk(
         json.dumps(
             {
                 "mcpServers": {
-                    "echo": {"command": "${AGENTSCRIPT_PYTHON}", "args": [str(ECHO_SERVER)]}
+                    "echo": {
+                        "command": "${AGENTSCRIPT_PYTHON}",
+                        "args": [str(ECHO_SERVER)],
+                        "tools": {"peek": {"readOnlyHint": True}},
+                    }
                 }
             }
         )
@@ -174,13 +178,18 @@ def test_tools_lists_mcp_server_tools_with_their_risk(
     )
     code, out, err = cli(capsys, "tools", str(path))
     assert code == 0, err
-    assert out.splitlines()[0] == "Echo  mcp://echo"
-    assert any(line.startswith("  wipe [destructive]") for line in out.splitlines())
-    assert any(line.startswith("  peek [read]") for line in out.splitlines())
+    lines = out.splitlines()
+    assert lines[:2] == ["Echo  mcp://echo", f"  starts: ${{AGENTSCRIPT_PYTHON}} {ECHO_SERVER}"]
+    assert any(line.startswith("  wipe [destructive]") for line in lines)
+    assert any(line.startswith("  peek [read]") for line in lines)
+    # The server claims `note` does nothing destructive; the configuration does not say so.
+    assert any(line.startswith("  note [destructive] (server claims effect)") for line in lines)
     assert "Grep  sh://grep" in out
     code, out, _ = cli(capsys, "tools", str(path), "--json")
     listing = json.loads(out)
     assert listing[1] == {"name": "Grep", "uri": "sh://grep", "scheme": "sh"}
+    assert listing[0]["configured"] == {"peek": "read"}
+    assert listing[0]["configured"] == {"peek": "read"}
     assert {tool["name"] for tool in listing[0]["tools"]} >= {"echo", "add", "wipe", "peek"}
 
 

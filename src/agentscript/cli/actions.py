@@ -240,12 +240,12 @@ def read_trace_file(path: str) -> list[Any]:
     return trace
 
 
-def list_tools(path: str, workspace: str | None, as_json: bool) -> int:
+def list_tools(path: str, workspace: str | None, as_json: bool, start_servers: bool = True) -> int:
     """`agentscript tools FILE`: each tool import, and for MCP servers the tools they offer."""
 
     def show() -> int:
         program = api.load(path)
-        listing = api.tools(program, Path(workspace) if workspace else None)
+        listing = api.tools(program, Path(workspace) if workspace else None, start_servers)
         if as_json:
             print(render.to_json(listing))
         else:

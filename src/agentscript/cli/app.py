@@ -260,10 +260,18 @@ def undo_command(ctx: click.Context, trace_file: str, dry_run: bool, workspace: 
 @click.argument("file")
 @click.option("--workspace", metavar="DIR", help="Where agentscript.mcp.json is read.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a list.")
+@click.option(
+    "--dry", is_flag=True, help="Start no MCP server: show only what the configuration says."
+)
 @click.pass_context
-def tools_command(ctx: click.Context, file: str, workspace: str | None, as_json: bool) -> None:
-    """List a program's tool imports and the tools each MCP server offers."""
-    ctx.exit(actions.list_tools(file, workspace, as_json))
+def tools_command(
+    ctx: click.Context, file: str, workspace: str | None, as_json: bool, dry: bool
+) -> None:
+    """List a program's tool imports and the tools each MCP server offers.
+
+    This starts each MCP server the program imports (and stops it again); --dry does not.
+    """
+    ctx.exit(actions.list_tools(file, workspace, as_json, start_servers=not dry))
 
 
 @cli.command(name="models")
