@@ -454,10 +454,14 @@ def _run_copy(path: Path, config: agentscript.RunConfig, program: str) -> agents
     return agentscript.run(agentscript.load(path), run_command(program).input, config)
 
 
-def _undo_command(trace_file: Path, *options: str) -> subprocess.CompletedProcess[str]:
-    """`agentscript undo TRACE.json`, run as a separate process the way a reader would."""
+def _undo_command(
+    trace_file: Path, workspace: Path, *options: str
+) -> subprocess.CompletedProcess[str]:
+    """`agentscript undo TRACE.json`, run as a separate process the way a reader would: from
+    the program's directory, which is the run's workspace."""
     return subprocess.run(
         [sys.executable, "-m", "agentscript", "undo", str(trace_file), *options],
+        cwd=workspace,
         capture_output=True,
         text=True,
         timeout=120,
@@ -500,11 +504,11 @@ def test_compensate_keeps_the_good_write_and_the_cli_undoes_it(tmp_path: Path) -
 
     trace_file = tmp_path / "run.json"
     trace_file.write_text(json.dumps(result.trace, ensure_ascii=False), encoding="utf-8")
-    dry = _undo_command(trace_file, "--dry-run")
+    dry = _undo_command(trace_file, workspace, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "would restore CHANGELOG.md" in dry.stdout
     assert snapshot(workspace) == after, "a dry run changes nothing"
-    undo = _undo_command(trace_file)
+    undo = _undo_command(trace_file, workspace)
     assert undo.returncode == 0, undo.stderr
     assert undo.stdout.splitlines()[0] == "restore CHANGELOG.md"
     assert snapshot(workspace) == before

@@ -124,7 +124,7 @@ def test_undo_reverts_a_recorded_run_and_reports_conflicts(
     trace = tmp_path / "run.json"
     code, _, _ = cli(capsys, "run", str(path), "--mock", "--approve", "auto", "--trace", str(trace))
     assert code == 0
-    code, out, _ = cli(capsys, "undo", str(trace), "--dry-run")
+    code, out, _ = cli(capsys, "undo", str(trace), "--dry-run", "--workspace", str(tmp_path))
     assert code == 0
     assert out.splitlines() == [
         "would restore draft.md",
@@ -133,7 +133,7 @@ def test_undo_reverts_a_recorded_run_and_reports_conflicts(
     ]
     assert (tmp_path / "notes.md").read_text() == "second"
     (tmp_path / "draft.md").write_text("edited by hand after the run")
-    code, out, _ = cli(capsys, "undo", str(trace))
+    code, out, _ = cli(capsys, "undo", str(trace), "--workspace", str(tmp_path))
     assert code == 1
     assert out.splitlines() == [
         "restore notes.md",
@@ -254,6 +254,6 @@ def test_undo_removes_the_directories_a_write_created(
     path = program(tmp_path, WRITER.replace("out/report.md", "deep/er/report.md"))
     code, _, _ = cli(capsys, "run", str(path), "--mock", "--approve", "auto", "--trace", str(trace))
     assert code == 0 and (tmp_path / "deep" / "er" / "report.md").exists()
-    code, _, _ = cli(capsys, "undo", str(trace))
+    code, _, _ = cli(capsys, "undo", str(trace), "--workspace", str(tmp_path))
     assert code == 0
     assert not (tmp_path / "deep").exists()

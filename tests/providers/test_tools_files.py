@@ -188,9 +188,9 @@ def test_effects_reach_the_trace_and_the_cli_undo_reverts_them(tmp_path: Path) -
         "file-write:draft.md",
         "file-patch:draft.md",
     ]
-    preview = undo_trace(trace, dry_run=True)
+    preview = undo_trace(trace, tmp_path, dry_run=True)
     assert [item["action"] for item in preview["undone"]] == ["restore", "delete"]
     assert (tmp_path / "draft.md").read_text() == "v2"
-    report = undo_trace(trace)
+    report = undo_trace(trace, tmp_path)
     assert report["ok"] is True
     assert not (tmp_path / "draft.md").exists()

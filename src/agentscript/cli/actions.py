@@ -210,14 +210,15 @@ def _names(text: str | None) -> list[str] | None:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
-def undo_run(trace_path: str, workspace: str | None, dry_run: bool) -> int:
-    """`agentscript undo TRACE.json`: revert the file effects a run recorded, newest first."""
+def undo_run(trace_path: str, workspace: str | None, dry_run: bool, force: bool = False) -> int:
+    """`agentscript undo TRACE.json`: revert the file effects a run recorded, newest first, in
+    `workspace` (the current directory when not given) and nowhere else."""
 
     from agentscript.providers.tools.effects import undo_trace
 
     def undo() -> int:
         trace = read_trace_file(trace_path)
-        report = undo_trace(trace, default_root=workspace, dry_run=dry_run)
+        report = undo_trace(trace, workspace or Path.cwd(), dry_run=dry_run, force=force)
         print(render.undo_report(report, dry_run))
         return 0 if report["ok"] else 1
 

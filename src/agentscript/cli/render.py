@@ -80,6 +80,8 @@ def undo_report(report: dict[str, Any], dry_run: bool) -> str:
         lines.append(f"skip {item.get('path') or item.get('effect')}: {item['reason']}")
     for item in report["conflicts"]:
         lines.append(f"CONFLICT {item['path']}: {item['reason']} (left as it is)")
+    for item in report.get("refused", []):
+        lines.append(f"REFUSED {item['path']}: {item['reason']} (left as it is)")
     return "\n".join(lines) if lines else "nothing to undo"
 
 
