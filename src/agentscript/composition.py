@@ -247,6 +247,7 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
 
     environ = config.environ if config.environ is not None else os.environ
     jail = Workspace(workspace)
+    policy = ApprovalPolicy.load(config.approvals) if config.approvals is not None else None
     # Read once, now: a configuration the run itself writes must not change what it may start.
     mcp_config = McpConfigSnapshot.read(jail.root)
     # Who allows MCP server starts: the approval gate, once it exists; a dry run starts none.
@@ -267,7 +268,8 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
     def memory_tools() -> SchemeTool:
         from agentscript.memory.adapter import MemoryTools
 
-        return MemoryTools.open(jail.root, config.memory_db)
+        granted = policy.memory_scopes if policy is not None else ()
+        return MemoryTools.open(jail.root, config.memory_db, granted)
 
     http = LazyTool(http_tools)
     registry = ToolRegistry(
@@ -287,7 +289,6 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
         dry = DryRunTools(registry)
         owned.append(dry)
         return dry
-    policy = ApprovalPolicy.load(config.approvals) if config.approvals is not None else None
     gate = ApprovalGate(registry, policy=policy, mode=config.approve, ask_user=config.ask_user)
     approve_start[0] = gate.approve_start
     owned.append(gate)

@@ -59,6 +59,7 @@ class _Policy(BaseModel):
     defaults: dict[_Risk, Decision] = {}
     rules: list[_Rule] = []
     servers: list[_Server] = []
+    memory_scopes: list[str] = []
 
 
 def parse_policy(data: Any, source: str) -> ApprovalPolicy:
@@ -94,4 +95,5 @@ def parse_policy(data: Any, source: str) -> ApprovalPolicy:
             )
             for pin in parsed.servers
         ),
+        memory_scopes=tuple(parsed.memory_scopes),
     )

@@ -81,12 +81,15 @@ class ServerRule:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalPolicy:
-    """Rules (first match wins), then the default decision for the call's risk; server pins."""
+    """Rules (first match wins), then the default decision for the call's risk; server pins;
+    grants of other workspaces' memory."""
 
     mode: ApprovalMode | None = None
     defaults: dict[Risk, Decision] = field(default_factory=dict)
     rules: tuple[ApprovalRule, ...] = ()
     servers: tuple[ServerRule, ...] = ()
+    # Workspaces (absolute paths) besides the run's own whose memory `memory://` may reach.
+    memory_scopes: tuple[str, ...] = ()
 
     def decide(self, request: ToolCall, risk: Risk) -> Decision:
         for rule in self.rules:
