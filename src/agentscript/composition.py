@@ -22,6 +22,7 @@ from agentscript.runtime.interpreter import (
 )
 from agentscript.runtime.ports import (
     Closeable,
+    FileImports,
     GenerateRequest,
     InputProvider,
     LlmProvider,
@@ -173,11 +174,19 @@ def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
         meter=RunMeter(budget),
         concurrency=config.concurrency,
         variants=dict(config.variants),
+        file_imports=_workspace_files(workspace),
     )
     journal = build_journal(config, workspace)
     if journal is not None:
         options.trace_sinks.append(journal)
     return RunSetup(options, owned, workspace, journal)
+
+
+def _workspace_files(workspace: Path) -> FileImports:
+    """`import file` reads through the workspace jail, like the file tools."""
+    from agentscript.providers.tools.workspace import Workspace
+
+    return Workspace(workspace)
 
 
 def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:

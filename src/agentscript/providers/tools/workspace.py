@@ -225,6 +225,14 @@ class Workspace:
             raise WorkspaceError(f"File is larger than the workspace limit of {cap} bytes: {path}")
         return data
 
+    def read_file(self, path: Path, limit: int) -> bytes:
+        """The file at absolute `path`, which must lie inside the root (runtime's FileImports
+        port, for `import file`): jailed exactly like `read_bytes`."""
+        inside = self._inside_root(os.path.abspath(path))
+        if inside is None:
+            raise WorkspaceError(f"Path escapes workspace {self.root}: {path}")
+        return self.read_bytes("/".join(inside) or ".", limit)
+
     def read_text(self, path: str, limit: int | None = None) -> str:
         return self.read_bytes(path, limit).decode("utf-8", errors="replace")
 
