@@ -152,7 +152,7 @@ def test_undo_reports_unreadable_traces_clearly(
     code, _, err = cli(capsys, "undo", str(bad))
     assert code == 1 and "is not valid JSON" in err
     code, _, err = cli(capsys, "undo", str(tmp_path / "missing.json"))
-    assert code == 1 and "Cannot read trace" in err
+    assert code == 1 and "Trace not found: " in err
 
 
 def test_tools_lists_mcp_server_tools_with_their_risk(

@@ -226,10 +226,12 @@ def undo_run(trace_path: str, workspace: str | None, dry_run: bool, force: bool 
 
 
 def read_trace_file(path: str) -> list[Any]:
+    from agentscript.runtime.bounded_input import MIB, UnusableInput, read_regular_text
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as problem:
-        raise CliError(f"Cannot read trace {path}: {problem.strerror}") from None
+        text = read_regular_text(Path(path), 64 * MIB, "Trace")
+    except UnusableInput as problem:
+        raise CliError(str(problem)) from None
     try:
         trace = parse(text)
     except ValueError as problem:

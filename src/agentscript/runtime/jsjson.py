@@ -150,9 +150,34 @@ def _write(value: Any, out: list[str], newline: str, step: str) -> None:
         raise TypeError(f"not JSON-safe: {type(value).__name__}")
 
 
+# JSON nested deeper than this is refused: no real input nests so deep, and the code that walks
+# values (sanitising, printing, comparing) recurses, so it must never meet a value that deep.
+MAX_JSON_DEPTH = 256
+# Strings (skipped whole, so brackets inside them do not count) and brackets.
+_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
 def parse(text: str) -> Any:
-    """JSON.parse: like json.loads but without NaN/Infinity, which JavaScript rejects."""
+    """JSON.parse: like json.loads but without NaN/Infinity, which JavaScript rejects, and
+    without values nested deeper than MAX_JSON_DEPTH (a ValueError, like any bad JSON)."""
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH:
+        _check_depth(text)
     return json.loads(text, parse_constant=_reject_constant)
+
+
+def _check_depth(text: str) -> None:
+    depth = 0
+    for match in _STRUCTURE.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                raise ValueError(
+                    f"JSON is nested deeper than {MAX_JSON_DEPTH} levels "
+                    f"(at character {match.start() + 1})"
+                )
+        elif token in "]}":
+            depth -= 1
 
 
 def _reject_constant(name: str) -> Any:
