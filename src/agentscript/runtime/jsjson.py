@@ -22,9 +22,16 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 def _encode_string(text: str) -> str:
     encoded = _encode_json_string(text)
-    if text.isascii() or not _LONE_SURROGATE.search(encoded):
-        return encoded
-    return _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", encoded)
+    return encoded if text.isascii() else escape_lone_surrogates(encoded)
+
+
+def escape_lone_surrogates(text: str) -> str:
+    """`text` with each lone surrogate written as its six-character JSON escape. In JSON text
+    that is lossless (it parses back to the same string); in any text it makes the string
+    encodable as UTF-8, which every file and database needs."""
+    if not _LONE_SURROGATE.search(text):
+        return text
+    return _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 # Below 2**53 every integer is exact in a double, so its decimal digits are what JavaScript prints.
