@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from agentscript.providers.tools.base import Risk
 from agentscript.providers.tools.mcp_launch import CONFIG_FILE, McpConfigSnapshot, ServerLaunch
 from agentscript.runtime.errors import ExecutionError
+from agentscript.runtime.jsjson import parse
 
 # Seconds a tool call may take unless the server's entry sets `timeout`.
 DEFAULT_CALL_TIMEOUT = 60.0
@@ -162,12 +163,14 @@ def load_servers(snapshot: McpConfigSnapshot) -> dict[str, ServerConfig] | None:
     if text is None:
         return None
     try:
-        raw = json.loads(text)
+        raw = parse(text)
     except json.JSONDecodeError as problem:
         raise ExecutionError(
             f"{path} is not valid JSON: {problem.msg} at line {problem.lineno} "
             f"column {problem.colno}"
         ) from None
+    except ValueError as problem:
+        raise ExecutionError(f"{path} is not valid JSON: {problem}") from None
     try:
         entries = _ConfigFile.model_validate(raw).servers
     except ValidationError as problem:
