@@ -257,3 +257,20 @@ def test_undo_removes_the_directories_a_write_created(
     code, _, _ = cli(capsys, "undo", str(trace), "--workspace", str(tmp_path))
     assert code == 0
     assert not (tmp_path / "deep").exists()
+
+
+def test_terminal_approver_shows_the_command_a_server_start_would_run(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from agentscript.providers.tools.mcp_launch import ServerLaunch
+
+    launch = ServerLaunch("notes", "stdio", command=("python", "notes.py"), env=(("TOKEN", "x"),))
+    request = ApprovalRequest(
+        "approval-2", "Notes", "search", "mcp://notes", "destructive", [], launch=launch
+    )
+    assert TerminalApprover(lambda prompt: "y")(request) == "yes"
+    shown = capsys.readouterr().err.splitlines()
+    assert shown[1:3] == [
+        "MCP server 'notes' wants to start for Notes.search (mcp://notes):",
+        "  python notes.py (env: TOKEN)",
+    ]
