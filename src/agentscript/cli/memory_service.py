@@ -761,6 +761,7 @@ def _exported_entry(value: object, origin: str, number: int) -> Entry:
     from pydantic import ValidationError
 
     from agentscript.memory import Entry, MemoryServiceError
+    from agentscript.memory.entries import require_storable
     from agentscript.memory.scopes import parse_scope
     from agentscript.memory.timeline import (
         bucket_level,
@@ -800,7 +801,10 @@ def _exported_entry(value: object, origin: str, number: int) -> Entry:
     wanted = data["level"] if summary else "day"
     if bucket_level(data["bucket"]) != wanted:
         raise CliError(f"{where}: bucket: {data['bucket']!r} is not a {wanted} bucket")
-    return Entry.from_dict(data)
+    try:
+        return require_storable(Entry.from_dict(data))
+    except MemoryServiceError as error:
+        raise CliError(f"{where}: {error.field}: {error.message}") from None
 
 
 @contextmanager
