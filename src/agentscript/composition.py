@@ -245,11 +245,7 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
     from agentscript.providers.tools.approvals import ApprovalGate, ApprovalPolicy
     from agentscript.providers.tools.env import EnvTools
     from agentscript.providers.tools.files import FileTools
-    from agentscript.providers.tools.mcp_launch import (
-        McpConfigSnapshot,
-        StartApprover,
-        refuse_every_start,
-    )
+    from agentscript.providers.tools.mcp_launch import McpConfigSnapshot, refuse_every_start
     from agentscript.providers.tools.registry import LazyTool, ToolRegistry
     from agentscript.providers.tools.shell import ShellTools
     from agentscript.providers.tools.workspace import Workspace
@@ -259,8 +255,9 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
     policy = ApprovalPolicy.load(config.approvals) if config.approvals is not None else None
     # Read once, now: a configuration the run itself writes must not change what it may start.
     mcp_config = McpConfigSnapshot.read(jail.root)
-    # Who allows MCP server starts: the approval gate, once it exists; a dry run starts none.
-    approve_start: list[StartApprover] = [refuse_every_start]
+    # Set below, before any tool is built (they are built on first use): the approval gate
+    # allows MCP server starts; a dry run has none, and starts no server.
+    gate: ApprovalGate | None = None
 
     def http_tools() -> SchemeTool:
         from agentscript.providers.tools.http import HttpTools
@@ -270,9 +267,8 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
     def mcp_tools() -> SchemeTool:
         from agentscript.providers.tools.mcp import McpTools
 
-        return McpTools(
-            jail.root, config=mcp_config, environ=environ, approve_start=approve_start[0]
-        )
+        approve = gate.approve_start if gate is not None else refuse_every_start
+        return McpTools(jail.root, config=mcp_config, environ=environ, approve_start=approve)
 
     def memory_tools() -> SchemeTool:
         from agentscript.memory.adapter import MemoryTools
@@ -299,6 +295,5 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
         owned.append(dry)
         return dry
     gate = ApprovalGate(registry, policy=policy, mode=config.approve, ask_user=config.ask_user)
-    approve_start[0] = gate.approve_start
     owned.append(gate)
     return gate
