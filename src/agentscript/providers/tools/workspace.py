@@ -61,6 +61,11 @@ class Workspace:
         Missing trailing components are allowed (a file about to be written)."""
         if not isinstance(path, str) or path == "" or "\x00" in path:
             raise self.escape(str(path))
+        try:
+            os.fsencode(path)
+        except UnicodeEncodeError:
+            # A lone surrogate that is not an undecodable file-name byte: no file has this name.
+            raise WorkspaceError(f"Path is not a valid file name: {path!r}") from None
         if path.startswith(("/", "\\")) or (len(path) > 1 and path[1] == ":"):
             raise self.escape(path)
         pending = [part for part in path.replace("\\", "/").split("/")]
