@@ -146,8 +146,6 @@ class ApprovalRequest:
 
     @property
     def label(self) -> str:
-        if self.launch is not None:
-            return f"starting MCP server '{self.launch.server}' for {self.tool}.{self.method}"
         return f"{self.tool}.{self.method}"
 
 
@@ -286,9 +284,9 @@ class ApprovalGate:
 
 
 def _refusal(approval: ApprovalRequest, by: str) -> str:
-    label = approval.label
     if approval.launch is not None:
-        return _start_refusal(approval.launch, label, by)
+        return _start_refusal(approval.launch, by)
+    label = approval.label
     if by == "autonomous":
         if approval.risk == "read":
             return f"{label} needs approval, and asking is not allowed in autonomous runs"
@@ -308,7 +306,7 @@ def _refusal(approval: ApprovalRequest, by: str) -> str:
     return f"{label} was refused by the user"
 
 
-def _start_refusal(launch: ServerLaunch, label: str, by: str) -> str:
+def _start_refusal(launch: ServerLaunch, by: str) -> str:
     what = f"MCP server '{launch.server}' ({launch.describe()}) was not started"
     if by == "pin":
         return (

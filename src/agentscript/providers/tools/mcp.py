@@ -98,13 +98,14 @@ class McpTools:
         self._tool(key, name, approve)
         return normalise(self._servers.call_tool(key, name, sanitize(arguments), approve))
 
-    def list_tools(self, uri: str, request: ToolCall | None = None) -> list[dict[str, Any]]:
+    def list_tools(self, uri: str) -> list[dict[str, Any]]:
         """What the server of `uri` offers, for `agentscript tools`: each tool's name,
         description, input schema, the annotations the server claims, and the risk the
         configuration gives it. Starts the server if `approve_start` allows it."""
         key = server_key(uri)
         config = self._servers.server(key)
-        asking = request or ToolCall(key, uri, "list", [])
+        # The start is asked for as if a tool `list` of the server were called.
+        asking = ToolCall(key, uri, "list", [])
 
         def approve(launch: ServerLaunch) -> None:
             self._approve_start(asking, launch)
