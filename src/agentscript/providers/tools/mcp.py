@@ -22,7 +22,7 @@ by `agentscript tools`, as its claims.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -30,7 +30,11 @@ from typing import Any
 from mcp.types import CallToolResult, TextContent, Tool
 
 from agentscript.providers.tools.base import Risk
-from agentscript.providers.tools.mcp_client import DEFAULT_START_TIMEOUT, McpConnections
+from agentscript.providers.tools.mcp_client import (
+    DEFAULT_START_TIMEOUT,
+    ApproveLaunch,
+    McpConnections,
+)
 from agentscript.providers.tools.mcp_config import (
     configured_risk,
     launch_of,
@@ -129,7 +133,7 @@ class McpTools:
     ) -> None:
         self.close()
 
-    def _tool(self, key: str, name: str, approve: Callable[[ServerLaunch], None]) -> Tool:
+    def _tool(self, key: str, name: str, approve: ApproveLaunch) -> Tool:
         tools = self._servers.tools(key, approve)
         tool = tools.get(name)
         if tool is None:
