@@ -93,7 +93,7 @@ class _EvalCommand(click.Command):
 @click.option("--approve", type=click.Choice(["auto", "deny"]), help="Approve or refuse all.")
 @click.option("--approvals", metavar="FILE", help="Approval policy (YAML or JSON).")
 @click.pass_context
-def eval_command(ctx: click.Context, program: str, **options: Any) -> None:
+def eval_command(ctx: click.Context, /, program: str, **options: Any) -> None:
     """Score PROGRAM on every case of --data in every configuration (--model × --variant).
 
     Cells that need approval are refused unless --approve or --approvals allows them.

@@ -43,6 +43,8 @@ class EvalReport:
     seconds: float = 0.0
     # What the eval's models spent in all: calls, tokens in and out (judges included).
     spent: dict[str, float | int] = field(default_factory=dict)
+    # The journal the runs are in (their traces), when they were journaled.
+    journal: str | None = None
 
     @property
     def not_run(self) -> int:
@@ -79,6 +81,7 @@ class EvalReport:
             "judge": {"tokens": self.judge_tokens, "cost": self.judge_cost},
             "seconds": round(self.seconds, 3),
             "spent": self.spent,
+            "journal": self.journal,
         }
 
 
@@ -94,6 +97,7 @@ def build_report(
     judge: bool,
     seconds: float,
     meter: dict[str, float | int],
+    journal: str | None,
 ) -> EvalReport:
     labels = [configuration.label for configuration in plan]
     ordered = [
@@ -140,4 +144,5 @@ def build_report(
         ),
         seconds=seconds,
         spent=meter,
+        journal=journal,
     )

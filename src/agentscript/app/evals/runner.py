@@ -239,7 +239,19 @@ class _Eval:
             judge=isinstance(self.metric, JudgeMetric),
             seconds=time.monotonic() - started,
             meter=self.meter.summary,
+            journal=str(self._journal_path()),
         )
+
+    def _journal_path(self) -> Path:
+        """Where the runs are journaled, as `agentscript.run` decides it."""
+        if self.config.journal_path is not None:
+            return Path(self.config.journal_path)
+        from agentscript.learn.journal import journal_path
+
+        if self.config.workspace is not None:
+            return journal_path(self.config.workspace)
+        entry = self.program.source_path
+        return journal_path(Path(entry).parent if entry else Path.cwd())
 
     def _resume(self) -> int:
         if self.results is None:
