@@ -4,6 +4,7 @@ differences to the first configuration, the learning quarters, and what was left
 from __future__ import annotations
 
 import math
+import sys
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -14,7 +15,8 @@ if TYPE_CHECKING:
 
 
 def print_summary(report: EvalReport, min_score: float | None = None) -> None:
-    console = Console(highlight=False)
+    # Piped output (a CI log, docs) gets a wide table instead of the 80 columns of no terminal.
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 132)
     table = Table(title=f"eval {report.program} · {len(report.cases)} cases · {report.metric}")
     for column in ("configuration", "n", "score", "pass", "errors", "tokens", "cost", "p50", "p95"):
         table.add_column(column, justify="left" if column == "configuration" else "right")
@@ -83,5 +85,5 @@ def print_summary(report: EvalReport, min_score: float | None = None) -> None:
 
 def format_cost(cost: float | None) -> str:
     if cost is None:
-        return "unknown"
+        return "n/a"
     return f"${cost:.4f}" if cost < 1 else f"${cost:,.2f}"
