@@ -4,6 +4,7 @@ mocks and replays; budgets across the eval; resume; concurrency; a judge; learni
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -293,5 +294,15 @@ def test_learning_on_and_off_report_their_first_and_last_quarter(tmp_path: Path)
     assert (off.learning, on.learning, off.quarter) == ("off", "on", 5)
     # Scripted answers do not change with learning: both arms score alike, quarter by quarter.
     assert (off.first, off.last) == (on.first, on.last) == (1.0, 0.8)
-    # The on arm learned into the given memory database, the off arm did not.
-    assert (tmp_path / "memory.db").exists()
+    # The on arm learned into the given memory database (a run memory per run), the off arm
+    # did not.
+    wait_for_journal()
+    connection = sqlite3.connect(tmp_path / "memory.db")
+    try:
+        stored = "\n".join(connection.iterdump())
+    finally:
+        connection.close()
+    on_runs = {row.run_id for row in report.rows if row.learning == "on"}
+    off_runs = {row.run_id for row in report.rows if row.learning == "off"}
+    assert all(run_id in stored for run_id in on_runs if run_id)
+    assert not any(run_id in stored for run_id in off_runs if run_id)
