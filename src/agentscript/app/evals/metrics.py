@@ -79,6 +79,10 @@ def normalise(value: Any) -> Any:
     return value
 
 
+def _canonical(value: Any) -> str:
+    return json.dumps(normalise(value), sort_keys=True, ensure_ascii=False)
+
+
 class _Builtin:
     name = "builtin"
 
@@ -96,7 +100,8 @@ class ExactMetric(_Builtin):
     name = "exact"
 
     def compare(self, expected: Any, value: Any) -> Score:
-        if normalise(expected) == normalise(value):
+        # Compared as canonical JSON text, so true is not 1 (as it would be in Python).
+        if _canonical(expected) == _canonical(value):
             return Score(1.0, "equal")
         return Score(0.0, f"expected {as_text(expected)}, got {as_text(value)}")
 
@@ -207,7 +212,7 @@ def _subset(expected: Any, value: Any, path: str, mismatches: list[str]) -> int:
             _subset(item, other, f"{path}[{index}]", mismatches)
             for index, (item, other) in enumerate(zip(expected, value, strict=True))
         )
-    if expected != value:
+    if _canonical(expected) != _canonical(value):
         mismatches.append(path.lstrip(".") or "value")
     return 1
 

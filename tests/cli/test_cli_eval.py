@@ -1,0 +1,139 @@
+"""`agentscript eval`: exit codes, --json, --out, --report (in headless Chromium), and a
+crash in the middle of an eval resumed from its results file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from eval_support import classify, example_copy
+from openai_wire import serving
+
+from agentscript.cli.main import main
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def eval_args(folder: Path, *extra: str) -> list[str]:
+    return [
+        "eval",
+        str(folder / "classifier.as"),
+        "--data",
+        str(folder / "cases.jsonl"),
+        "--mock",
+        str(folder / "answers.json"),
+        "--field",
+        "label",
+        *extra,
+    ]
+
+
+def test_summary_table_and_min_score_exit_codes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = example_copy(tmp_path)
+    assert main(eval_args(folder, "--min-score", "0.8")) == 0
+    table = capsys.readouterr().out
+    assert "program" in table and "0.800" in table and "80%" in table
+    assert "every configuration reached --min-score 0.8" in table
+    assert main(eval_args(folder, "--min-score", "0.9")) == 1
+    assert "below --min-score 0.9: program" in capsys.readouterr().out
+
+
+def test_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = example_copy(tmp_path)
+    assert main(eval_args(folder, "--json", "--variant", "label guide=none", "--variant", "label guide=definitions")) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["configurations"] == ["label guide=none", "label guide=definitions"]
+    assert [s["mean_score"] for s in document["summary"]] == [0.8, 0.8]
+    (difference,) = document["differences"]
+    assert (difference["mean"], difference["low"], difference["high"]) == (0, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--metric", "fuzzy"], "Unknown metric 'fuzzy'"),
+        (["--bogus"], "No such option '--bogus'"),
+        (["--fresh"], "--fresh needs --out"),
+        (["--field", "a..b"], "Invalid --field 'a..b'"),
+        (["--replay", "nowhere"], "Use either --mock or --replay"),
+    ],
+)
+def test_usage_errors_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    folder = example_copy(tmp_path)
+    assert main(eval_args(folder, *extra)) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_program_with_errors_exits_2_with_its_location(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = example_copy(tmp_path)
+    (folder / "classifier.as").write_text("main agent {")
+    assert main(eval_args(folder)) == 2
+    assert "classifier.as:1:" in capsys.readouterr().err
+
+
+def test_report_page_in_headless_chromium(tmp_path: Path) -> None:
+    folder = example_copy(tmp_path)
+    page = tmp_path / "report" / "eval.html"
+    assert main(eval_args(folder, "--metric", str(folder / "judge.as"), "--report", str(page))) == 0
+    text = page.read_text()
+    assert "http://" not in text and "https://" not in text  # nothing is fetched
+    dom = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    assert dom.count('class="cell ') == 20
+    assert 'data-case="t12"' in dom and "cell fail" in dom and "cell pass" in dom
+    assert "0.875" in dom  # the judge's mean score, in the summary table
+    # Each cell's trace travels with the page, read from the journal.
+    data = json.loads(text.split('id="eval-data">', 1)[1].split("</script>", 1)[0])
+    row = data["rows"][0]
+    assert row["run_id"] in data["traces"] and "generate" in data["traces"][row["run_id"]]
+
+
+def test_killed_in_the_middle_an_eval_resumes_from_its_results(tmp_path: Path) -> None:
+    folder = example_copy(tmp_path)
+    out = tmp_path / "out.jsonl"
+    with serving(classify, latency=0.2) as server:
+        command = [
+            sys.executable, "-m", "agentscript", "eval", str(folder / "classifier.as"),
+            "--data", str(folder / "cases.jsonl"), "--model", "openai://good",
+            "--field", "label", "--out", str(out), "--concurrency", "2",
+        ]  # fmt: skip
+        environ = {**os.environ, **server.environ()}
+        process = subprocess.Popen(command, env=environ, stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if out.exists() and len(out.read_text().splitlines()) >= 4:
+                break
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        done = {json.loads(line)["id"] for line in out.read_text().splitlines() if line.endswith("}")}
+        assert 4 <= len(done) < 20
+        asked = len(server.requests)
+        finished = subprocess.run(
+            [*command, "--json"], env=environ, capture_output=True, text=True, timeout=120
+        )
+    assert finished.returncode == 0, finished.stderr
+    document = json.loads(finished.stdout)
+    assert document["resumed"] >= len(done) and document["summary"][0]["n"] == 20
+    assert document["summary"][0]["mean_score"] == 1.0
+    ids = [json.loads(line)["id"] for line in out.read_text().splitlines()]
+    assert sorted(ids) == sorted(set(ids)) and len(ids) == 20
+    # Only the cells not finished before the kill asked the model again.
+    assert len(server.requests) - asked <= 20 - len(done)
