@@ -20,6 +20,12 @@ def user_message(body: dict[str, Any]) -> str:
     return str(body["messages"][-1]["content"])
 
 
+class _Server(ThreadingHTTPServer):
+    # The listen backlog must hold every concurrent cell (the default of 5 refuses the rest).
+    request_queue_size = 128
+    daemon_threads = True
+
+
 class OpenAiWireServer:
     def __init__(self, answer: Answer, latency: float = 0.0) -> None:
         self.answer = answer
@@ -69,9 +75,7 @@ class OpenAiWireServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.httpd.request_queue_size = 128
+        self.httpd = _Server(("127.0.0.1", 0), Handler)
 
     @property
     def base_url(self) -> str:

@@ -59,6 +59,8 @@ class EvalConfig:
     # Answer with the mock model: True for shape defaults, a path for scripted answers (one
     # script for every case, or {"cases": {id: script}}).
     mock: bool | str | Path = False
+    # Or a model provider of your own answering every cell (not priced, never closed here).
+    llm: LlmProvider | None = None
     # Record every cell's model exchanges into / answer them from cassettes in this folder.
     record: str | Path | None = None
     replay: str | Path | None = None
@@ -450,6 +452,8 @@ class _Eval:
             if not path.exists():
                 raise LoadError(f"No recording {path} for this cell (record it with --record)")
             inner = ReplayLlm(path)
+        elif self.config.llm is not None:
+            inner = self.config.llm
         elif source.kind == "mock":
             inner = self.scripts.for_case(case.id) if self.scripts else _shape_defaults()
         else:
@@ -462,7 +466,8 @@ class _Eval:
             )
             owned.append(recorder)
             inner = recorder
-        return CellModel(inner, self.meter, uri, priced=source.kind == "real")
+        priced = source.kind == "real" and self.config.llm is None
+        return CellModel(inner, self.meter, uri, priced=priced)
 
     def _shared_router(self) -> LlmProvider:
         with self._lock:

@@ -1,0 +1,153 @@
+"""What an eval costs on top of the runs it makes, and how it scales with --concurrency.
+
+1. Overhead per case: the same cases run as bare `agentscript.run` calls one after another and
+   as `agentscript.evaluate(concurrency=1)`, both journaled, against an in-process model that
+   takes `--model-ms` (5 ms) per answer. Target: the eval adds at most 5 % per case.
+2. Throughput: `--cases` cells against a local OpenAI-wire server on 127.0.0.1 answering after
+   `--latency-ms` (50 ms), at concurrency 1, 8 and 32; the speed-up over concurrency 1 against
+   the ideal N×. Target: within 10 % of ideal (efficiency ≥ 90 %) up to 32.
+
+Prints one table; never asserts on timings. The machine is shared (2 cores, several sessions):
+figures are noisy, run it twice.
+
+    .venv/bin/python benchmarks/evals.py [--runs 200] [--model-ms 5] [--cases 64] [--latency-ms 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
+
+from openai_wire import serving  # noqa: E402
+
+import agentscript  # noqa: E402
+from agentscript.learn.journal import wait_for_journal  # noqa: E402
+from agentscript.runtime.ports import GenerateRequest, GenerateResponse  # noqa: E402
+
+PROGRAM = """
+import llm Model from "openai://bench"
+
+main agent Triage {
+    model Model
+    role "support triage"
+    description "Labels tickets."
+    main func(input { ticket: string }) {
+        use input.ticket as "ticket"
+        generate({ input: "Label the ticket." }) -> { label: string }
+    }
+}
+"""
+
+
+class SlowModel:
+    """Answers every generate after `seconds`, like a very fast model."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def generate(self, request: GenerateRequest) -> GenerateResponse:
+        time.sleep(self.seconds)
+        return GenerateResponse(value={"label": "bug"}, raw_text='{"label": "bug"}')
+
+
+def cases(count: int) -> list[dict[str, Any]]:
+    return [
+        {"id": f"c{i}", "input": {"ticket": f"ticket {i}"}, "expected": "bug"} for i in range(count)
+    ]
+
+
+def overhead(folder: Path, runs: int, model_ms: float) -> tuple[float, float]:
+    """Seconds per case: bare runs, then the eval (best of three rounds each, alternating)."""
+    program = agentscript.load(folder / "triage.as")
+    model = SlowModel(model_ms / 1000)
+    items = cases(runs)
+    bare_rounds: list[float] = []
+    eval_rounds: list[float] = []
+    for _ in range(3):
+        started = time.perf_counter()
+        for item in items:
+            agentscript.run(
+                program,
+                item["input"],
+                agentscript.RunConfig(model=model, journal_path=folder / "bare.db", learn=False),
+            )
+        bare_rounds.append((time.perf_counter() - started) / runs)
+        wait_for_journal()
+        started = time.perf_counter()
+        agentscript.evaluate(
+            program,
+            items,
+            agentscript.EvalConfig(llm=model, journal_path=folder / "eval.db", field="label"),
+        )
+        eval_rounds.append((time.perf_counter() - started) / runs)
+        wait_for_journal()
+    return min(bare_rounds), min(eval_rounds)
+
+
+def throughput(folder: Path, count: int, latency_ms: float) -> list[tuple[int, float]]:
+    program = agentscript.load(folder / "triage.as")
+    items = cases(count)
+    timings: list[tuple[int, float]] = []
+    with serving(lambda model, body: '{"label": "bug"}', latency=latency_ms / 1000) as server:
+        for concurrency in (1, 8, 32):
+            rounds = []
+            for _ in range(2):
+                started = time.perf_counter()
+                agentscript.evaluate(
+                    program,
+                    items,
+                    agentscript.EvalConfig(
+                        environ=server.environ(),
+                        concurrency=concurrency,
+                        journal_path=folder / f"c{concurrency}.db",
+                        field="label",
+                    ),
+                )
+                rounds.append(time.perf_counter() - started)
+                wait_for_journal()
+            timings.append((concurrency, statistics.median(rounds)))
+    return timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--model-ms", type=float, default=5.0)
+    parser.add_argument("--cases", type=int, default=64)
+    parser.add_argument("--latency-ms", type=float, default=50.0)
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as temporary:
+        folder = Path(temporary)
+        (folder / "triage.as").write_text(PROGRAM, encoding="utf-8")
+        bare, evaluated = overhead(folder, options.runs, options.model_ms)
+        timings = throughput(folder, options.cases, options.latency_ms)
+    added = (evaluated - bare) / bare
+    print(f"{'measure':<44} {'value':>12} {'target':>12}")
+    print(
+        f"{'bare run per case (' + str(options.model_ms) + ' ms model)':<44} {bare * 1000:>10.2f}ms"
+    )
+    print(f"{'eval per case, concurrency 1':<44} {evaluated * 1000:>10.2f}ms")
+    print(f"{'eval overhead per case':<44} {added:>11.1%} {'≤ 5%':>12}")
+    base = timings[0][1]
+    for concurrency, seconds in timings:
+        speedup = base / seconds
+        label = (
+            f"{options.cases} cells at concurrency {concurrency} ({options.latency_ms:g} ms model)"
+        )
+        print(f"{label:<44} {seconds:>11.2f}s")
+        if concurrency > 1:
+            print(
+                f"{'  speed-up / ideal ' + str(concurrency) + '×':<44} "
+                f"{speedup:>6.1f}× {speedup / concurrency:>5.0%} {'≥ 90%':>12}"
+            )
+
+
+if __name__ == "__main__":
+    main()
