@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -17,7 +18,9 @@ if TYPE_CHECKING:
 def print_summary(report: EvalReport, min_score: float | None = None) -> None:
     # Piped output (a CI log, docs) gets a wide table instead of the 80 columns of no terminal.
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 132)
-    table = Table(title=f"eval {report.program} · {len(report.cases)} cases · {report.metric}")
+    program = Path(report.program)
+    shown = program.relative_to(Path.cwd()) if program.is_relative_to(Path.cwd()) else program
+    table = Table(title=f"eval {shown} · {len(report.cases)} cases · {report.metric}")
     for column in ("configuration", "n", "score", "pass", "errors", "tokens", "cost", "p50", "p95"):
         table.add_column(column, justify="left" if column == "configuration" else "right")
     if report.differences:
