@@ -17,19 +17,18 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
+import agentscript
+from agentscript.learn.journal import wait_for_journal
+from agentscript.runtime.ports import GenerateRequest, GenerateResponse
 
-from openai_wire import serving  # noqa: E402
-
-import agentscript  # noqa: E402
-from agentscript.learn.journal import wait_for_journal  # noqa: E402
-from agentscript.runtime.ports import GenerateRequest, GenerateResponse  # noqa: E402
+SERVER = Path(__file__).resolve().parents[1] / "tests" / "support" / "openai_wire.py"
 
 PROGRAM = """
 import llm Model from "openai://bench"
@@ -95,7 +94,16 @@ def throughput(folder: Path, count: int, latency_ms: float) -> list[tuple[int, f
     program = agentscript.load(folder / "triage.as")
     items = cases(count)
     timings: list[tuple[int, float]] = []
-    with serving(lambda model, body: '{"label": "bug"}', latency=latency_ms / 1000) as server:
+    # The server runs in a process of its own, so it does not compete for this one's GIL.
+    server = subprocess.Popen(
+        [sys.executable, str(SERVER), "--latency-ms", str(latency_ms)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdout is not None and server.stdin is not None
+    environ = {"OPENAI_BASE_URL": server.stdout.readline().strip(), "OPENAI_API_KEY": "sk-local"}
+    try:
         for concurrency in (1, 8, 32):
             rounds = []
             for _ in range(2):
@@ -104,7 +112,7 @@ def throughput(folder: Path, count: int, latency_ms: float) -> list[tuple[int, f
                     program,
                     items,
                     agentscript.EvalConfig(
-                        environ=server.environ(),
+                        environ=environ,
                         concurrency=concurrency,
                         journal_path=folder / f"c{concurrency}.db",
                         field="label",
@@ -113,6 +121,9 @@ def throughput(folder: Path, count: int, latency_ms: float) -> list[tuple[int, f
                 rounds.append(time.perf_counter() - started)
                 wait_for_journal()
             timings.append((concurrency, statistics.median(rounds)))
+    finally:
+        server.stdin.close()
+        server.wait(timeout=10)
     return timings
 
 

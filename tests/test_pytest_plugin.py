@@ -8,11 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import agentscript
 from eval_support import example_copy
 
-import agentscript
-
-USER_TESTS = '''
+USER_TESTS = """
 from agentscript.testing import assert_score
 
 FOLDER = {folder!r}
@@ -34,7 +33,7 @@ def test_eval_fails(agentscript_eval):
     report = agentscript_eval(FOLDER + "/classifier.as", FOLDER + "/cases.jsonl",
                               mock=FOLDER + "/answers.json", field="label")
     assert_score(report, 0.95)
-'''
+"""
 
 
 def test_plugin_fixtures_and_score_assertion(tmp_path: Path) -> None:

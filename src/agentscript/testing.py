@@ -1,8 +1,8 @@
 """Helpers for testing agents in your own test suite (the pytest plugin's fixtures use them).
 
-    report = agentscript.evaluate("triage.as", "cases.jsonl",
-                                  agentscript.EvalConfig(replay="cassettes"), metric="exact")
-    assert_score(report, 0.9)
+report = agentscript.evaluate("triage.as", "cases.jsonl",
+                              agentscript.EvalConfig(replay="cassettes"), metric="exact")
+assert_score(report, 0.9)
 """
 
 from __future__ import annotations

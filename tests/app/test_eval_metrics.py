@@ -64,8 +64,12 @@ def test_field_paths() -> None:
 
 
 def test_case_ids_are_stable_digests_unless_given() -> None:
-    first = cases_from([{"input": {"q": 1}, "expected": 2}, {"id": "mine", "input": {}, "expected": None}])
-    again = cases_from([{"id": "other", "input": {}, "expected": 0}, {"input": {"q": 1}, "expected": 2}])
+    first = cases_from(
+        [{"input": {"q": 1}, "expected": 2}, {"id": "mine", "input": {}, "expected": None}]
+    )
+    again = cases_from(
+        [{"id": "other", "input": {}, "expected": 0}, {"input": {"q": 1}, "expected": 2}]
+    )
     assert first[0].id == again[1].id and first[0].id.startswith("case-")
     assert first[1].id == "mine"
     with pytest.raises(CaseError, match="duplicate case id 'mine'"):
@@ -81,7 +85,9 @@ def test_paired_bootstrap_interval() -> None:
     clear = paired_difference("b", "a", better, baseline)
     assert clear.mean == pytest.approx(20 / 30) and 0 < clear.low < clear.mean < clear.high <= 1
     noisy = {case: (1.0 if i % 2 else -1.0) for i, case in enumerate(cases)}
-    noise = paired_difference("b", "a", {c: 0.5 + v / 2 for c, v in noisy.items()}, dict.fromkeys(cases, 0.5))
+    noise = paired_difference(
+        "b", "a", {c: 0.5 + v / 2 for c, v in noisy.items()}, dict.fromkeys(cases, 0.5)
+    )
     assert noise.low < 0 < noise.high
     # The same results always give the same interval.
     assert paired_difference("b", "a", better, baseline) == clear

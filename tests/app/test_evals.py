@@ -8,13 +8,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from eval_support import classify, example_copy, write_cases
-from openai_wire import serving, user_message
 
 import agentscript
 from agentscript.app.evals.cases import CaseError
 from agentscript.app.evals.metrics import MetricError, Score
 from agentscript.learn.journal import Journal, wait_for_journal
+from eval_support import classify, example_copy, write_cases
+from openai_wire import serving, user_message
 
 
 def test_two_local_models_answer_differently_and_the_difference_is_significant(
@@ -83,7 +83,7 @@ def test_variants_reach_the_prompt_at_their_site(tmp_path: Path) -> None:
 
 def test_an_unknown_variant_is_refused_before_anything_runs(tmp_path: Path) -> None:
     folder = example_copy(tmp_path)
-    with pytest.raises(MetricError, match="no candidate 'terse'.*candidates: none, definitions"):
+    with pytest.raises(MetricError, match=r"no candidate 'terse'.*candidates: none, definitions"):
         agentscript.evaluate(
             folder / "classifier.as",
             folder / "cases.jsonl",
@@ -116,7 +116,14 @@ def test_scripted_answers_per_case_and_a_judge_program(tmp_path: Path) -> None:
 
 def test_a_judge_returning_a_score_outside_0_1_is_an_error_of_that_cell(tmp_path: Path) -> None:
     folder = example_copy(tmp_path)
-    answers = {"cases": {"*": {"Triage": [{"label": "bug", "reason": "r"}], "Grader": [{"score": 3, "reason": "x"}]}}}
+    answers = {
+        "cases": {
+            "*": {
+                "Triage": [{"label": "bug", "reason": "r"}],
+                "Grader": [{"score": 3, "reason": "x"}],
+            }
+        }
+    }
     (folder / "bad.json").write_text(json.dumps(answers))
     report = agentscript.evaluate(
         folder / "classifier.as",
@@ -172,7 +179,9 @@ def test_resume_skips_done_cells_and_fresh_runs_them_again(tmp_path: Path) -> No
     assert again.resumed == 20
     assert len(out.read_text().splitlines()) == 20
     # Another metric is another result: those cells run again.
-    other = agentscript.evaluate(folder / "classifier.as", folder / "cases.jsonl", config, "contains")
+    other = agentscript.evaluate(
+        folder / "classifier.as", folder / "cases.jsonl", config, "contains"
+    )
     assert other.resumed == 0
     config.fresh = True
     fresh = agentscript.evaluate(folder / "classifier.as", folder / "cases.jsonl", config)
@@ -306,3 +315,57 @@ def test_learning_on_and_off_report_their_first_and_last_quarter(tmp_path: Path)
     off_runs = {row.run_id for row in report.rows if row.learning == "off"}
     assert all(run_id in stored for run_id in on_runs if run_id)
     assert not any(run_id in stored for run_id in off_runs if run_id)
+
+
+LEARNER = """
+import llm Model from "openai://learner"
+import tool Memory from "memory://workspace"
+
+main agent Triage {
+    model Model
+    role "support triage"
+    description "Labels tickets, with the lessons of earlier tickets."
+
+    main func(input { ticket: string }) {
+        use Memory.experiences({ task: input.ticket, limit: 5 }) as "lessons"
+        use input.ticket as "ticket"
+        generate({ input: "Label the ticket." }) -> { label: string }
+    }
+}
+"""
+
+
+def answers_from_lessons(model: str, body: dict[str, object]) -> str:
+    """A model that only knows what its lessons tell it: billing once a lesson says so."""
+    lessons = user_message(body).split("[ticket]")[0]  # type: ignore[arg-type]
+    return json.dumps({"label": "billing" if "expected billing" in lessons else "other"})
+
+
+def test_with_learning_on_the_last_quarter_beats_the_first(tmp_path: Path) -> None:
+    (tmp_path / "learner.as").write_text(LEARNER)
+    cases = [
+        {"id": f"c{i}", "input": {"ticket": f"question about invoice {i}"}, "expected": "billing"}
+        for i in range(8)
+    ]
+    with serving(answers_from_lessons) as server:
+        report = agentscript.evaluate(
+            tmp_path / "learner.as",
+            cases,
+            agentscript.EvalConfig(
+                environ=server.environ(),
+                learn=True,
+                field="label",
+                memory_db=tmp_path / "memory.db",
+                concurrency=4,
+            ),
+        )
+    off, on = report.learning
+    # Learning off: no lesson ever reaches the prompt. On: the first failure's feedback
+    # ("expected billing, got other") is the lesson every later run recalls.
+    assert (off.first, off.last) == (0.0, 0.0)
+    assert (on.first, on.last) == (0.5, 1.0)
+    first_on = next(row for row in report.rows if row.learning == "on" and row.id == "c0")
+    assert first_on.feedback == "bad"
+    assert {row.feedback for row in report.rows if row.learning == "off"} == {None}
+    (difference,) = report.differences
+    assert difference.mean == pytest.approx(7 / 8)

@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-from eval_support import classify, example_copy
-from openai_wire import serving
 
 from agentscript.cli.main import main
+from eval_support import classify, example_copy
+from openai_wire import serving
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -48,7 +48,19 @@ def test_summary_table_and_min_score_exit_codes(
 
 def test_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = example_copy(tmp_path)
-    assert main(eval_args(folder, "--json", "--variant", "label guide=none", "--variant", "label guide=definitions")) == 0
+    assert (
+        main(
+            eval_args(
+                folder,
+                "--json",
+                "--variant",
+                "label guide=none",
+                "--variant",
+                "label guide=definitions",
+            )
+        )
+        == 0
+    )
     document = json.loads(capsys.readouterr().out)
     assert document["configurations"] == ["label guide=none", "label guide=definitions"]
     assert [s["mean_score"] for s in document["summary"]] == [0.8, 0.8]
@@ -123,7 +135,9 @@ def test_killed_in_the_middle_an_eval_resumes_from_its_results(tmp_path: Path) -
             time.sleep(0.05)
         process.send_signal(signal.SIGKILL)
         process.wait()
-        done = {json.loads(line)["id"] for line in out.read_text().splitlines() if line.endswith("}")}
+        done = {
+            json.loads(line)["id"] for line in out.read_text().splitlines() if line.endswith("}")
+        }
         assert 4 <= len(done) < 20
         asked = len(server.requests)
         finished = subprocess.run(

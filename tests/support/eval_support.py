@@ -28,7 +28,9 @@ def example_copy(tmp_path: Path) -> Path:
 
 def ticket_of(body: dict[str, Any]) -> str:
     lines = user_message(body).split("\n")
-    return lines[lines.index(next(line for line in lines if line.startswith("[ticket]"))) + 1].lower()
+    return lines[
+        lines.index(next(line for line in lines if line.startswith("[ticket]"))) + 1
+    ].lower()
 
 
 def classify(model: str, body: dict[str, Any]) -> str:
@@ -47,7 +49,9 @@ def classify(model: str, body: dict[str, Any]) -> str:
 
 def write_cases(path: Path, count: int, expected: str = "other") -> Path:
     lines = [
-        json.dumps({"id": f"c{index:02d}", "input": {"ticket": f"ticket {index}"}, "expected": expected})
+        json.dumps(
+            {"id": f"c{index:02d}", "input": {"ticket": f"ticket {index}"}, "expected": expected}
+        )
         for index in range(count)
     ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -37,6 +37,11 @@ class OpenAiWireServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            # Headers and body leave in separate writes: without this, Nagle's algorithm and
+            # the client's delayed ACK hold every answer back by about 40 ms.
+            disable_nagle_algorithm = True
+            protocol_version = "HTTP/1.1"
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", "0"))
                 body = json.loads(self.rfile.read(length))
@@ -96,3 +101,21 @@ def serving(answer: Answer, latency: float = 0.0) -> Iterator[OpenAiWireServer]:
     finally:
         server.httpd.shutdown()
         server.httpd.server_close()
+
+
+def main() -> None:
+    """Serve in a process of its own (benchmarks: the server must not share the client's
+    GIL): print the base URL, answer `{"label": "bug"}` after --latency-ms, stop on EOF."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--latency-ms", type=float, default=50.0)
+    options = parser.parse_args()
+    with serving(lambda model, body: '{"label": "bug"}', options.latency_ms / 1000) as server:
+        print(server.base_url, flush=True)
+        sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()

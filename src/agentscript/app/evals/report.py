@@ -12,7 +12,6 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
-from typing import Any
 
 from agentscript.app.evals.report_data import EvalReport
 

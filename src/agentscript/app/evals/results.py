@@ -40,6 +40,8 @@ class CellResult:
     judge_cost: float | None = None
     metric: str = ""
     learning: str | None = None
+    # With learning on: the verdict fed back to the run ("good", "bad", or why it failed).
+    feedback: str | None = None
     tags: list[str] = field(default_factory=list)
 
     @property

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentscript.app.evals.cases import Case, cases_from, load_cases
 from agentscript.app.evals.configurations import Configuration, configurations
@@ -205,23 +205,21 @@ class _Eval:
                 for configuration in self.plan
             ]
             with ThreadPoolExecutor(max_workers=self.config.concurrency) as pool:
-                futures: list[Future[None]] = []
+                # Every cell that does not learn first, in parallel; then each learning arm,
+                # its cases in order, one arm after another: no run reads a lesson that another
+                # configuration's learning left in the shared memory while the eval runs.
+                self._finish(
+                    pool,
+                    [
+                        pool.submit(self._run_cell, case, configuration)
+                        for configuration, cases in pending
+                        if configuration.learning != LEARNING_ON
+                        for case in cases
+                    ],
+                )
                 for configuration, cases in pending:
                     if configuration.learning == LEARNING_ON:
-                        futures.append(pool.submit(self._run_in_order, cases, configuration))
-                    else:
-                        futures.extend(
-                            pool.submit(self._run_cell, case, configuration) for case in cases
-                        )
-                try:
-                    for future in futures:
-                        future.result()
-                except BaseException:
-                    self.stop.set()
-                    for future in futures:
-                        future.cancel()
-                    wait(futures)
-                    raise
+                        self._finish(pool, [pool.submit(self._run_in_order, cases, configuration)])
         finally:
             if self.results is not None:
                 self.results.close()
@@ -250,10 +248,26 @@ class _Eval:
             return Path(self.config.journal_path)
         from agentscript.learn.journal import journal_path
 
+        return journal_path(self._workspace())
+
+    def _workspace(self) -> Path:
         if self.config.workspace is not None:
-            return journal_path(self.config.workspace)
+            return Path(self.config.workspace)
         entry = self.program.source_path
-        return journal_path(Path(entry).parent if entry else Path.cwd())
+        return Path(entry).parent if entry else Path.cwd()
+
+    def _finish(self, pool: ThreadPoolExecutor, futures: list[Future[None]]) -> None:
+        """Wait for `futures`; on an interruption or a bug, start nothing more and wait for
+        the cells in flight (their rows are kept) before raising."""
+        try:
+            for future in futures:
+                future.result()
+        except BaseException:
+            self.stop.set()
+            for future in futures:
+                future.cancel()
+            wait(futures)
+            raise
 
     def _resume(self) -> int:
         if self.results is None:
@@ -294,6 +308,8 @@ class _Eval:
         row = self._cell(case, configuration)
         if row is None:
             return
+        if configuration.learning == LEARNING_ON:
+            row.feedback = self._teach(row)
         with self._lock:
             self.rows[row.key] = row
             if self.results is not None:
@@ -308,6 +324,30 @@ class _Eval:
             )
             if self.config.on_progress is not None:
                 self.config.on_progress(progress)
+
+    def _teach(self, row: CellResult) -> str | None:
+        """With learning on, the eval's verdict on a run becomes its feedback, as a user's
+        `agentscript feedback RUN good|bad NOTE` would: a pass confirms what the run taught,
+        a fail retires it and keeps the metric's reason as the lesson that corrects it."""
+        if row.run_id is None:
+            return None
+        from agentscript.learn.feedback import apply_feedback
+        from agentscript.learn.journal import Journal, wait_for_journal
+        from agentscript.memory.service import MemoryService
+
+        verdict: Literal["good", "bad"] = "good" if row.passed else "bad"
+        note = None if row.passed else (row.error or row.reason or None)
+        wait_for_journal()  # the run's record and what it learned are written
+        journal = Journal.open(self._journal_path())
+        try:
+            workspace = journal.resolve(row.run_id).workspace or self._workspace()
+            with MemoryService.open(workspace, database=self.config.memory_db) as service:
+                apply_feedback(journal, service, row.run_id, verdict, note)
+        except AgentScriptError as problem:
+            return f"{verdict}, not applied: {problem}"
+        finally:
+            journal.close()
+        return verdict
 
     def _count_progress_from(self, rows: list[CellResult]) -> None:
         for row in rows:
