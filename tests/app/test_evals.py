@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 import agentscript
-from agentscript.app.evals.cases import CaseError
+from agentscript.app.evals.cases import Case, CaseError
 from agentscript.app.evals.metrics import MetricError, Score
+from agentscript.app.evals.runner import EvalProgress
 from agentscript.learn.journal import Journal, wait_for_journal
 from eval_support import classify, example_copy, write_cases
 from openai_wire import serving, user_message
@@ -264,7 +265,7 @@ def test_a_run_that_fails_is_an_error_cell_with_its_location(tmp_path: Path) -> 
 def test_a_python_function_is_a_metric(tmp_path: Path) -> None:
     folder = example_copy(tmp_path)
 
-    def first_letter(case: agentscript.app.evals.cases.Case, value: object) -> Score:  # type: ignore[name-defined]
+    def first_letter(case: Case, value: object) -> Score:
         assert isinstance(value, dict)
         return Score(1.0 if value["label"][:1] == str(case.expected)[:1] else 0.0, "first letter")
 
@@ -369,3 +370,18 @@ def test_with_learning_on_the_last_quarter_beats_the_first(tmp_path: Path) -> No
     assert {row.feedback for row in report.rows if row.learning == "off"} == {None}
     (difference,) = report.differences
     assert difference.mean == pytest.approx(7 / 8)
+
+
+def test_progress_reports_every_cell(tmp_path: Path) -> None:
+    folder = example_copy(tmp_path)
+    seen: list[EvalProgress] = []
+    agentscript.evaluate(
+        folder / "classifier.as",
+        folder / "cases.jsonl",
+        agentscript.EvalConfig(
+            mock=folder / "answers.json", field="label", concurrency=4, on_progress=seen.append
+        ),
+    )
+    assert [progress.done for progress in seen] == list(range(1, 21))
+    assert {progress.total for progress in seen} == {20}
+    assert seen[-1].mean_score == pytest.approx(0.8) and seen[-1].errors == 0

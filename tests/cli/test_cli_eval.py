@@ -151,3 +151,33 @@ def test_killed_in_the_middle_an_eval_resumes_from_its_results(tmp_path: Path) -
     assert sorted(ids) == sorted(set(ids)) and len(ids) == 20
     # Only the cells not finished before the kill asked the model again.
     assert len(server.requests) - asked <= 20 - len(done)
+
+
+def test_ctrl_c_keeps_the_finished_cells_and_says_how_to_resume(tmp_path: Path) -> None:
+    folder = example_copy(tmp_path)
+    out = tmp_path / "out.jsonl"
+    with serving(classify, latency=0.3) as server:
+        command = [
+            sys.executable, "-m", "agentscript", "eval", str(folder / "classifier.as"),
+            "--data", str(folder / "cases.jsonl"), "--model", "openai://good",
+            "--field", "label", "--out", str(out), "--concurrency", "2",
+        ]  # fmt: skip
+        process = subprocess.Popen(
+            command,
+            env={**os.environ, **server.environ()},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if out.exists() and len(out.read_text().splitlines()) >= 2:
+                break
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert f"Interrupted; the finished cells are in {out}" in stderr
+    assert "Traceback" not in stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert 2 <= len(rows) < 20 and all(row["error"] is None for row in rows)
