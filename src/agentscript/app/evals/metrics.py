@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from agentscript.app.evals.cases import Case
 from agentscript.runtime.errors import AgentScriptError
@@ -41,6 +41,7 @@ class Score:
 JudgeRun = Callable[[Any], tuple[Any, str | None, dict[str, float | int]]]
 
 
+@runtime_checkable
 class Metric(Protocol):
     name: str
 

@@ -30,7 +30,8 @@ def write_report(report: EvalReport, path: str | Path) -> Path:
         "rows": [row.to_json() for row in report.rows],
         "traces": _traces(report),
     }
-    payload = json.dumps(data, ensure_ascii=False, default=str).replace("</", "<\\/")
+    # `<` only occurs inside JSON strings: as \u003c, no `</script>` or `<!--` can end the block.
+    payload = json.dumps(data, ensure_ascii=False, default=str).replace("<", "\\u003c")
     title = html.escape(f"eval · {Path(report.program).name} · {report.metric}")
     page = _PAGE.replace("{{TITLE}}", title).replace("{{DATA}}", payload)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -43,6 +43,8 @@ from agentscript.lang import ast
 from agentscript.runtime.errors import AgentScriptError, ExecutionError, LoadError
 
 if TYPE_CHECKING:
+    from agentscript import RunConfig
+    from agentscript.providers.tools.approvals import ApprovalMode
     from agentscript.runtime.ports import Closeable, LlmProvider
 
 LEARNING_OFF = "off"
@@ -88,7 +90,7 @@ class EvalConfig:
     memory_db: str | Path | None = None
     environ: Mapping[str, str] | None = None
     mock_tools: bool = False
-    approve: str | None = None
+    approve: ApprovalMode | None = None
     approvals: str | Path | None = None
     # Called after every cell (from the thread that ran it, one call at a time).
     on_progress: Callable[[EvalProgress], None] | None = None
@@ -147,8 +149,8 @@ def resolve_metric(spec: MetricSpec, tolerance: float | None = None) -> Metric:
         return JudgeMetric.load(spec)
     if isinstance(spec, str):
         return builtin_metric(spec, tolerance)
-    if hasattr(spec, "score") and hasattr(spec, "validate"):
-        return spec  # type: ignore[return-value]
+    if isinstance(spec, Metric):
+        return spec
     if callable(spec):
         return CallableMetric(spec)
     raise MetricError(f"Not a metric: {spec!r}")
@@ -458,10 +460,12 @@ class _Eval:
         journal_id = result.journal.run_id if result.journal is not None else None
         return result.value, None, dict(result.usage), journal_id
 
-    def _run_config(self, configuration: Configuration, model: LlmProvider, learn: bool) -> Any:
-        from agentscript import RunConfig
+    def _run_config(
+        self, configuration: Configuration, model: LlmProvider, learn: bool
+    ) -> RunConfig:
+        import agentscript
 
-        return RunConfig(
+        return agentscript.RunConfig(
             model=model,
             agent=self.config.agent,
             function=self.config.function,
@@ -472,7 +476,7 @@ class _Eval:
             learn=learn and configuration.learning == LEARNING_ON,
             memory_db=self.config.memory_db,
             mock_tools=self.config.mock_tools,
-            approve=self.config.approve,  # type: ignore[arg-type]
+            approve=self.config.approve,
             approvals=self.config.approvals,
             variants=dict(configuration.variant.sites) if configuration.variant else {},
         )

@@ -68,7 +68,7 @@ class LearningCurve:
 
 def summarise(configuration: str, rows: Sequence[CellResult]) -> ConfigurationSummary:
     latencies = sorted(float(row.usage.get("seconds", 0.0)) for row in rows)
-    costs = [row.cost for row in rows]
+    costs = [row.cost for row in rows if row.cost is not None]
     return ConfigurationSummary(
         configuration=configuration,
         n=len(rows),
@@ -76,7 +76,7 @@ def summarise(configuration: str, rows: Sequence[CellResult]) -> ConfigurationSu
         pass_rate=_mean([1.0 if row.passed else 0.0 for row in rows]),
         errors=sum(1 for row in rows if row.error is not None),
         tokens=sum(row.tokens for row in rows),
-        cost=None if not costs or any(cost is None for cost in costs) else sum(costs),  # type: ignore[arg-type]
+        cost=sum(costs) if rows and len(costs) == len(rows) else None,
         latency_p50=percentile(latencies, 0.50),
         latency_p95=percentile(latencies, 0.95),
     )
