@@ -181,3 +181,31 @@ def test_ctrl_c_keeps_the_finished_cells_and_says_how_to_resume(tmp_path: Path) 
     assert "Traceback" not in stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert 2 <= len(rows) < 20 and all(row["error"] is None for row in rows)
+
+
+def test_progress_bar_at_a_terminal(tmp_path: Path) -> None:
+    import pty
+
+    folder = example_copy(tmp_path)
+    leader, follower = pty.openpty()
+    finished = subprocess.run(
+        [sys.executable, "-m", "agentscript", *eval_args(folder)],
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        env={**os.environ, "COLUMNS": "120", "TERM": "xterm"},
+        timeout=120,
+    )
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    assert finished.returncode == 0
+    text = shown.decode(errors="replace")
+    assert "20/20" in text and "errors 0" in text and "score 0.800" in text
