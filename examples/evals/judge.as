@@ -1,6 +1,10 @@
 // examples/evals/judge.as: an LLM judge for the classifier's answers. `agentscript eval
 // --metric examples/evals/judge.as` calls its main function with {input, expected, value} for
 // every cell; it returns {score, reason}: 1 for the right label, 0.5 for a defensible one.
+// Shows: an untyped input (any JSON), nested field access, a shaped generate as the verdict.
+// Syntax: later forms (labels, `->`, final expression).
+// Run it once offline:
+//   agentscript run examples/evals/judge.as --mock examples/evals/judge.responses.json --input '{"input": {"ticket": "Is there an API for bulk imports?"}, "expected": "feature", "value": {"label": "bug", "reason": "something is broken"}}'
 
 import llm Judge from "openai://gpt-4.1-mini"
 
