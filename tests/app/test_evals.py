@@ -385,3 +385,30 @@ def test_progress_reports_every_cell(tmp_path: Path) -> None:
     assert [progress.done for progress in seen] == list(range(1, 21))
     assert {progress.total for progress in seen} == {20}
     assert seen[-1].mean_score == pytest.approx(0.8) and seen[-1].errors == 0
+
+
+def test_tags_select_cases_and_max_seconds_limits_each_cell(tmp_path: Path) -> None:
+    folder = example_copy(tmp_path)
+    hard = agentscript.evaluate(
+        folder / "classifier.as",
+        folder / "cases.jsonl",
+        agentscript.EvalConfig(mock=folder / "answers.json", field="label", tags=["hard"]),
+    )
+    assert sorted(case.id for case in hard.cases) == ["t12", "t14", "t15", "t18"]
+    assert hard.summary().mean_score == 0.0
+    with pytest.raises(CaseError, match="No case has the tag easy"):
+        agentscript.evaluate(
+            folder / "classifier.as",
+            folder / "cases.jsonl",
+            agentscript.EvalConfig(mock=True, tags=["easy"]),
+        )
+    with serving(classify, latency=1.0) as server:
+        slow = agentscript.evaluate(
+            folder / "classifier.as",
+            [{"id": "a", "input": {"ticket": "I was charged"}, "expected": "billing"}],
+            agentscript.EvalConfig(
+                models=["openai://good"], environ=server.environ(), max_seconds=0.3, field="label"
+            ),
+        )
+    (row,) = slow.rows
+    assert row.error is not None and row.score == 0

@@ -79,6 +79,12 @@ class _EvalCommand(click.Command):
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Token budget of the whole eval.")
 @click.option("--max-calls", type=click.IntRange(min=1), help="Model-call budget of the eval.")
+@click.option(
+    "--max-seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Time limit of each cell's run.",
+)
+@click.option("--tag", "tags", multiple=True, metavar="TAG", help="Only cases with this tag.")
 @click.option("--out", metavar="RESULTS.jsonl", help="One line per cell; resumes if it exists.")
 @click.option("--fresh", is_flag=True, help="Run every cell again, ignoring --out's rows.")
 @click.option("--report", metavar="REPORT.html", help="Write a self-contained HTML report.")
@@ -121,6 +127,8 @@ def _evaluate(program: str, options: dict[str, Any]) -> int:
             concurrency=options["concurrency"],
             max_tokens=options["max_tokens"],
             max_calls=options["max_calls"],
+            max_seconds=options["max_seconds"],
+            tags=list(options["tags"]),
             out=options["out"],
             fresh=options["fresh"],
             field=options["field"],

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentscript.app.evals.cases import Case, cases_from, load_cases
+from agentscript.app.evals.cases import Case, CaseError, cases_from, load_cases
 from agentscript.app.evals.configurations import Configuration, configurations
 from agentscript.app.evals.judge import JudgeMetric
 from agentscript.app.evals.metrics import (
@@ -70,6 +70,10 @@ class EvalConfig:
     # Budgets of the whole eval, judge runs included.
     max_tokens: int | None = None
     max_calls: int | None = None
+    # A time limit for each cell's run (and its judge's), not for the whole eval.
+    max_seconds: float | None = None
+    # Only the cases with at least one of these tags (all cases when empty).
+    tags: list[str] = field(default_factory=list)
     # One JSON line per cell; an existing file resumes (its finished cells are skipped)
     # unless `fresh`.
     out: str | Path | None = None
@@ -128,6 +132,10 @@ def evaluate(
 
         raise SemanticError(problems)
     case_list = load_cases(cases) if isinstance(cases, str | Path) else cases_from(cases)
+    if config.tags:
+        case_list = [case for case in case_list if set(case.tags) & set(config.tags)]
+        if not case_list:
+            raise CaseError(f"No case has the tag {' or '.join(config.tags)}")
     chosen_metric = resolve_metric(metric, config.tolerance)
     chosen_metric.validate(case_list)
     picker = FieldPath.parse(config.field) if config.field else None
@@ -476,6 +484,7 @@ class _Eval:
             learn=learn and configuration.learning == LEARNING_ON,
             memory_db=self.config.memory_db,
             mock_tools=self.config.mock_tools,
+            max_seconds=self.config.max_seconds,
             approve=self.config.approve,
             approvals=self.config.approvals,
             variants=dict(configuration.variant.sites) if configuration.variant else {},
