@@ -209,3 +209,17 @@ def test_progress_bar_at_a_terminal(tmp_path: Path) -> None:
     assert finished.returncode == 0
     text = shown.decode(errors="replace")
     assert "20/20" in text and "errors 0" in text and "score 0.800" in text
+
+
+def test_a_model_without_its_key_is_refused_before_any_cell_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = example_copy(tmp_path)
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        monkeypatch.delenv(name, raising=False)
+    args = ["eval", str(folder / "classifier.as"), "--data", str(folder / "cases.jsonl")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "Model openai://gpt-4.1-mini: OPENAI_API_KEY is not set" in err
+    assert "--mock or --replay DIR" in err
+    assert not (folder / ".agentscript").exists()  # nothing ran

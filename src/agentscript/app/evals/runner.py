@@ -146,10 +146,32 @@ def evaluate(
             for configuration in plan
             for arm in (LEARNING_OFF, LEARNING_ON)
         ]
+    if config.mock is False and config.replay is None and config.llm is None:
+        check_models(loaded, config, chosen_metric)
     if config.concurrency < 1:
         raise LoadError(f"Concurrency must be at least 1, got {config.concurrency}")
     eval_run = _Eval(loaded, case_list, plan, chosen_metric, picker, config)
     return eval_run.run()
+
+
+def check_models(program: ast.Program, config: EvalConfig, metric: Metric) -> None:
+    """Refuse, before any cell runs, a model that cannot be reached (a bad URI, a missing key),
+    instead of twenty cells failing with the same error."""
+    import os
+
+    from agentscript.providers.llm.endpoints import report_model
+
+    def imported(of: ast.Program) -> list[str]:
+        return [decl.uri for decl in of.imports if decl.resource_kind == "llm"]
+
+    uris = list(config.models) or imported(program)
+    if isinstance(metric, JudgeMetric):
+        uris += [config.judge_model] if config.judge_model else imported(metric.program)
+    environ = config.environ if config.environ is not None else os.environ
+    for uri in dict.fromkeys(uris):
+        problem = report_model("eval", uri, environ).problem
+        if problem is not None:
+            raise LoadError(f"Model {uri}: {problem} (--mock or --replay DIR evaluate offline)")
 
 
 def resolve_metric(spec: MetricSpec, tolerance: float | None = None) -> Metric:
