@@ -76,6 +76,9 @@ def test_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
         (["--fresh"], "--fresh needs --out"),
         (["--field", "a..b"], "Invalid --field 'a..b'"),
         (["--replay", "nowhere"], "Use either --mock or --replay"),
+        (["--tolerance", "0.1"], "--tolerance applies to --metric number only"),
+        (["--judge-model", "openai://x"], "--judge-model needs a judge program"),
+        (["--concurrency", "0"], "--concurrency"),
     ],
 )
 def test_usage_errors_exit_2(

@@ -108,6 +108,10 @@ def eval_command(ctx: click.Context, /, program: str, **options: Any) -> None:
         raise EvalUsageError("Use either --mock or --replay, not both")
     if options["record"] is not None and options["replay"] is not None:
         raise EvalUsageError("Use either --record or --replay, not both")
+    if options["tolerance"] is not None and options["metric"] != "number":
+        raise EvalUsageError("--tolerance applies to --metric number only")
+    if options["judge_model"] and not options["metric"].endswith(".as"):
+        raise EvalUsageError("--judge-model needs a judge program as --metric (JUDGE.as)")
     if options["fresh"] and not options["out"]:
         raise EvalUsageError("--fresh needs --out (the results file to start over)")
     ctx.exit(_evaluate(program, options))
