@@ -90,10 +90,11 @@ def overhead(folder: Path, runs: int, model_ms: float) -> tuple[float, float]:
     return min(bare_rounds), min(eval_rounds)
 
 
-def throughput(folder: Path, count: int, latency_ms: float) -> list[tuple[int, float]]:
+def throughput(folder: Path, count: int, latency_ms: float) -> list[tuple[int, float, float]]:
+    """(concurrency, wall seconds, CPU seconds of this process) per concurrency, medians."""
     program = agentscript.load(folder / "triage.as")
     items = cases(count)
-    timings: list[tuple[int, float]] = []
+    timings: list[tuple[int, float, float]] = []
     # The server runs in a process of its own, so it does not compete for this one's GIL.
     server = subprocess.Popen(
         [sys.executable, str(SERVER), "--latency-ms", str(latency_ms)],
@@ -106,8 +107,10 @@ def throughput(folder: Path, count: int, latency_ms: float) -> list[tuple[int, f
     try:
         for concurrency in (1, 8, 32):
             rounds = []
-            for _ in range(2):
+            cpu = []
+            for _ in range(3):
                 started = time.perf_counter()
+                cpu_started = time.process_time()
                 agentscript.evaluate(
                     program,
                     items,
@@ -120,7 +123,8 @@ def throughput(folder: Path, count: int, latency_ms: float) -> list[tuple[int, f
                 )
                 rounds.append(time.perf_counter() - started)
                 wait_for_journal()
-            timings.append((concurrency, statistics.median(rounds)))
+                cpu.append(time.process_time() - cpu_started)
+            timings.append((concurrency, statistics.median(rounds), statistics.median(cpu)))
     finally:
         server.stdin.close()
         server.wait(timeout=10)
@@ -147,7 +151,12 @@ def main() -> None:
     print(f"{'eval per case, concurrency 1':<44} {evaluated * 1000:>10.2f}ms")
     print(f"{'eval overhead per case':<44} {added:>11.1%} {'≤ 5%':>12}")
     base = timings[0][1]
-    for concurrency, seconds in timings:
+    cpu_per_cell = statistics.median(cpu for _, _, cpu in timings) / options.cases
+    print(f"{'CPU per cell (runs, journal; all threads)':<44} {cpu_per_cell * 1000:>10.2f}ms")
+    # One process runs Python on one core at a time: the speed-up cannot pass this.
+    ceiling = base / options.cases / cpu_per_cell
+    print(f"{'  speed-up ceiling (cell time / CPU per cell)':<44} {ceiling:>11.1f}×")
+    for concurrency, seconds, _ in timings:
         speedup = base / seconds
         label = (
             f"{options.cases} cells at concurrency {concurrency} ({options.latency_ms:g} ms model)"
