@@ -412,3 +412,26 @@ def test_tags_select_cases_and_max_seconds_limits_each_cell(tmp_path: Path) -> N
         )
     (row,) = slow.rows
     assert row.error is not None and row.score == 0
+
+
+def test_cost_is_priced_per_call_where_the_model_is_known(tmp_path: Path) -> None:
+    from agentscript.providers.llm.prices import model_cost
+
+    folder = example_copy(tmp_path)
+    cases = write_cases(tmp_path / "cases.jsonl", 5)
+    with serving(classify) as server:
+        report = agentscript.evaluate(
+            folder / "classifier.as",
+            cases,
+            agentscript.EvalConfig(
+                models=["openai://gpt-4.1-mini", "openai://weak"],
+                environ=server.environ(),
+                field="label",
+            ),
+        )
+    priced, unknown = report.summaries
+    each = model_cost("openai://gpt-4.1-mini", 100, 10)
+    assert each is not None and each > 0
+    assert priced.cost == pytest.approx(5 * each)
+    assert unknown.cost is None  # genai-prices does not know a model called "weak"
+    assert report.rows[0].cost == pytest.approx(each)
