@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 
 from agentscript.cli.main import main
+from browser import Browser
 from eval_support import classify, example_copy
 from openai_wire import serving
-
-CHROMIUM = "/usr/bin/chromium"
 
 
 def eval_args(folder: Path, *extra: str) -> list[str]:
@@ -101,23 +100,56 @@ def test_a_program_with_errors_exits_2_with_its_location(
 def test_report_page_in_headless_chromium(tmp_path: Path) -> None:
     folder = example_copy(tmp_path)
     page = tmp_path / "report" / "eval.html"
-    assert main(eval_args(folder, "--metric", str(folder / "judge.as"), "--report", str(page))) == 0
+    args = eval_args(folder, "--metric", str(folder / "judge.as"), "--report", str(page))
+    assert (
+        main([*args, "--variant", "label guide=none", "--variant", "label guide=definitions"]) == 0
+    )
     text = page.read_text()
     assert "http://" not in text and "https://" not in text  # nothing is fetched
-    dom = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
-    assert dom.count('class="cell ') == 20
-    assert 'data-case="t12"' in dom and "cell fail" in dom and "cell pass" in dom
-    assert "0.875" in dom  # the judge's mean score, in the summary table
-    # Each cell's trace travels with the page, read from the journal.
-    data = json.loads(text.split('id="eval-data">', 1)[1].split("</script>", 1)[0])
-    row = data["rows"][0]
-    assert row["run_id"] in data["traces"] and "generate" in data["traces"][row["run_id"]]
+    with Browser.launch() as browser:
+        browser.open(page.as_uri())
+        assert browser.evaluate("document.querySelectorAll('#grid td.cell').length") == 40
+        assert browser.evaluate("document.querySelectorAll('#grid td.cell.fail').length") == 2 * 4
+        summary = browser.evaluate("document.getElementById('summary').innerText")
+        assert "label guide=definitions" in summary and "0.875" in summary and "baseline" in summary
+        # A cell opens its value, expected value, score, reason and run.
+        browser.evaluate(
+            'document.querySelector(\'td.cell[data-case="t12"]'
+            '[data-configuration="label guide=none"]\').click()'
+        )
+        detail = browser.evaluate("document.getElementById('detail').innerText")
+        assert "t12 · label guide=none" in detail
+        assert '"label": "bug"' in detail and '"feature"' in detail
+        assert "0.000 (failed)" in detail and "feature, not bug" in detail
+        # Its run id opens the run's trace, carried in the page.
+        assert browser.evaluate("document.querySelector('#detail pre.trace').hidden") is True
+        browser.evaluate("document.querySelector('#detail a').click()")
+        trace = browser.evaluate(
+            "[...document.querySelectorAll('#detail pre.trace')].find(p => !p.hidden).innerText"
+        )
+        assert "- generate Label the ticket" in trace
+        browser.screenshot(tmp_path / "report.png", full_page=True)
+
+
+def test_model_text_in_the_report_stays_text(tmp_path: Path) -> None:
+    folder = example_copy(tmp_path)
+    hostile = "</script><img src=x onerror=\"document.title='owned'\"><!--"
+    script = {"cases": {"*": {"Triage": [{"label": hostile, "reason": "<b>bold</b>"}]}}}
+    (folder / "hostile.json").write_text(json.dumps(script))
+    page = tmp_path / "eval.html"
+    args = [
+        "eval", str(folder / "classifier.as"), "--data", str(folder / "cases.jsonl"),
+        "--mock", str(folder / "hostile.json"), "--report", str(page), "--tag", "hard",
+    ]  # fmt: skip
+    assert main(args) == 0
+    with Browser.launch() as browser:
+        browser.open(page.as_uri())
+        assert browser.evaluate("document.title") != "owned"
+        assert browser.evaluate("document.querySelectorAll('img, b').length") == 0
+        browser.evaluate("document.querySelector('td.cell').click()")
+        detail = browser.evaluate("document.getElementById('detail').innerText")
+        assert "</script><img src=x onerror=" in detail
+        assert browser.evaluate("document.title") != "owned"
 
 
 def test_killed_in_the_middle_an_eval_resumes_from_its_results(tmp_path: Path) -> None:
