@@ -40,7 +40,8 @@ def write_report(report: EvalReport, path: str | Path) -> Path:
 
 
 def _traces(report: EvalReport) -> dict[str, str]:
-    """Each run's trace as the pretty text `runs show --pretty` prints, by run id."""
+    """Each run's trace by run id: the pretty lines `runs show --pretty` prints, then the whole
+    trace as JSON (prompts, answers, usage), cut at TRACE_CHARS."""
     if report.journal is None or not Path(report.journal).exists():
         return {}
     from agentscript.learn.journal import Journal, rebuild_trace, wait_for_journal
@@ -55,7 +56,8 @@ def _traces(report: EvalReport) -> dict[str, str]:
             entries = journal.store.entries(run_id)
             if not entries:
                 continue
-            text = format_trace(rebuild_trace(entries))
+            trace = rebuild_trace(entries)
+            text = format_trace(trace) + "\n\n" + json.dumps(trace, indent=2, ensure_ascii=False)
             if len(text) > TRACE_CHARS:
                 text = text[:TRACE_CHARS] + f"\n… cut at {TRACE_CHARS:,} characters"
             traces[run_id] = text
@@ -116,7 +118,7 @@ function row(table, cells, header) {
   return tr;
 }
 const num = (x, d) => (x === null || x === undefined || Number.isNaN(x)) ? "n/a" : Number(x).toFixed(d);
-const cost = (x) => x === null || x === undefined ? "unknown" : "$" + Number(x).toFixed(4);
+const cost = (x) => x === null || x === undefined ? "n/a" : "$" + Number(x).toFixed(4);
 document.getElementById("title").textContent =
   "eval " + report.program + " · " + report.cases + " cases · " + report.metric;
 const notes = [];
