@@ -76,7 +76,13 @@ class _EvalCommand(click.Command):
 @click.option("--record", metavar="DIR", help="Record every cell's model exchanges in DIR.")
 @click.option("--replay", metavar="DIR", help="Answer from the recordings in DIR.")
 @click.option("--judge-model", metavar="URI", help="The model a judge program answers with.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Cells run at once.",
+)
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Token budget of the whole eval.")
 @click.option("--max-calls", type=click.IntRange(min=1), help="Model-call budget of the eval.")
 @click.option(
@@ -103,6 +109,8 @@ def eval_command(ctx: click.Context, /, program: str, **options: Any) -> None:
     """Score PROGRAM on every case of --data in every configuration (--model × --variant).
 
     Cells that need approval are refused unless --approve or --approvals allows them.
+    Exit 0 when every configuration reached --min-score, 1 when one did not (or the budget
+    left cells unrun), 2 when the eval could not start. See docs/evals.md.
     """
     if options["responses"] is not None and options["replay"] is not None:
         raise EvalUsageError("Use either --mock or --replay, not both")
