@@ -188,14 +188,17 @@ def test_killed_in_the_middle_an_eval_resumes_from_its_results(tmp_path: Path) -
     assert len(server.requests) - asked <= 20 - len(done)
 
 
-def test_ctrl_c_keeps_the_finished_cells_and_says_how_to_resume(tmp_path: Path) -> None:
+@pytest.mark.parametrize("concurrency", ["1", "2"])
+def test_ctrl_c_keeps_the_finished_cells_and_says_how_to_resume(
+    tmp_path: Path, concurrency: str
+) -> None:
     folder = example_copy(tmp_path)
     out = tmp_path / "out.jsonl"
     with serving(classify, latency=0.3) as server:
         command = [
             sys.executable, "-m", "agentscript", "eval", str(folder / "classifier.as"),
             "--data", str(folder / "cases.jsonl"), "--model", "openai://good",
-            "--field", "label", "--out", str(out), "--concurrency", "2",
+            "--field", "label", "--out", str(out), "--concurrency", concurrency,
         ]  # fmt: skip
         process = subprocess.Popen(
             command,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -236,22 +236,26 @@ class _Eval:
                 )
                 for configuration in self.plan
             ]
-            with ThreadPoolExecutor(max_workers=self.config.concurrency) as pool:
-                # Every cell that does not learn first, in parallel; then each learning arm,
-                # its cases in order, one arm after another: no run reads a lesson that another
-                # configuration's learning left in the shared memory while the eval runs.
-                self._finish(
-                    pool,
-                    [
-                        pool.submit(self._run_cell, case, configuration)
-                        for configuration, cases in pending
-                        if configuration.learning != LEARNING_ON
-                        for case in cases
-                    ],
-                )
-                for configuration, cases in pending:
-                    if configuration.learning == LEARNING_ON:
-                        self._finish(pool, [pool.submit(self._run_in_order, cases, configuration)])
+            # Every cell that does not learn first, in parallel; then each learning arm, its
+            # cases in order, one arm after another: no run reads a lesson that another
+            # configuration's learning left in the shared memory while the eval runs.
+            cells = [
+                (case, configuration)
+                for configuration, cases in pending
+                if configuration.learning != LEARNING_ON
+                for case in cases
+            ]
+            if self.config.concurrency == 1:
+                # On this thread: no hand-off per cell, and Ctrl-C stops the run in flight.
+                for case, configuration in cells:
+                    self._run_cell(case, configuration)
+            else:
+                with ThreadPoolExecutor(max_workers=self.config.concurrency) as pool:
+                    self._finish([pool.submit(self._run_cell, *cell) for cell in cells])
+            for configuration, cases in pending:
+                if configuration.learning == LEARNING_ON:
+                    for case in cases:
+                        self._run_cell(case, configuration)
         finally:
             if self.results is not None:
                 self.results.close()
@@ -288,7 +292,7 @@ class _Eval:
         entry = self.program.source_path
         return Path(entry).parent if entry else Path.cwd()
 
-    def _finish(self, pool: ThreadPoolExecutor, futures: list[Future[None]]) -> None:
+    def _finish(self, futures: list[Future[None]]) -> None:
         """Wait for `futures`; on an interruption or a bug, start nothing more and wait for
         the cells in flight (their rows are kept) before raising."""
         try:
@@ -327,10 +331,6 @@ class _Eval:
     @staticmethod
     def _key(case: Case, configuration: Configuration) -> tuple[str, str]:
         return (case.id, configuration.label)
-
-    def _run_in_order(self, cases: Sequence[Case], configuration: Configuration) -> None:
-        for case in cases:
-            self._run_cell(case, configuration)
 
     # ------------------------------------------------------------------ one cell
 
