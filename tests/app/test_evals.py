@@ -435,3 +435,22 @@ def test_cost_is_priced_per_call_where_the_model_is_known(tmp_path: Path) -> Non
     assert priced.cost == pytest.approx(5 * each)
     assert unknown.cost is None  # genai-prices does not know a model called "weak"
     assert report.rows[0].cost == pytest.approx(each)
+
+
+def test_an_eval_without_learn_leaves_the_users_memory_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = example_copy(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("AGENTSCRIPT_MEMORY_DB", str(tmp_path / "users-memory.db"))
+    report = agentscript.evaluate(
+        folder / "classifier.as",
+        folder / "cases.jsonl",
+        agentscript.EvalConfig(mock=folder / "answers.json", field="label", concurrency=4),
+    )
+    wait_for_journal()
+    assert all(row.run_id for row in report.rows)  # journaled…
+    assert not (tmp_path / "users-memory.db").exists()  # …but nothing learned
+    assert list(home.iterdir()) == []
