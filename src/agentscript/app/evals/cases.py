@@ -29,9 +29,6 @@ class Case:
     expected: Any
     tags: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "input": self.input, "expected": self.expected, "tags": self.tags}
-
 
 def load_cases(path: str | Path) -> list[Case]:
     """Read a JSONL file of cases; blank lines are skipped. Errors name `file:line`."""

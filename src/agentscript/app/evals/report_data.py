@@ -57,11 +57,6 @@ class EvalReport:
                 return summary
         raise KeyError(configuration)
 
-    @property
-    def mean_score(self) -> float:
-        """The lowest mean score of any configuration (the one a CI gate cares about)."""
-        return min(summary.mean_score for summary in self.summaries)
-
     def below(self, min_score: float) -> list[str]:
         """The configurations whose mean score is below `min_score`."""
         return [s.configuration for s in self.summaries if s.mean_score < min_score]
