@@ -100,3 +100,11 @@ def test_prices_from_genai_prices_offline() -> None:
     assert model_cost("ollama://llama3.1", 1000, 1000) is None
     assert model_cost("openai://no-such-model", 1000, 1000) is None
     assert model_cost(None, 1, 1) is None
+
+
+def test_a_difference_over_no_shared_case_is_null_in_json() -> None:
+    empty = paired_difference("b", "a", {"x": 1.0}, {"y": 0.0})
+    assert empty.n == 0
+    assert empty.to_json() == {
+        "configuration": "b", "baseline": "a", "n": 0, "mean": None, "low": None, "high": None
+    }  # fmt: skip

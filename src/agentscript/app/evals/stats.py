@@ -44,12 +44,17 @@ class PairedDifference:
     configuration: str
     baseline: str
     n: int
+    # NaN when the two configurations share no case.
     mean: float
     low: float
     high: float
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """As JSON, where there is no NaN: a difference over no case is null."""
+        return {
+            key: None if isinstance(value, float) and math.isnan(value) else value
+            for key, value in asdict(self).items()
+        }
 
 
 @dataclass(frozen=True, slots=True)
