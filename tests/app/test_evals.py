@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ import pytest
 import agentscript
 from agentscript.app.evals.cases import Case, CaseError
 from agentscript.app.evals.metrics import MetricError, Score
+from agentscript.app.evals.results import ResultsError
 from agentscript.app.evals.runner import EvalProgress
 from agentscript.learn.journal import Journal, wait_for_journal
 from eval_support import classify, example_copy, write_cases
@@ -454,3 +457,32 @@ def test_an_eval_without_learn_leaves_the_users_memory_alone(
     assert all(row.run_id for row in report.rows)  # journaled…
     assert not (tmp_path / "users-memory.db").exists()  # …but nothing learned
     assert list(home.iterdir()) == []
+
+
+def test_a_second_eval_on_the_same_results_file_is_refused(tmp_path: Path) -> None:
+    folder = example_copy(tmp_path)
+    out = tmp_path / "out.jsonl"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; "
+            "from agentscript.app.evals.results import ResultsFile; "
+            f"held = ResultsFile(Path({str(out)!r})); print('held', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        config = agentscript.EvalConfig(mock=folder / "answers.json", out=out)
+        with pytest.raises(ResultsError, match="being written by another eval"):
+            agentscript.evaluate(folder / "classifier.as", folder / "cases.jsonl", config)
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    # Once the other eval is gone (its lock with it), the file is usable again.
+    report = agentscript.evaluate(folder / "classifier.as", folder / "cases.jsonl", config)
+    assert len(report.rows) == 20

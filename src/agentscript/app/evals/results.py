@@ -66,21 +66,38 @@ class ResultsError(AgentScriptError):
 
 
 class ResultsFile:
-    """The `--out` file: rows loaded on open (unless `fresh`), each new row appended."""
+    """The `--out` file: rows loaded on open (unless `fresh`), each new row appended. One eval
+    at a time: a second one on the same file is refused (it would run the same cells again and
+    interleave their rows), through a lock file beside it, released when the process ends."""
 
     def __init__(self, path: Path, fresh: bool = False) -> None:
+        from filelock import FileLock, Timeout
+
         self.path = path
         self._lock = threading.Lock()
         self.rows: dict[tuple[str, str], CellResult] = {}
+        self._owner = FileLock(f"{path}.lock")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            self._owner.acquire(timeout=0)
+        except Timeout:
+            raise ResultsError(
+                f"Results file {path} is being written by another eval; wait for it to end"
+            ) from None
+        except OSError as problem:
+            raise ResultsError(f"Cannot use results file {path}: {problem.strerror}") from None
+        try:
             if fresh or not path.exists():
                 path.write_text("", encoding="utf-8")
             else:
                 self._load()
             self._file = path.open("a", encoding="utf-8")
         except OSError as problem:
+            self._owner.release()
             raise ResultsError(f"Cannot use results file {path}: {problem.strerror}") from None
+        except BaseException:
+            self._owner.release()
+            raise
 
     def _load(self) -> None:
         data = self.path.read_bytes()
@@ -114,3 +131,4 @@ class ResultsFile:
     def close(self) -> None:
         with self._lock:
             self._file.close()
+        self._owner.release()
