@@ -486,3 +486,25 @@ def test_a_second_eval_on_the_same_results_file_is_refused(tmp_path: Path) -> No
     # Once the other eval is gone (its lock with it), the file is usable again.
     report = agentscript.evaluate(folder / "classifier.as", folder / "cases.jsonl", config)
     assert len(report.rows) == 20
+
+
+def test_a_judge_records_and_replays_with_its_cell(tmp_path: Path) -> None:
+    folder = example_copy(tmp_path)
+    cassettes = tmp_path / "cassettes"
+    recorded = agentscript.evaluate(
+        folder / "classifier.as",
+        folder / "cases.jsonl",
+        agentscript.EvalConfig(mock=folder / "answers.json", record=cassettes, concurrency=4),
+        metric=folder / "judge.as",
+    )
+    assert (cassettes / "program" / "t12.judge.jsonl").exists()
+    replayed = agentscript.evaluate(
+        folder / "classifier.as",
+        folder / "cases.jsonl",
+        agentscript.EvalConfig(replay=cassettes, concurrency=4),
+        metric=folder / "judge.as",
+    )
+    assert [(r.id, r.score, r.reason) for r in replayed.rows] == [
+        (r.id, r.score, r.reason) for r in recorded.rows
+    ]
+    assert replayed.summary().mean_score == pytest.approx(17.5 / 20)
