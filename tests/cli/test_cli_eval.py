@@ -63,6 +63,7 @@ def test_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     document = json.loads(capsys.readouterr().out)
     assert document["configurations"] == ["label guide=none", "label guide=definitions"]
     assert [s["mean_score"] for s in document["summary"]] == [0.8, 0.8]
+    assert [(t["tag"], t["n"], t["mean_score"]) for t in document["tags"]] == [("hard", 4, 0.0)] * 2
     (difference,) = document["differences"]
     assert (difference["mean"], difference["low"], difference["high"]) == (0, 0, 0)
 
@@ -112,6 +113,8 @@ def test_report_page_in_headless_chromium(tmp_path: Path) -> None:
         assert browser.evaluate("document.querySelectorAll('#grid td.cell.fail').length") == 2 * 4
         summary = browser.evaluate("document.getElementById('summary').innerText")
         assert "label guide=definitions" in summary and "0.875" in summary and "baseline" in summary
+        tags = browser.evaluate("document.getElementById('tags').innerText")
+        assert "hard" in tags and "0.375" in tags
         # A cell opens its value, expected value, score, reason and run.
         browser.evaluate(
             'document.querySelector(\'td.cell[data-case="t12"]'

@@ -63,6 +63,19 @@ def print_summary(report: EvalReport, min_score: float | None = None) -> None:
                 f"{curve.last - curve.first:+.3f}",
             )
         console.print(learning)
+    if report.tags:
+        tags = Table(title="by case tag")
+        for column in ("configuration", "tag", "n", "score", "pass"):
+            tags.add_column(column, justify="right" if column in ("n", "score", "pass") else "left")
+        for tag in report.tags:
+            tags.add_row(
+                tag.configuration,
+                tag.tag,
+                str(tag.n),
+                f"{tag.mean_score:.3f}",
+                f"{tag.pass_rate:.0%}",
+            )
+        console.print(tags)
     notes: list[str] = []
     if report.judge_tokens or report.judge_cost is not None:
         notes.append(

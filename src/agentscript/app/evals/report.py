@@ -96,6 +96,7 @@ _PAGE = """<!doctype html>
 <h2>Summary</h2>
 <table id="summary"></table>
 <div id="learning-block" hidden><h2>Learning: first and last quarter</h2><table id="learning"></table></div>
+<div id="tags-block" hidden><h2>By case tag</h2><table id="tags"></table></div>
 <h2>Cases</h2>
 <p class="note">Click a cell for its value, expected value, score, reason and trace.</p>
 <table id="grid"></table>
@@ -146,6 +147,13 @@ if (report.learning.length) {
   row(learning, ["configuration", "cases per quarter", "first", "last", "change"], true);
   for (const c of report.learning)
     row(learning, [c.configuration, c.quarter, num(c.first, 3), num(c.last, 3), num(c.last - c.first, 3)]);
+}
+if (report.tags.length) {
+  document.getElementById("tags-block").hidden = false;
+  const tags = document.getElementById("tags");
+  row(tags, ["configuration", "tag", "n", "score", "pass"], true);
+  for (const t of report.tags)
+    row(tags, [t.configuration, t.tag, t.n, num(t.mean_score, 3), Math.round(t.pass_rate * 100) + "%"]);
 }
 const cells = {};
 for (const r of data.rows) cells[r.id + "\\u0000" + r.configuration] = r;

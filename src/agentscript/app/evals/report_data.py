@@ -13,6 +13,8 @@ from agentscript.app.evals.stats import (
     ConfigurationSummary,
     LearningCurve,
     PairedDifference,
+    TagSummary,
+    by_tag,
     learning_curve,
     paired_difference,
     summarise,
@@ -34,6 +36,8 @@ class EvalReport:
     # Each configuration after the first against the first, over the cases both ran.
     differences: list[PairedDifference]
     learning: list[LearningCurve] = field(default_factory=list)
+    # Per configuration and case tag (none when no case has a tag).
+    tags: list[TagSummary] = field(default_factory=list)
     # Cells taken from the results file instead of being run again.
     resumed: int = 0
     # Why cells were left unrun (the eval's budget), or None.
@@ -70,6 +74,7 @@ class EvalReport:
             "summary": [summary.to_json() for summary in self.summaries],
             "differences": [difference.to_json() for difference in self.differences],
             "learning": [curve.to_json() for curve in self.learning],
+            "tags": [tag.to_json() for tag in self.tags],
             "resumed": self.resumed,
             "not_run": self.not_run,
             "stopped": self.stopped,
@@ -125,6 +130,7 @@ def build_report(
         summaries=summaries,
         differences=differences,
         learning=learning,
+        tags=[summary for label in labels for summary in by_tag(label, by_configuration[label])],
         resumed=resumed,
         stopped=stopped,
         judge_tokens=sum(

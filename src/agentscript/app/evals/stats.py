@@ -58,6 +58,38 @@ class PairedDifference:
 
 
 @dataclass(frozen=True, slots=True)
+class TagSummary:
+    """How a configuration did on the cases with one tag."""
+
+    configuration: str
+    tag: str
+    n: int
+    mean_score: float
+    pass_rate: float
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def by_tag(configuration: str, rows: Sequence[CellResult]) -> list[TagSummary]:
+    """One summary per tag the rows carry, tags in name order."""
+    tags = sorted({tag for row in rows for tag in row.tags})
+    summaries = []
+    for tag in tags:
+        tagged = [row for row in rows if tag in row.tags]
+        summaries.append(
+            TagSummary(
+                configuration,
+                tag,
+                len(tagged),
+                _mean([row.score for row in tagged]),
+                _mean([1.0 if row.passed else 0.0 for row in tagged]),
+            )
+        )
+    return summaries
+
+
+@dataclass(frozen=True, slots=True)
 class LearningCurve:
     """The mean score over the first and the last quarter of the cases, in case order."""
 
