@@ -20,6 +20,7 @@ from agentscript.runtime.budgets import BudgetExceeded, RunBudget, RunMeter
 from agentscript.runtime.errors import LoadError, ModelOutputError
 from agentscript.runtime.jsjson import parse
 from agentscript.runtime.ports import GenerateRequest, GenerateResponse, LlmProvider
+from agentscript.runtime.usage import Usage
 from agentscript.runtime.values import LlmBinding
 
 
@@ -41,7 +42,7 @@ class EvalMeter:
             self.exhausted.set()
             raise EvalBudgetExceeded(error.budget, str(error).replace("Run", "Eval", 1)) from None
 
-    def after_call(self, usage: Any) -> None:
+    def after_call(self, usage: Usage | None) -> None:
         try:
             self._meter.after_model_call(usage)
         except BudgetExceeded:
@@ -62,14 +63,17 @@ class CellModel:
     ) -> None:
         self._inner = inner
         self._meter = meter
-        self._binding = LlmBinding("eval", model_uri) if model_uri else None
+        self._model_uri = model_uri
         self._priced = priced
         self._lock = threading.Lock()
         self.cost: float | None = 0.0 if priced else None
 
     def generate(self, request: GenerateRequest) -> GenerateResponse:
-        if self._binding is not None:
-            request = dataclasses.replace(request, model=self._binding)
+        if self._model_uri is not None:
+            # The program's name for its model stays (traces still say `Model`); the URI is
+            # the configuration's.
+            name = request.model.name if request.model is not None else "model"
+            request = dataclasses.replace(request, model=LlmBinding(name, self._model_uri))
         self._meter.before_call()
         try:
             response = self._inner.generate(request)
@@ -79,7 +83,7 @@ class CellModel:
         self._account(request, response.usage)
         return response
 
-    def _account(self, request: GenerateRequest, usage: Any) -> None:
+    def _account(self, request: GenerateRequest, usage: Usage | None) -> None:
         self._meter.after_call(usage)
         if not self._priced:
             return
