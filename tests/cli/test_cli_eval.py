@@ -264,3 +264,14 @@ def test_a_model_without_its_key_is_refused_before_any_cell_runs(
     assert "Model openai://gpt-4.1-mini: OPENAI_API_KEY is not set" in err
     assert "--mock or --replay DIR" in err
     assert not (folder / ".agentscript").exists()  # nothing ran
+
+
+def test_a_report_that_cannot_be_written_is_an_error_after_the_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = example_copy(tmp_path)
+    (tmp_path / "file").write_text("")
+    assert main(eval_args(folder, "--report", str(tmp_path / "file" / "r.html"))) == 2
+    captured = capsys.readouterr()
+    assert "0.800" in captured.out
+    assert "Cannot write the report" in captured.err and "Traceback" not in captured.err

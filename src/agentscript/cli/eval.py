@@ -160,17 +160,18 @@ def _evaluate(program: str, options: dict[str, Any]) -> int:
         try:
             report = evaluate(program, options["data"], config, metric=options["metric"])
         except KeyboardInterrupt:
-            kept = f"; the finished cells are in {options['out']}" if options["out"] else ""
-            print(f"Interrupted{kept} (run the same command to resume)", file=sys.stderr)
+            if options["out"]:
+                hint = (
+                    f"; the finished cells are in {options['out']} (run the same command to resume)"
+                )
+            else:
+                hint = " (with --out RESULTS.jsonl an eval keeps its cells and resumes)"
+            print(f"Interrupted{hint}", file=sys.stderr)
             return 130
         except REPORTED_ERRORS as error:
             for line in error_lines(error):
                 print(line, file=sys.stderr)
             return USAGE_EXIT
-    if options["report"]:
-        from agentscript.app.evals.report import write_report
-
-        write_report(report, options["report"])
     if options["as_json"]:
         from agentscript.cli.render import to_json
 
@@ -179,6 +180,14 @@ def _evaluate(program: str, options: dict[str, Any]) -> int:
         from agentscript.cli.eval_render import print_summary
 
         print_summary(report, options["min_score"])
+    if options["report"]:
+        from agentscript.app.evals.report import write_report
+
+        try:
+            write_report(report, options["report"])
+        except OSError as error:
+            print(f"Cannot write the report {options['report']}: {error.strerror}", file=sys.stderr)
+            return USAGE_EXIT
     return _exit_code(report, options["min_score"])
 
 
