@@ -15,12 +15,24 @@ from pathlib import Path
 
 import pytest
 
+import agentscript
+
 SOURCE = Path(__file__).resolve().parent.parent / "src" / "agentscript"
 LAYERS = ("lang", "runtime", "providers", "memory", "learn", "app", "cli")
-# Top-level modules that are not packages, and the layer each one belongs to.
-MODULE_LAYERS = {"api": "app", "__init__": "app", "__main__": "cli"}
+# Top-level modules that are not packages, and the layer each one belongs to: the Python API
+# and the package root sit with app; the entry point, the pytest plugin and its helpers are
+# clients of the API, like the CLI.
+MODULE_LAYERS = {
+    "api": "app",
+    "__init__": "app",
+    "__main__": "cli",
+    "pytest_plugin": "cli",
+    "testing": "cli",
+}
 # Names of the package root anybody may import (`from agentscript import __version__`).
 ROOT_CONSTANTS = frozenset({"__version__"})
+# Names the package root re-exports from app (`agentscript.run`, `agentscript.RunConfig`).
+ROOT_EXPORTS = frozenset(agentscript.__all__) - ROOT_CONSTANTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +58,13 @@ def layer_of(module: str) -> str | None:
         return None
     if len(parts) == 1:
         return MODULE_LAYERS["__init__"]
-    return parts[1] if parts[1] in LAYERS else MODULE_LAYERS.get(parts[1], "unknown")
+    if parts[1] in LAYERS:
+        return parts[1]
+    if parts[1] in MODULE_LAYERS:
+        return MODULE_LAYERS[parts[1]]
+    # `from agentscript import RunConfig`: a name the package root exports (from app), or a
+    # new top-level module this test must be told about first.
+    return MODULE_LAYERS["__init__"] if parts[1] in ROOT_EXPORTS else "unknown"
 
 
 def imports_of(path: Path) -> list[Import]:
@@ -111,6 +129,8 @@ def test_the_check_sees_function_level_and_type_checking_imports() -> None:
         ("agentscript.lang.parser", "agentscript.lang.ast", False),
         ("agentscript.runtime.loader", "json", False),
         ("agentscript.lang.parser", "agentscript.newthing", True),
+        ("agentscript.learn.experiences", "agentscript.RunConfig", True),
+        ("agentscript.app.evals.runner", "agentscript.RunConfig", False),
     ],
 )
 def test_upward_judges_pairs(module: str, target: str, expected: bool) -> None:

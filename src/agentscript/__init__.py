@@ -18,6 +18,9 @@ _EXPORTS = {
     "load": "agentscript.app.programs",
     "load_source": "agentscript.app.programs",
     "run": "agentscript.app.run",
+    "evaluate": "agentscript.app.evals.runner",
+    "EvalConfig": "agentscript.app.evals.runner",
+    "EvalReport": "agentscript.app.evals.report_data",
     "RunConfig": "agentscript.app.configuration",
     "Diagnostic": "agentscript.lang.errors",
     "ParseError": "agentscript.lang.errors",
@@ -34,6 +37,8 @@ _EXPORTS = {
 __all__ = [
     "AgentScriptError",
     "Diagnostic",
+    "EvalConfig",
+    "EvalReport",
     "ExecutionError",
     "LoadError",
     "ParseError",
@@ -44,6 +49,7 @@ __all__ = [
     "TraceSink",
     "__version__",
     "check",
+    "evaluate",
     "format_trace",
     "load",
     "load_source",
@@ -52,6 +58,8 @@ __all__ = [
 
 if TYPE_CHECKING:
     from agentscript.app.configuration import RunConfig
+    from agentscript.app.evals.report_data import EvalReport
+    from agentscript.app.evals.runner import EvalConfig, evaluate
     from agentscript.app.programs import check, load, load_source
     from agentscript.app.run import run
     from agentscript.lang.errors import Diagnostic, ParseError, SemanticError

@@ -10,7 +10,7 @@ service. Every use case opens the service here: the memory commands, the MCP ser
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from agentscript.memory.adapter import MemoryTools
@@ -40,19 +40,28 @@ def open_memory_service(
 
 
 def memory_tools(
-    workspace: str | Path, database: str | Path | None, environ: Mapping[str, str] | None
+    workspace: str | Path,
+    database: str | Path | None,
+    environ: Mapping[str, str] | None,
+    granted_scopes: Iterable[str] = (),
 ) -> MemoryTools:
     """The `memory://` tools of a run, over the configured service of `workspace`, whose
-    reads first learn from the runs waiting in the workspace's journal; a broken memory.yml
-    is an ExecutionError, reported at the program's call."""
+    reads first learn from the runs waiting in the workspace's journal; `granted_scopes` are
+    the other workspaces the approval policy lets the program name. A broken memory.yml is an
+    ExecutionError, reported at the program's call."""
     from agentscript.app.learning import LearningBeforeReads
 
     try:
         service = open_memory_service(workspace, database=database, environ=environ)
     except MemoryServiceError as error:
         raise ExecutionError(error.message) from None
+    try:
+        tools = MemoryTools(service, granted_scopes)
+    except BaseException:
+        service.close()
+        raise
     LearningBeforeReads(service, [Path(workspace)], database)
-    return MemoryTools(service)
+    return tools
 
 
 def serve_memory(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal, TextIO
 
 from agentscript.app.errors import AppError
 from agentscript.app.workspace import Workspace
-from agentscript.runtime.jsjson import stringify
+from agentscript.runtime.jsjson import parse, stringify
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -117,9 +117,11 @@ def _json_lines(lines: Iterable[str], origin: str) -> Iterator[tuple[int, object
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
+            yield number, parse(line)
         except json.JSONDecodeError as error:
             raise AppError(f"{origin}:{number}: not valid JSON: {error.msg}") from None
+        except ValueError as error:
+            raise AppError(f"{origin}:{number}: not valid JSON: {error}") from None
 
 
 def _exported_entry(value: object, origin: str, number: int) -> Entry:
@@ -129,6 +131,7 @@ def _exported_entry(value: object, origin: str, number: int) -> Entry:
     from pydantic import ValidationError
 
     from agentscript.memory import Entry, MemoryServiceError
+    from agentscript.memory.entries import require_storable
     from agentscript.memory.scopes import parse_scope
     from agentscript.memory.timeline import (
         bucket_level,
@@ -168,4 +171,7 @@ def _exported_entry(value: object, origin: str, number: int) -> Entry:
     wanted = data["level"] if summary else "day"
     if bucket_level(data["bucket"]) != wanted:
         raise AppError(f"{where}: bucket: {data['bucket']!r} is not a {wanted} bucket")
-    return Entry.from_dict(data)
+    try:
+        return require_storable(Entry.from_dict(data))
+    except MemoryServiceError as error:
+        raise AppError(f"{where}: {error.field}: {error.message}") from None

@@ -161,25 +161,26 @@ def _after_run(
         reflect_after_run(config, program_path, journal.run_id)
 
 
-def undo_run(trace_path: str, workspace: str | None, dry_run: bool) -> int:
-    """`agentscript undo TRACE.json`: revert the file effects a run recorded, newest first."""
+def undo_run(trace_path: str, workspace: str | None, dry_run: bool, force: bool = False) -> int:
+    """`agentscript undo TRACE.json`: revert the file effects a run recorded, newest first, in
+    `workspace` (the current directory when not given) and nowhere else."""
 
     def undo() -> int:
         from agentscript.app.undo import undo_trace_file
 
-        report = undo_trace_file(trace_path, workspace, dry_run)
+        report = undo_trace_file(trace_path, workspace, dry_run, force)
         print(render.undo_report(report, dry_run))
         return 0 if report["ok"] else 1
 
     return reporting_errors(undo)
 
 
-def list_tools(path: str, workspace: str | None, as_json: bool) -> int:
+def list_tools(path: str, workspace: str | None, as_json: bool, start_servers: bool = True) -> int:
     """`agentscript tools FILE`: each tool import, and for MCP servers the tools they offer."""
 
     def show() -> int:
         program = programs.load(path)
-        listing = programs.tools(program, Path(workspace) if workspace else None)
+        listing = programs.tools(program, Path(workspace) if workspace else None, start_servers)
         if as_json:
             print(render.to_json(listing))
         else:

@@ -27,6 +27,7 @@ SUBCOMMANDS = frozenset(
         "profile",
         "autonomy",
         "learn",
+        "eval",
     }
 )
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -27,10 +27,15 @@ import click
 
 from agentscript.app.workspace import Workspace
 from agentscript.cli.actions import reporting_errors
-from agentscript.cli.memory import export_resource, import_resource, memory_group
+from agentscript.cli.memory import export_lines, export_resource, import_resource, memory_group
 from agentscript.cli.memory_compact import compact_command
 from agentscript.cli.options import db_option, json_option, workspace_option
 from agentscript.cli.render import to_json
+from agentscript.runtime.bounded_input import MIB, read_stream
+
+# `memory remember -`: far more than any entry may hold (the service then says too_large),
+# far less than `/dev/zero` would feed.
+MAX_STDIN_TEXT = MIB
 
 if TYPE_CHECKING:
     from agentscript.memory import MemoryService
@@ -119,7 +124,7 @@ def remember_command(
     """Store TEXT as a memory ("-" reads it from stdin)."""
 
     def remember(service: MemoryService) -> int:
-        body = sys.stdin.read() if text == "-" else text
+        body = read_stream(sys.stdin, MAX_STDIN_TEXT, "The text on stdin") if text == "-" else text
         result = service.remember(
             body,
             kind=kind,
@@ -527,7 +532,7 @@ def import_command(
     def load() -> int:
         from agentscript.app.memory_transfer import import_memory
 
-        with _input(origin) as lines:
+        with export_lines(origin) as lines:
             named = "<stdin>" if origin == "-" else origin
             added, skipped = import_memory(workspace, lines, named, database=db)
         if as_json:
@@ -627,15 +632,6 @@ def _output(target: str | None) -> Iterator[TextIO]:
         yield sys.stdout
         return
     with Path(target).open("w", encoding="utf-8") as handle:
-        yield handle
-
-
-@contextmanager
-def _input(origin: str) -> Iterator[Iterable[str]]:
-    if origin == "-":
-        yield sys.stdin
-        return
-    with Path(origin).open(encoding="utf-8") as handle:
         yield handle
 
 

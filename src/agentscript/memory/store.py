@@ -31,7 +31,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
 
-from agentscript.memory.entries import Entry, Kind, Source
+from agentscript.memory.entries import Entry, Kind, Source, require_storable
 from agentscript.memory.errors import CONFLICT, MemoryServiceError
 from agentscript.memory.text import Analyzer
 from agentscript.memory.timeline import Level, bucket_start_keys
@@ -198,7 +198,9 @@ def entry_from_row(row: Sequence[Any], decode_json: Callable[[Any], Any] = _as_s
 def entry_row(entry: Entry, encode_list: Callable[[list[str]], Any]) -> dict[str, Any]:
     """The column values of one entry, the inverse of `entry_from_row` plus the derived
     columns (normalised title, bucket keys, session) the stores filter on. `encode_list`
-    stores the list columns (tags, archive_ref): JSON text, or a driver's array."""
+    stores the list columns (tags, archive_ref): JSON text, or a driver's array. An entry
+    that cannot be stored as UTF-8 (a lone surrogate) is refused here, for every store."""
+    require_storable(entry)
     keys = bucket_start_keys(entry.bucket)
     return {
         "id": entry.id,
