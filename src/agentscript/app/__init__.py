@@ -1,0 +1,1 @@
+"""The application layer: one module per use case, wired from one composition root."""
