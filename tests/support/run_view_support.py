@@ -25,9 +25,10 @@ class WriterAndLead:
     """Answers as the model: the Writer's first answer has the wrong type (so it is repaired),
     later ones and the Lead's are right. Every answer reports its token usage."""
 
-    def __init__(self) -> None:
+    def __init__(self, writer_fails: bool = False) -> None:
         self.lock = threading.Lock()
         self.writer_calls = 0
+        self.writer_fails = writer_fails
 
     def __call__(self, request: Request) -> Response:
         body = json.loads(request.get_data(as_text=True))
@@ -36,7 +37,8 @@ class WriterAndLead:
             with self.lock:
                 self.writer_calls += 1
                 first = self.writer_calls == 1
-            answer: Any = {"line": 5} if first else {"line": f"Line {self.writer_calls}."}
+            wrong = first or self.writer_fails
+            answer: Any = {"line": 5} if wrong else {"line": f"Line {self.writer_calls}."}
         else:
             answer = {"summary": "Three lines were written."}
         payload = {
@@ -57,15 +59,21 @@ class WriterAndLead:
 class ViewedRun:
     workspace: Path
     run_id: str
-    result: agentscript.RunResult
+    # None when the run failed.
+    result: agentscript.RunResult | None
 
 
 def run_everything(
-    server: HTTPServer, workspace: Path, previous: str = "none", **config: Any
+    server: HTTPServer,
+    workspace: Path,
+    previous: str = "none",
+    writer_fails: bool = False,
+    **config: Any,
 ) -> ViewedRun:
     """Run the fixture journaled in `workspace`; its input names `previous` (a run it
-    "called", for the page's links)."""
-    server.expect_request("/v1/chat/completions").respond_with_handler(WriterAndLead())
+    "called", for the page's links). With `writer_fails` the Writer never answers right, so
+    the run fails in its `parallel for`."""
+    server.expect_request("/v1/chat/completions").respond_with_handler(WriterAndLead(writer_fails))
     workspace.mkdir(parents=True, exist_ok=True)
     program = workspace / FIXTURE.name
     shutil.copy(FIXTURE, program)
@@ -83,11 +91,17 @@ def run_everything(
         "learn": False,
         **config,
     }
-    result = agentscript.run(
-        agentscript.load(program),
-        {"topics": TOPICS, "previous": previous},
-        agentscript.RunConfig(**settings),
-    )
+    try:
+        result = agentscript.run(
+            agentscript.load(program),
+            {"topics": TOPICS, "previous": previous},
+            agentscript.RunConfig(**settings),
+        )
+    except agentscript.ExecutionError as error:
+        journal = error.journal
+        assert journal is not None
+        assert journal.wait(30) == []
+        return ViewedRun(workspace, journal.run_id, None)
     assert result.journal is not None
     assert result.journal.wait(30) == []
     return ViewedRun(workspace, result.journal.run_id, result)

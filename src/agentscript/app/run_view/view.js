@@ -446,8 +446,8 @@
       item.action ? ` (${item.action}${item.status ? ", " + item.status : ""})` : "",
       item.lesson ? el("div", { text: item.lesson }) : null));
 
-  // Select the first failure, or the first step, so the page opens on something useful.
-  const firstFailed = steps.find((s) => !s.ok && s.kind !== "agent") || steps.find((s) => !s.ok);
+  // Open on the first root cause (a failed step with no failed step inside), or the first step.
+  const firstFailed = steps.find((s) => !s.ok && !s.children.some((c) => !byId.get(c).ok));
   if (steps.length) select((firstFailed || steps[0]).id, Boolean(firstFailed));
   window.runPage = { select, applyFilter, view, ready: true };
   document.body.dataset.ready = "1";
