@@ -68,6 +68,7 @@ def run_everything(
     workspace: Path,
     previous: str = "none",
     writer_fails: bool = False,
+    extra_environ: dict[str, str] | None = None,
     **config: Any,
 ) -> ViewedRun:
     """Run the fixture journaled in `workspace`; its input names `previous` (a run it
@@ -81,6 +82,7 @@ def run_everything(
         "OPENAI_API_KEY": "sk-test-key",
         "OPENAI_BASE_URL": server.url_for("/v1"),
         "VIEW_TOKEN": SECRET,
+        **(extra_environ or {}),
     }
     settings: dict[str, Any] = {
         "environ": environ,

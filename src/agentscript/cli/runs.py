@@ -156,3 +156,39 @@ def view_command(
         return 0
 
     ctx.exit(_with_journal(view, workspace))
+
+
+@runs_group.command(name="export")
+@click.argument("run")
+@click.option("--otlp", is_flag=True, required=True, help="Send RUN as OpenTelemetry spans.")
+@click.option(
+    "--endpoint",
+    metavar="URL",
+    help="The collector (default: OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318).",
+)
+@_WORKSPACE
+@click.pass_context
+def export_command(
+    ctx: click.Context, run: str, otlp: bool, endpoint: str | None, workspace: str
+) -> None:
+    """Send RUN from the journal to an OpenTelemetry collector over OTLP/HTTP, with the times
+    it happened (needs the otel extra)."""
+    import os
+
+    from agentscript.app.telemetry import export_run
+    from agentscript.providers.telemetry.settings import OtlpSettings
+
+    def export(journal: Journal) -> int:
+        settings = OtlpSettings.from_environ(os.environ, endpoint)
+        report = export_run(journal, run, settings)
+        if not report.ok:
+            print(
+                f"error: could not send run {report.run_id} to {report.endpoint} "
+                "(is the collector running?)",
+                file=sys.stderr,
+            )
+            return 1
+        print(f"sent run {report.run_id}: {report.spans} spans to {report.endpoint}")
+        return 0
+
+    ctx.exit(_with_journal(export, workspace))

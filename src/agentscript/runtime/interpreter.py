@@ -138,11 +138,17 @@ class Interpreter:
             error = ExecutionError("Values or calls are nested too deeply to evaluate")
             error.trace = self.tracer.to_json()
             error.spent = self.options.meter.summary()
+            self.tracer.end_run("error", str(error))
             raise error from None
         except AgentScriptError as error:
             error.trace = self.tracer.to_json()
             error.spent = self.options.meter.summary()
+            self.tracer.end_run("error", str(error))
             raise
+        except KeyboardInterrupt:
+            self.tracer.end_run("interrupted")
+            raise
+        self.tracer.end_run("ok")
         return result
 
     def _entry(self) -> tuple[ast.AgentDecl, ast.FuncDecl]:
