@@ -52,7 +52,17 @@ def page(pages: list[Path]) -> Iterator[Browser]:
     with Browser.launch(width=1400, height=1000) as browser:
         browser.open(pages[0].as_uri())
         assert browser.evaluate("document.body.dataset.ready") == "1"
+        wait_for_graph(browser)
         yield browser
+
+
+def wait_for_graph(browser: Browser) -> None:
+    """The graph is drawn just after the first frame."""
+    drawn = browser.evaluate(
+        """new Promise(done => { const check = () => document.body.dataset.graph === "1"
+            ? done(true) : setTimeout(check, 20); check(); })"""
+    )
+    assert drawn is True
 
 
 def steps_of(page: Browser, kind: str) -> list[dict[str, Any]]:

@@ -13,9 +13,9 @@ from typing import Any
 from agentscript.app.run_view.graph_layout import lay_out
 from agentscript.app.run_view.steps import Step, build_steps, flatten
 from agentscript.learn.experiences import experience_links
+from agentscript.learn.graph import build_run_graph
 from agentscript.learn.journal import Journal, RunView
-from agentscript.learn.journal_store import JournalEntry, dumps
-from agentscript.learn.pictures import run_picture
+from agentscript.learn.journal_store import JournalEntry
 from agentscript.providers.llm.prices import cost, price_of
 
 # A run id (`YYYYMMDD-HHMMSS-xxxxxx`) anywhere in a run's events names a run it called.
@@ -39,8 +39,12 @@ def run_document(journal: Journal, reference: str) -> RunDocument:
     steps = build_steps(entries)
     flat = flatten(steps)
     costs = _price_generates(flat)
-    picture = run_picture(journal, run.run_id)
-    layout = lay_out(picture.nodes, picture.edges)
+    graph = build_run_graph(run, entries, view.status)
+    learned = experience_links(journal.graph, run.run_id)
+    layout = lay_out(
+        [*graph.nodes, *(link.node for link in learned)],
+        [*graph.edges, *(link.edge for link in learned)],
+    )
     linked = _linked_runs(journal, run.run_id, entries)
     usage = run.usage or _summed_usage(flat)
     summary = view.to_json()
@@ -64,7 +68,7 @@ def run_document(journal: Journal, reference: str) -> RunDocument:
                         "status": link.node.metadata.get("status"),
                         "action": link.edge.metadata.get("action"),
                     }
-                    for link in experience_links(journal.graph, run.run_id)
+                    for link in learned
                 ],
             },
             "links": [{"run": run_id, "href": f"{run_id}.html"} for run_id in linked],
@@ -76,7 +80,24 @@ def run_document(journal: Journal, reference: str) -> RunDocument:
 def _step_json(step: Step, started: float) -> dict[str, Any]:
     data = step.to_json(started)
     data["children"] = [child.id for child in step.children]
+    if step.kind == "generate":
+        data["data"] = _without_item_values(step.data)
     return data
+
+
+def _without_item_values(data: dict[str, Any]) -> dict[str, Any]:
+    """A generate's context items keep the text the model saw, not also the value it came
+    from (the same content again, which would double the page of a long run)."""
+    context = data.get("context")
+    if not isinstance(context, dict) or not isinstance(context.get("context"), list):
+        return data
+    items = [
+        {key: value for key, value in item.items() if key != "value"}
+        if isinstance(item, dict)
+        else item
+        for item in context["context"]
+    ]
+    return {**data, "context": {**context, "context": items}}
 
 
 def _price_generates(flat: list[Step]) -> list[float]:
@@ -135,9 +156,16 @@ def _recalled(flat: list[Step]) -> list[dict[str, Any]]:
 
 def _linked_runs(journal: Journal, run_id: str, entries: list[JournalEntry]) -> list[str]:
     """Runs this one called: run ids its events mention that are in the same journal."""
-    mentioned: list[str] = []
-    for entry in entries:
-        for found in RUN_ID.findall(dumps(entry.data)):
-            if found != run_id and found not in mentioned:
-                mentioned.append(found)
-    return [other for other in mentioned if journal.store.run(other) is not None]
+    mentioned: dict[str, None] = {}
+    pending: list[Any] = [entry.data for entry in entries]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            if len(value) >= 22 and "-" in value:
+                mentioned.update((found, None) for found in RUN_ID.findall(value))
+        elif isinstance(value, dict):
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    mentioned.pop(run_id, None)
+    return sorted(other for other in mentioned if journal.store.run(other) is not None)

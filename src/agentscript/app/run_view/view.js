@@ -144,7 +144,6 @@
         step.ok ? null : el("span", { class: "status", text: "✗" })),
       el("span", { class: "bar" }, el("span", { style: `left:${left}%;width:${width}%` })),
       el("span", { class: "duration", text: step.duration_ms ? ms(step.duration_ms) : "" }));
-    step.search = (title + " " + (step.agent || "") + " " + text(step.data)).toLowerCase();
     rows.set(step.id, row);
     fragment.append(row);
   }
@@ -185,6 +184,13 @@
   function agentOf(step) {
     return step.kind === "agent" ? step.data.agent : step.agent;
   }
+  // What a search looks through, built at the first search (most openings never search).
+  function searchText(step) {
+    if (step.search === undefined) {
+      step.search = (step.title + " " + (step.agent || "") + " " + JSON.stringify(step.data)).toLowerCase();
+    }
+    return step.search;
+  }
   function applyFilter() {
     const words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
     const kind = kindSelect.value;
@@ -195,7 +201,7 @@
     for (const step of steps) {
       const match = filtering
         ? (!kind || step.kind === kind) && (!agent || agentOf(step) === agent) &&
-          (!failed || !step.ok) && words.every((word) => step.search.includes(word))
+          (!failed || !step.ok) && words.every((word) => searchText(step).includes(word))
         : !hiddenByCollapse(step);
       rows.get(step.id).hidden = !match;
       if (match) shown += 1;
@@ -222,9 +228,10 @@
     row.hidden = false;
     row.classList.add("selected");
     if (scroll) row.scrollIntoView({ block: "center" });
-    for (const node of graphNodes.values()) node.classList.toggle("selected", Number(node.dataset.step) === id);
+    markSelected(id);
+    if (scroll) showInGraph(id);
     details.replaceChildren(...describe(step));
-    details.scrollTop = 0;
+    if (scroll) details.scrollTop = 0;
   }
   function describe(step) {
     const data = step.data;
@@ -344,31 +351,28 @@
   const DESCRIBERS = { generate: describeGenerate, tool: describeTool, approval: describeApproval, memory: describeMemory, agent: describeAgent };
 
   // ------------------------------------------------------------------ task graph
+  // Only the nodes in view (and a margin) are in the SVG, redrawn when the view moves, so a
+  // graph of thousands of nodes costs what a screenful does.
   const graph = doc.graph;
   const canvas = document.getElementById("graph");
+  const frame = document.getElementById("graph-frame");
   const graphNodes = new Map();
+  const view = { x: 0, y: 0, k: 1 };
+  const BOX_W = 180, BOX_H = 22, MARGIN = 200;
   const positions = new Map(graph.nodes.map((n) => [n.id, n]));
-  const BOX_W = 180, BOX_H = 22;
-  const layer = svg("g", { id: "graph-layer" });
-  const treeLayer = svg("g"), linkLayer = svg("g"), nodeLayer = svg("g");
-  layer.append(treeLayer, linkLayer, nodeLayer);
-  canvas.append(layer);
-  let treePath = "";
+  const nodeOfStep = new Map(graph.nodes.filter((n) => n.step !== null).map((n) => [n.step, n]));
+  const parentOf = new Map();
   for (const [source, target] of graph.tree) {
-    const a = positions.get(source), b = positions.get(target);
-    if (!a || !b) continue;
-    const x1 = a.x + BOX_W, y1 = a.y + BOX_H / 2, x2 = b.x, y2 = b.y + BOX_H / 2, mid = (x1 + x2) / 2;
-    treePath += `M${x1},${y1}C${mid},${y1} ${mid},${y2} ${x2},${y2}`;
+    if (!parentOf.has(target)) parentOf.set(target, source);
   }
-  treeLayer.append(svg("path", { class: "tree", d: treePath }));
-  for (const link of graph.links) {
-    const a = positions.get(link.source), b = positions.get(link.target);
-    if (!a || !b) continue;
-    const x1 = a.x + BOX_W, y1 = a.y + BOX_H / 2, x2 = b.x + BOX_W, y2 = b.y + BOX_H / 2;
-    const bend = Math.max(x1, x2) + 30 + Math.min(120, Math.abs(y2 - y1) / 6);
-    linkLayer.append(svg("path", { class: "link link-" + link.type, d: `M${x1},${y1}C${bend},${y1} ${bend},${y2} ${x2},${y2}`, stroke: LINK_COLOURS[link.type] || "#888" }));
-  }
-  for (const node of graph.nodes) {
+  const layer = svg("g", { id: "graph-layer" });
+  const treePath = svg("path", { class: "tree" });
+  const linkLayer = svg("g"), nodeLayer = svg("g");
+  layer.append(treePath, linkLayer, nodeLayer);
+  canvas.append(layer);
+  let drawPending = false;
+
+  function nodeElement(node) {
     const group = svg("g", { class: "node node-" + node.type, transform: `translate(${node.x},${node.y})`, "data-id": node.id });
     if (node.step !== null) group.dataset.step = node.step;
     const title = svg("title", {});
@@ -376,10 +380,77 @@
     const label = svg("text", { x: 6, y: 15 });
     label.textContent = node.short;
     group.append(title, svg("rect", { width: BOX_W, height: BOX_H, fill: KIND_COLOURS[node.type] || "#888" }), label);
-    nodeLayer.append(group);
-    graphNodes.set(node.id, group);
+    if (node.step !== null && node.step === selected) group.classList.add("selected");
+    return group;
   }
-  nodeLayer.addEventListener("click", (event) => {
+  function visibleBox() {
+    const width = frame.clientWidth || 800, height = frame.clientHeight || 460;
+    return {
+      left: (-view.x - MARGIN) / view.k, top: (-view.y - MARGIN) / view.k,
+      right: (width - view.x + MARGIN) / view.k, bottom: (height - view.y + MARGIN) / view.k,
+    };
+  }
+  function inside(node, box) {
+    return node.x + BOX_W >= box.left && node.x <= box.right && node.y + BOX_H >= box.top && node.y <= box.bottom;
+  }
+  function drawGraph() {
+    drawPending = false;
+    const box = visibleBox();
+    const shown = new Set();
+    for (const node of graph.nodes) if (inside(node, box)) shown.add(node.id);
+    for (const [id, group] of graphNodes) {
+      if (!shown.has(id)) { group.remove(); graphNodes.delete(id); }
+    }
+    const fragment = document.createDocumentFragment();
+    for (const id of shown) {
+      if (!graphNodes.has(id)) {
+        const group = nodeElement(positions.get(id));
+        graphNodes.set(id, group);
+        fragment.append(group);
+      }
+    }
+    nodeLayer.append(fragment);
+    let path = "";
+    for (const id of shown) {
+      const parent = parentOf.get(id);
+      const a = parent && positions.get(parent), b = positions.get(id);
+      if (!a) continue;
+      const x1 = a.x + BOX_W, y1 = a.y + BOX_H / 2, x2 = b.x, y2 = b.y + BOX_H / 2, mid = (x1 + x2) / 2;
+      path += `M${x1},${y1}C${mid},${y1} ${mid},${y2} ${x2},${y2}`;
+    }
+    treePath.setAttribute("d", path);
+    const links = document.createDocumentFragment();
+    for (const link of graph.links) {
+      if (!shown.has(link.source) && !shown.has(link.target)) continue;
+      const a = positions.get(link.source), b = positions.get(link.target);
+      if (!a || !b) continue;
+      const x1 = a.x + BOX_W, y1 = a.y + BOX_H / 2, x2 = b.x + BOX_W, y2 = b.y + BOX_H / 2;
+      const bend = Math.max(x1, x2) + 30 + Math.min(120, Math.abs(y2 - y1) / 6);
+      links.append(svg("path", { class: "link link-" + link.type, d: `M${x1},${y1}C${bend},${y1} ${bend},${y2} ${x2},${y2}`, stroke: LINK_COLOURS[link.type] || "#888" }));
+    }
+    linkLayer.replaceChildren(links);
+    if (runPage.graphAt === null) {
+      runPage.graphAt = performance.now();
+      document.body.dataset.graph = "1";
+    }
+  }
+  function redraw() {
+    if (!drawPending) { drawPending = true; requestAnimationFrame(drawGraph); }
+  }
+  function markSelected(id) {
+    for (const group of graphNodes.values()) group.classList.toggle("selected", Number(group.dataset.step) === id);
+  }
+  // Bring a step's node into view (the timeline and the graph point at each other).
+  function showInGraph(id) {
+    const node = nodeOfStep.get(id);
+    if (!node || !frame.clientWidth) return;
+    const box = visibleBox();
+    if (inside(node, { left: box.left + MARGIN / view.k, top: box.top + MARGIN / view.k, right: box.right - MARGIN / view.k, bottom: box.bottom - MARGIN / view.k })) return;
+    view.x = frame.clientWidth / 2 - (node.x + BOX_W / 2) * view.k;
+    view.y = frame.clientHeight / 2 - (node.y + BOX_H / 2) * view.k;
+    apply();
+  }
+  layer.addEventListener("click", (event) => {
     const group = event.target.closest(".node");
     if (group && group.dataset.step !== undefined) select(Number(group.dataset.step), true);
   });
@@ -392,13 +463,15 @@
   document.getElementById("show-links").addEventListener("change", (event) => canvas.classList.toggle("no-links", !event.target.checked));
 
   // Zoom and pan move one transform: wheel zooms at the pointer, dragging pans.
-  const frame = document.getElementById("graph-frame");
-  const view = { x: 0, y: 0, k: 1 };
-  function apply() { layer.setAttribute("transform", `translate(${view.x},${view.y}) scale(${view.k})`); }
+  function apply() {
+    layer.setAttribute("transform", `translate(${view.x},${view.y}) scale(${view.k})`);
+    redraw();
+  }
+  // The whole graph when it fits readably, else its start at a readable size.
   function fit() {
     const width = frame.clientWidth || 800, height = frame.clientHeight || 460;
     const k = Math.min(1, width / (graph.width + BOX_W), height / graph.height);
-    view.k = Math.max(k, 0.05);
+    view.k = Math.max(k, 0.5);
     view.x = 0;
     view.y = 0;
     apply();
@@ -431,7 +504,6 @@
   document.getElementById("zoom-in").addEventListener("click", () => zoomAt(1.3, frame.clientWidth / 2, frame.clientHeight / 2));
   document.getElementById("zoom-out").addEventListener("click", () => zoomAt(1 / 1.3, frame.clientWidth / 2, frame.clientHeight / 2));
   document.getElementById("zoom-reset").addEventListener("click", fit);
-  fit();
 
   // ------------------------------------------------------------------ experiences
   function fill(list, items, render) {
@@ -449,6 +521,12 @@
   // Open on the first root cause (a failed step with no failed step inside), or the first step.
   const firstFailed = steps.find((s) => !s.ok && !s.children.some((c) => !byId.get(c).ok));
   if (steps.length) select((firstFailed || steps[0]).id, Boolean(firstFailed));
-  window.runPage = { select, applyFilter, view, ready: true };
+  const runPage = { select, applyFilter, view, ready: true, readyAt: performance.now(), paintedAt: null, graphAt: null };
+  window.runPage = runPage;
   document.body.dataset.ready = "1";
+  // The graph is placed once the first frame is painted (its size is known by then).
+  requestAnimationFrame(() => requestAnimationFrame(() => {
+    runPage.paintedAt = performance.now();
+    fit();
+  }));
 })();
