@@ -12,7 +12,7 @@ from pytest_httpserver import HTTPServer
 
 from agentscript.app.telemetry import export_run
 from agentscript.learn.journal import Journal
-from agentscript.providers.telemetry.otel import wait_for_telemetry
+from agentscript.providers.telemetry.otel import Pipeline, wait_for_telemetry
 from agentscript.providers.telemetry.settings import CAPTURE_VARIABLE, OtlpSettings
 from otlp_support import Collector, ReceivedSpan, closed_port
 from run_view_support import SECRET, run_everything
@@ -163,12 +163,13 @@ def test_a_collector_that_is_down_neither_fails_nor_holds_up_the_run(
     model_server: HTTPServer, tmp_path: Path
 ) -> None:
     down = f"http://127.0.0.1:{closed_port()}"
-    viewed = run_everything(
-        model_server, tmp_path, extra_environ={"OTEL_EXPORTER_OTLP_ENDPOINT": down}
-    )
+    environ = {"OTEL_EXPORTER_OTLP_ENDPOINT": down, "OTEL_EXPORTER_OTLP_TIMEOUT": "300"}
+    viewed = run_everything(model_server, tmp_path, extra_environ=environ)
     assert viewed.result is not None
     assert viewed.result.value == {"summary": "Three lines were written.", "count": 3}
     wait_for_telemetry(10)
+    exporter = Pipeline.shared(OtlpSettings.from_environ(environ)).exporter
+    assert exporter.failures >= 1 and exporter.exported == 0  # counted, not raised
 
 
 def test_a_past_run_is_exported_from_the_journal_with_its_times(

@@ -12,9 +12,9 @@ Prompts, answers, tool arguments and results are attached only when the user opt
 conventions' switch, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true; they come from
 the trace, so a secret the run handed out is "[REDACTED]" there as in the trace.
 
-Exporting never slows or fails a run: spans leave in a background batch, the exporter's errors
-are counted rather than raised, and the final flush at the end of a run happens on a thread of
-its own that a process exiting waits for only briefly.
+Exporting never slows or fails a run: spans leave in a background batch shared by the runs of
+a process, the exporter's errors are counted rather than raised, and a process exiting waits
+for the last batch only briefly.
 
 This module needs the `otel` extra (opentelemetry-sdk and -exporter-otlp-proto-http).
 """
@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import PurePath
 from typing import Any
 
@@ -47,6 +49,13 @@ from agentscript.runtime.trace import TraceEvent, TraceSink
 
 # How long a process that exits waits for the last spans of its runs to leave.
 EXIT_WAIT_SECONDS = 2.0
+# The exporter warns at every retry while a collector is down; one error per batch it gives
+# up on says enough on a user's terminal.
+for _name in (
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "opentelemetry.exporter.otlp.common.http",
+):
+    logging.getLogger(_name).setLevel(logging.ERROR)
 SCOPE = "agentscript"
 # Kinds of events that become spans; the others become events on the enclosing span.
 _SPAN_KINDS = frozenset({"generate", "tool", "memory", "parallel_for"})
@@ -92,15 +101,65 @@ class Pipeline:
 
     @classmethod
     def open(cls, settings: OtlpSettings) -> Pipeline:
-        resource = Resource.create({"service.name": settings.service_name})
-        provider = TracerProvider(resource=resource)
+        provider = TracerProvider(resource=_resource(settings.service_name))
         exporter = CountingExporter(settings)
         provider.add_span_processor(BatchSpanProcessor(exporter))
         return cls(provider, exporter, provider.get_tracer(SCOPE))
 
+    @classmethod
+    def shared(cls, settings: OtlpSettings) -> Pipeline:
+        """The process's pipeline for these settings: the runs of a process share one batch
+        (and its thread and connection), so a run pays only for its spans."""
+        key = (
+            settings.endpoint,
+            tuple(sorted(settings.headers.items())),
+            settings.timeout_seconds,
+            settings.service_name,
+        )
+        with _SHARED_LOCK:
+            pipeline = _SHARED.get(key)
+            if pipeline is None:
+                pipeline = _SHARED[key] = cls.open(settings)
+        return pipeline
+
+    def flush(self, timeout: float) -> bool:
+        """Send what is waiting; False if `timeout` seconds passed first."""
+        return self.provider.force_flush(int(timeout * 1000))
+
     def shutdown(self) -> None:
         """Send what is left and stop (waits up to the export timeout)."""
         self.provider.shutdown()
+
+
+_SHARED: dict[tuple[object, ...], Pipeline] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+@cache
+def _resource(service_name: str) -> Resource:
+    """Built once per name: the resource detectors take milliseconds."""
+    return Resource.create({"service.name": service_name})
+
+
+def wait_for_telemetry(timeout: float = EXIT_WAIT_SECONDS) -> bool:
+    """Send the spans of this process's runs, waiting at most `timeout` seconds in all (the
+    pipelines flush side by side); False if some were still on their way. Runs at exit."""
+    with _SHARED_LOCK:
+        pipelines = list(_SHARED.values())
+    results: list[bool] = []
+    threads = [
+        threading.Thread(target=lambda p=pipeline: results.append(p.flush(timeout)), daemon=True)
+        for pipeline in pipelines
+    ]
+    deadline = time.monotonic() + timeout
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return len(results) == len(threads) and all(results)
+
+
+atexit.register(wait_for_telemetry)
 
 
 class SpanRecorder:
@@ -289,8 +348,9 @@ class SpanRecorder:
 
 
 class OtelTraceSink(TraceSink):
-    """Spans of a run as it happens. Closing it (when the run's providers close) sends the
-    rest on a background thread, so a collector that is slow or down costs the run nothing."""
+    """Spans of a run as it happens, handed to the process's batch for its collector; the
+    batch leaves in the background (and at exit, waited for at most EXIT_WAIT_SECONDS), so a
+    collector that is slow or down costs the run nothing."""
 
     def __init__(
         self,
@@ -300,7 +360,7 @@ class OtelTraceSink(TraceSink):
         clock: Any = time.time_ns,
     ) -> None:
         self.settings = settings
-        self.pipeline = Pipeline.open(settings)
+        self.pipeline = Pipeline.shared(settings)
         self.recorder = SpanRecorder(
             self.pipeline.tracer, settings.capture_content, run_id, program
         )
@@ -324,40 +384,8 @@ class OtelTraceSink(TraceSink):
                 self.recorder.run_ended(self._clock(), status, error)
 
     def close(self) -> None:
+        """The run's providers close: its spans are complete (they leave with the batch)."""
         self.run_ended("interrupted", "the run ended without saying how")
-        _finishing.start(self.pipeline)
-
-
-class _Finishing:
-    """Pipelines still sending their last spans; a process exiting waits a little for them."""
-
-    def __init__(self) -> None:
-        self._threads: list[threading.Thread] = []
-        self._lock = threading.Lock()
-
-    def start(self, pipeline: Pipeline) -> None:
-        thread = threading.Thread(
-            target=pipeline.shutdown, name="agentscript telemetry", daemon=True
-        )
-        with self._lock:
-            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
-        thread.start()
-
-    def wait(self, timeout: float = EXIT_WAIT_SECONDS) -> None:
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            threads = list(self._threads)
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-
-
-_finishing = _Finishing()
-atexit.register(_finishing.wait)
-
-
-def wait_for_telemetry(timeout: float = EXIT_WAIT_SECONDS) -> None:
-    """Wait up to `timeout` seconds for finished runs' spans to leave."""
-    _finishing.wait(timeout)
 
 
 # ----------------------------------------------------------------------------- attributes
