@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from pytest_httpserver import HTTPServer
 
+import agentscript
 from agentscript.app.run_view.page import write_run_pages
 from agentscript.learn.journal import Journal
 from browser import Browser
@@ -348,3 +349,55 @@ def test_a_failed_run_opens_on_its_first_failure(viewed: tuple[ViewedRun, Viewed
             ".map(r => r.dataset.kind + (r.classList.contains('failed') ? '!' : ''))"
         )
         assert set(failed_kinds) == {"parallel_for!", "iteration!", "agent!", "generate!"}
+
+
+LOOP = """import llm Model from "openai://gpt-4.1-mini"
+import tool Search from "mcp://tools/search"
+
+main agent Worker {
+  model Model
+  role "worker"
+  description "Looks items up."
+  main func(input { items list[string] }) {
+    for item in input.items < 1000 {
+      found = Search.query({ q: item })
+      answer = generate({ input: "Say what the item is." }) -> { text string }
+    }
+    return input.items.length
+  }
+}
+"""
+
+
+def test_a_large_graph_draws_what_is_in_view_and_shows_a_selected_steps_node(
+    tmp_path: Path,
+) -> None:
+    program = tmp_path / "loop.as"
+    program.write_text(LOOP, encoding="utf-8")
+    result = agentscript.run(
+        agentscript.load(program),
+        {"items": [f"item {index}" for index in range(150)]},
+        agentscript.RunConfig(model="mock", mock_tools=True, workspace=tmp_path, learn=False),
+    )
+    assert result.journal is not None and result.journal.wait(30) == []
+    journal = Journal.for_workspace(tmp_path)
+    try:
+        (written,) = write_run_pages(journal, result.journal.run_id, tmp_path / "loop.html")
+    finally:
+        journal.close()
+    with Browser.launch() as browser:
+        browser.open(written.as_uri())
+        wait_for_graph(browser)
+        total = browser.evaluate(
+            "JSON.parse(document.getElementById('run-data').textContent).graph.nodes.length"
+        )
+        drawn = browser.evaluate("document.querySelectorAll('#graph .node').length")
+        assert total > 400 and 0 < drawn < total / 3
+        last = steps_of(browser, "generate")[-1]["id"]
+        shown = browser.evaluate(
+            f"""new Promise(done => {{ runPage.select({last}, true);
+                requestAnimationFrame(() => requestAnimationFrame(() => done(
+                  [...document.querySelectorAll('#graph .node.selected')]
+                    .map(n => Number(n.dataset.step))))); }})"""
+        )
+        assert shown == [last]
