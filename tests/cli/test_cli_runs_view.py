@@ -133,3 +133,14 @@ def test_runs_export_to_a_collector_that_is_down_fails_clearly(
     )
     assert code == 1
     assert "could not send run" in err and endpoint in err and "Traceback" not in err
+
+
+def test_runs_view_open_hands_the_page_to_the_browser(
+    capsys: pytest.CaptureFixture[str], workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_notes(capsys, workspace)
+    opened: list[str] = []
+    monkeypatch.setattr("webbrowser.open", lambda url: opened.append(url) or True)
+    code, out, _ = cli(capsys, "runs", "view", "--open", "--workspace", str(workspace))
+    assert code == 0
+    assert opened == [Path(out.strip()).resolve().as_uri()]
