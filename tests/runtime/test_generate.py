@@ -523,6 +523,7 @@ def test_first_time_success_has_no_errors(run: Run, program: Program, make_llm: 
         "debug",
         "context",
         "result",
+        "promptTokens",
         "model",
         "duration_ms",
     }

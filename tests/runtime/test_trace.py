@@ -170,6 +170,7 @@ def test_generate_event(full_run: Any) -> None:
         "debug",
         "context",
         "result",
+        "promptTokens",
         "model",
     ]
     assert data["instruction"] == {"task": "brief"}
