@@ -138,6 +138,7 @@ def test_a_generate_shows_prompt_context_answer_repairs_tokens_model_and_cost(
     assert "openai://gpt-4.1-mini" in details and "gpt-4.1-mini-2025-04-14" in details
     assert "240 in / 24 out" in details  # two attempts
     assert "$0.00013" in details
+    assert "prompt estimate≈" in details and "tokens: system " in details
     system = page.evaluate("document.querySelector('#details .generate-system pre').textContent")
     assert system.startswith("You are Writer")
     item = page.evaluate(

@@ -263,6 +263,7 @@
       ["answered by", data.response_model],
       ["finish", data.finish_reasons && data.finish_reasons.join(", ")],
       ["tokens", tokens(data.usage)],
+      ["prompt estimate", promptEstimate(data.promptTokens)],
       ["latency", data.duration_ms !== undefined ? ms(data.duration_ms) : null],
       ["cost", usd(data.cost_usd)],
       ["attempts", data.attempts],
@@ -297,6 +298,13 @@
     }
     if (context.finalUserMessage !== undefined) parts.push(section("Final user message", "generate-message", expandable(context.finalUserMessage)));
     return parts;
+  }
+  // The trace's estimate of the prompt's tokens by part (system, context, instruction, schema).
+  function promptEstimate(parts) {
+    if (!parts || parts.total === undefined) return null;
+    const context = (parts.context || []).reduce((sum, item) => sum + (item.tokens || 0), 0);
+    return `≈${parts.total} tokens: system ${parts.system || 0}, context ${context}, ` +
+      `instruction ${parts.instruction || 0}, schema ${parts.schema || 0}`;
   }
   function approvalsFor(step) {
     const found = [];
