@@ -1,1 +1,1 @@
-"""The application layer: one module per use case, wired from one composition root."""
+"""The application layer: one module (or package) per use case, built on the public API."""

@@ -34,6 +34,7 @@ from agentscript.runtime.generate import (
 from agentscript.runtime.jsjson import utf16_length
 from agentscript.runtime.operators import BINARY, negate
 from agentscript.runtime.ports import (
+    FileImports,
     InputProvider,
     LlmProvider,
     MemoryProvider,
@@ -90,6 +91,8 @@ class ExecutionOptions:
     concurrency: int = DEFAULT_CONCURRENCY
     # `use one of` choices by site id (`file#Agent.func[label]`), beating `selected` and first.
     variants: dict[str, str] = field(default_factory=dict)
+    # Where `import file` reads (the workspace jail); None: file imports fail.
+    file_imports: FileImports | None = None
 
 
 class _Return:
@@ -198,7 +201,9 @@ class Interpreter:
             elif kind == "memory":
                 shared[decl.name] = MemoryBinding(decl.name, decl.uri)
             elif kind == "file":
-                shared[decl.name] = load_file_import(decl, self.program.source_path)
+                shared[decl.name] = load_file_import(
+                    decl, self.program.source_path, self.options.file_imports
+                )
             elif kind == "agent":
                 shared[decl.name] = AgentBinding(decl.name)
         return shared
@@ -408,21 +413,11 @@ class Interpreter:
         self.declare_use(use, scope, variant)
 
     def site_id(self, stmt: ast.UseOneOfStmt, scope: Scope) -> str:
-        """`<file>#<Agent>.<func>[<label>]`, the function part left out for agent-level sites;
-        the file is relative to the entry program's directory."""
         frame = scope.frame
         assert frame is not None
-        entry = self.program.source_path
-        own = frame.agent.source_path or entry
-        if own is None:
-            file = "<source>"
-        elif entry is None:
-            file = os.path.basename(own)
-        else:
-            file = os.path.relpath(own, os.path.dirname(entry)).replace(os.sep, "/")
         agent_level = any(use is stmt for use in frame.agent.uses or ())
-        where = frame.agent.name if agent_level else f"{frame.agent.name}.{frame.function.name}"
-        return f"{file}#{where}[{stmt.label}]"
+        function = None if agent_level else frame.function.name
+        return use_site_id(self.program.source_path, frame.agent, function, stmt.label)
 
     def exec_return(self, stmt: ast.ReturnStmt, scope: Scope) -> _Return:
         return _Return(self.evaluate(stmt.value, scope))
@@ -833,3 +828,20 @@ def _describe(problem: Exception) -> str:
         where = f": {os.fsdecode(problem.filename)}" if problem.filename else ""
         return f"{problem.strerror}{where}"
     return str(problem) or type(problem).__name__
+
+
+def use_site_id(
+    entry_path: str | None, agent: ast.AgentDecl, function: str | None, label: str
+) -> str:
+    """`<file>#<Agent>.<func>[<label>]`, the id `--variant` names a `use one of` site by; the
+    function part is left out for agent-level sites; the file is relative to the entry
+    program's directory."""
+    own = agent.source_path or entry_path
+    if own is None:
+        file = "<source>"
+    elif entry_path is None:
+        file = os.path.basename(own)
+    else:
+        file = os.path.relpath(own, os.path.dirname(entry_path)).replace(os.sep, "/")
+    where = agent.name if function is None else f"{agent.name}.{function}"
+    return f"{file}#{where}[{label}]"

@@ -53,6 +53,13 @@ def cost(price: Price, input_tokens: int, output_tokens: int) -> float:
     return (input_tokens * price.input_per_mtok + output_tokens * price.output_per_mtok) / 1e6
 
 
+def model_cost(model_uri: str | None, input_tokens: int, output_tokens: int) -> float | None:
+    """`price_of` and `cost` in one call: None when the model's price is unknown (callers show
+    "unknown", never a guess)."""
+    price = price_of(model_uri) if model_uri else None
+    return cost(price, input_tokens, output_tokens) if price is not None else None
+
+
 @cache
 def _table_price(provider: str, model: str) -> Price | None:
     from genai_prices import Usage, calc_price  # 0.2 s to import: only when a price is asked
