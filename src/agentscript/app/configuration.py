@@ -79,6 +79,9 @@ class RunConfig:
     # or at `journal_path`. Dry runs are never journaled.
     journal: bool = True
     journal_path: str | Path | None = None
+    # Send the run to an OpenTelemetry collector over OTLP/HTTP: True, False, or None to
+    # follow the standard OTEL_* variables (on when an OTLP endpoint is set).
+    otel: bool | None = None
     # After a journaled run ends ok or with an error, write its run memory and distil its
     # experiences into the long-term memory at `memory_db` (agentscript.learn.run_memory).
     learn: bool = True

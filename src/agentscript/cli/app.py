@@ -185,6 +185,13 @@ def cli(ctx: click.Context) -> None:
     help="Choose a `use one of` candidate, e.g. main.as#Agent.func[label]=name.",
 )
 @click.option("--no-journal", is_flag=True, help="Do not record this run in the run journal.")
+@click.option(
+    "--otel",
+    is_flag=True,
+    default=None,
+    help="Send the run's spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT, default "
+    "localhost:4318); on by itself when that variable is set. Needs the otel extra.",
+)
 @click.option("--no-learn", is_flag=True, help="Do not learn experiences from this run.")
 @click.option(
     "--learn-model", metavar="URI", help="Model that rewrites learned experiences (default: none)."

@@ -146,11 +146,17 @@ class Interpreter:
             error = ExecutionError("Values or calls are nested too deeply to evaluate")
             error.trace = self.tracer.to_json()
             error.spent = self.options.meter.summary()
+            self.tracer.end_run("error", str(error))
             raise error from None
         except AgentScriptError as error:
             error.trace = self.tracer.to_json()
             error.spent = self.options.meter.summary()
+            self.tracer.end_run("error", str(error))
             raise
+        except KeyboardInterrupt:
+            self.tracer.end_run("interrupted")
+            raise
+        self.tracer.end_run("ok")
         return result
 
     def _entry(self) -> tuple[ast.AgentDecl, ast.FuncDecl]:
@@ -623,6 +629,7 @@ class Interpreter:
         if provider is None:
             raise self.error(label + "no tool provider is configured", where, scope)
         self.options.meter.check_time()
+        started = time.monotonic()
         try:
             result = provider.call(
                 ToolCall(
@@ -649,6 +656,7 @@ class Interpreter:
                 "args": sanitize(args),
                 "result": sanitize(result),
                 "effects": sanitize(effects) if isinstance(effects, list) else None,
+                "duration_ms": round((time.monotonic() - started) * 1000, 3),
             },
         )
         return result
@@ -666,6 +674,7 @@ class Interpreter:
         if provider is None:
             raise self.error(label + "no memory provider is configured", where, scope)
         request = MemoryRequest(memory.name, memory.uri, method, args[0])
+        started = time.monotonic()
         try:
             result = provider.add(request) if method == "add" else provider.query(request)
         except ExecutionError as problem:
@@ -679,6 +688,7 @@ class Interpreter:
             "args": sanitize(args[0]),
             "result": sanitize(result),
             "count": len(result) if isinstance(result, list) else None,
+            "duration_ms": round((time.monotonic() - started) * 1000, 3),
         }
         if method == "add" and isinstance(result, dict):
             data["id"] = result.get("id")
