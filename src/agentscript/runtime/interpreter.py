@@ -113,6 +113,8 @@ class Interpreter:
         self._expression_rules = self._expression_table()
         self._shared = self._shared_bindings()
         self._agent_fixed: dict[str, dict[str, Any]] = {}
+        # Set when the run is interrupted, so tool calls still working in other threads stop.
+        self._stopped = threading.Event()
 
     # ------------------------------------------------------------------ entry
 
@@ -142,6 +144,9 @@ class Interpreter:
         except AgentScriptError as error:
             error.trace = self.tracer.to_json()
             error.spent = self.options.meter.summary()
+            raise
+        except KeyboardInterrupt:
+            self._stopped.set()
             raise
         return result
 
@@ -619,10 +624,12 @@ class Interpreter:
         self, tool: ToolBinding, method: str, args: list[Any], where: SourceRange, scope: Scope
     ) -> Any:
         provider = self.options.tools
-        label = f"Tool {tool.name}.{method} ({tool.uri}) failed: "
+        shown_uri = scrub_uri(tool.uri)
+        label = f"Tool {tool.name}.{method} ({shown_uri}) failed: "
         if provider is None:
             raise self.error(label + "no tool provider is configured", where, scope)
-        self.options.meter.check_time()
+        meter = self.options.meter
+        meter.check_time()
         try:
             result = provider.call(
                 ToolCall(
@@ -632,6 +639,7 @@ class Interpreter:
                     args,
                     on_event=self.tracer.emit,
                     on_secret=self.tracer.redact,
+                    deadline=meter.call_deadline(self._stopped),
                 )
             )
         except ExecutionError as problem:
@@ -645,7 +653,7 @@ class Interpreter:
                 "tool": tool.name,
                 "method": method,
                 "scheme": _scheme(tool.uri),
-                "uri": tool.uri,
+                "uri": shown_uri,
                 "args": sanitize(args),
                 "result": sanitize(result),
                 "effects": sanitize(effects) if isinstance(effects, list) else None,
@@ -720,8 +728,16 @@ class Interpreter:
         if len(chosen) <= 1 or concurrency == 1:
             outcomes = [iteration(index) for index in range(len(chosen))]
         else:
-            with ThreadPoolExecutor(max_workers=min(concurrency, len(chosen))) as pool:
+            pool = ThreadPoolExecutor(max_workers=min(concurrency, len(chosen)))
+            try:
                 outcomes = list(pool.map(iteration, range(len(chosen))))
+            except BaseException:
+                # Ctrl-C: tool calls still running in the other iterations see the stop and
+                # end; iterations not started yet never start.
+                self._stopped.set()
+                raise
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
         records: list[dict[str, Any]] = []
         for index, (value, error, events) in enumerate(outcomes):
             record: dict[str, Any] = {
