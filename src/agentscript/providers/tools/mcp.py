@@ -61,7 +61,7 @@ class McpTools:
         key = server_key(request.uri)
         name, arguments = _target(request)
         self._tool(key, name)
-        return normalise(self._servers.call_tool(key, name, sanitize(arguments)))
+        return normalise(self._servers.call_tool(key, name, sanitize(arguments), request.deadline))
 
     def list_tools(self, uri: str) -> list[dict[str, Any]]:
         """What the server of `uri` offers, for `agentscript tools`: each tool's name,
