@@ -30,6 +30,7 @@ from agentscript.memory.tools import TOOLS, ToolDefinition, call_tool
 from agentscript.providers.tools.base import Risk
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.ports import ToolCall
+from agentscript.runtime.secrets import SecretSet
 from agentscript.runtime.values import sanitize
 
 # The scope word of each accepted URI: None lets memory.yml route, "global" pins the scope.
@@ -45,13 +46,22 @@ class MemoryTools:
         self.service = service
 
     @classmethod
-    def open(cls, workspace: str | Path, database: str | Path | None = None) -> MemoryTools:
+    def open(
+        cls,
+        workspace: str | Path,
+        database: str | Path | None = None,
+        secrets: SecretSet | None = None,
+    ) -> MemoryTools:
         """Open the service of `workspace` on `database` (default: `$AGENTSCRIPT_MEMORY_DB`,
-        else ~/.agentscript/memory.db); a broken memory.yml is an ExecutionError."""
+        else ~/.agentscript/memory.db); a broken memory.yml is an ExecutionError. The service
+        refuses to store any of `secrets` (the run's redaction set)."""
         try:
-            return cls(open_configured(workspace, database=database))
+            service = open_configured(workspace, database=database)
         except MemoryServiceError as error:
             raise ExecutionError(error.message) from None
+        if secrets is not None:
+            service.secret_sets.append(secrets)
+        return cls(service)
 
     def risk(self, request: ToolCall) -> Risk:
         tool = _tool(request)

@@ -38,8 +38,9 @@ from agentscript.runtime.ports import (
     ToolProvider,
 )
 from agentscript.runtime.scope import MISSING, CallFrame, Scope, UseDeclaration
+from agentscript.runtime.secrets import SecretSet
 from agentscript.runtime.trace import TraceEvent, Tracer, TraceSink, event_json
-from agentscript.runtime.uris import scrub_uri
+from agentscript.runtime.uris import scrub_uri, uri_password
 from agentscript.runtime.values import (
     AgentBinding,
     FunctionBinding,
@@ -85,6 +86,10 @@ class ExecutionOptions:
     concurrency: int = DEFAULT_CONCURRENCY
     # `use one of` choices by site id (`file#Agent.func[label]`), beating `selected` and first.
     variants: dict[str, str] = field(default_factory=dict)
+    # The run's redaction set (runtime/secrets.py): the trace, errors and memory writes are
+    # scrubbed with it; the run adds the passwords of the URIs it imports and what tools hand
+    # out as secrets.
+    secrets: SecretSet = field(default_factory=SecretSet)
 
 
 class _Return:
@@ -106,7 +111,8 @@ class Interpreter:
     def __init__(self, program: ast.Program, options: ExecutionOptions) -> None:
         self.program = program
         self.options = options
-        self.tracer = Tracer(options.trace_sinks)
+        self.tracer = Tracer(options.trace_sinks, options.secrets)
+        options.secrets.update(uri_password(decl.uri) for decl in program.imports)
         self.agents = {agent.name: agent for agent in program.agents}
         self._local = threading.local()
         self._statement_rules = self._statement_table()
@@ -144,6 +150,7 @@ class Interpreter:
         except AgentScriptError as error:
             error.trace = self.tracer.to_json()
             error.spent = self.options.meter.summary()
+            error.redact(self.options.secrets.scrub_text)
             raise
         except KeyboardInterrupt:
             self._stopped.set()
@@ -673,7 +680,9 @@ class Interpreter:
         label = f"Memory {memory.name}.{method} ({shown_uri}) failed: "
         if provider is None:
             raise self.error(label + "no memory provider is configured", where, scope)
-        request = MemoryRequest(memory.name, memory.uri, method, args[0])
+        # A memory outlives the run and its redaction set: what it keeps is scrubbed first.
+        argument = self.options.secrets.scrub(args[0]) if method == "add" else args[0]
+        request = MemoryRequest(memory.name, memory.uri, method, argument)
         try:
             result = provider.add(request) if method == "add" else provider.query(request)
         except ExecutionError as problem:

@@ -77,6 +77,20 @@ class EnvTools:
         return value
 
 
+# Environment values shorter than this are not taken as secrets to refuse in memory: a
+# RANDOM_SEED=42 must not make every "42" unrememberable.
+MIN_ENVIRONMENT_SECRET = 8
+
+
+def environment_secrets(environ: Mapping[str, str]) -> list[str]:
+    """The values in `environ` that are secrets by the rule above (long enough to be keys)."""
+    return [
+        value
+        for name, value in environ.items()
+        if len(value) >= MIN_ENVIRONMENT_SECRET and secret_reason(name, value) is not None
+    ]
+
+
 def secret_reason(name: str, value: str | None) -> str | None:
     """Why the variable looks like a secret, or None when it does not.
 

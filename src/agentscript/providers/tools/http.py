@@ -106,6 +106,8 @@ class HttpTools:
         arguments = object_argument(request, f"Http.{request.method}")
         base = parse_url(request.uri)
         url = resolve(base, required_string(arguments, "url", "Http"))
+        if url.password:
+            request.secret(url.password)  # a password a program put in a URL is a secret
         import_origin = origin(base)
         if origin(url) != import_origin:
             raise ExecutionError(
