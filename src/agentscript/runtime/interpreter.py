@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from agentscript.lang import ast
 from agentscript.lang.errors import SourceRange
 from agentscript.lang.formatter import format_expr
-from agentscript.runtime.budgets import RunMeter
+from agentscript.runtime.budgets import BudgetExceeded, Interrupted, RunMeter
 from agentscript.runtime.context import make_context_item
 from agentscript.runtime.entry import resolve_entry_input
 from agentscript.runtime.errors import AgentScriptError, ExecutionError
@@ -649,6 +649,9 @@ class Interpreter:
                     deadline=meter.call_deadline(self._stopped),
                 )
             )
+        except (BudgetExceeded, Interrupted) as problem:
+            # The run's limit, not the tool's failure: reported as such, at the call.
+            raise problem.at(where.start, scope.frame.path if scope.frame else None) from None
         except ExecutionError as problem:
             raise self.error(label + problem.bare_message, where, scope) from problem
         except Exception as problem:  # a provider bug or an OS error must not become a traceback
