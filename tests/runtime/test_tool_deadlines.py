@@ -47,8 +47,10 @@ def workspace_with(tmp_path: Path, source: str) -> Path:
     return program
 
 
-def config(**extra: object) -> agentscript.RunConfig:
-    return agentscript.RunConfig(model="mock", approve="auto", journal=False, **extra)  # type: ignore[arg-type]
+def config(max_seconds: float | None = None) -> agentscript.RunConfig:
+    return agentscript.RunConfig(
+        model="mock", approve="auto", journal=False, max_seconds=max_seconds
+    )
 
 
 def test_max_seconds_stops_a_tool_call_in_progress(
