@@ -116,6 +116,8 @@ def regex_matches(
         raise ExecutionError(
             f"Grep.run regex search failed: the worker exited with status {worker.returncode}"
         )
+    if "invalid" in answer:
+        raise ExecutionError(f"Grep.run regex pattern is invalid: {answer['invalid']}")
     if "error" in answer:
         raise ExecutionError(f"Grep.run regex search failed: {answer['error']}")
     matches: list[dict[str, Any]] = answer["matches"]

@@ -3,9 +3,9 @@
 Reads `{pattern, max, files: [[path, text], ...]}` as JSON on stdin. Writes JSON lines on
 stdout: `{"progress": [file index, line number]}` at most every PROGRESS_SECONDS while it
 searches, so the caller can tell a slow search (progress keeps coming) from a pattern stuck
-backtracking on one line (progress stops); then one last line, `{"matches": [...],
-"truncated": bool}` or `{"error": "<message>"}`. It never prints a traceback. Never imported
-by the library itself.
+backtracking on one line (progress stops); then one last line: `{"matches": [...],
+"truncated": bool}`, `{"invalid": "<why the pattern is refused>"}` or `{"error": "<message>"}`.
+It never prints a traceback. Never imported by the library itself.
 """
 
 from __future__ import annotations
@@ -48,7 +48,12 @@ def _write(message: dict[str, Any]) -> None:
 def main() -> None:
     try:
         answer = search(json.load(sys.stdin))
-    except (re.error, RecursionError, OverflowError, ValueError, KeyError, TypeError) as error:
+    except re.error as error:
+        answer = {"invalid": str(error)}
+    except (RecursionError, OverflowError):
+        # The caller compiled it under a higher recursion limit; this process cannot.
+        answer = {"invalid": "it is nested too deeply to compile"}
+    except (ValueError, KeyError, TypeError) as error:
         answer = {"error": f"{type(error).__name__}: {error}"}
     except MemoryError:
         answer = {"error": "the search ran out of memory"}
