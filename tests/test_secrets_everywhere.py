@@ -205,7 +205,10 @@ def test_the_memory_service_refuses_secrets_of_its_environment(
 ) -> None:
     key = "live/key+7f3a9b2c1d"
     monkeypatch.setenv("DEPLOY_APIKEYS", key)
-    monkeypatch.setenv("RANDOM_SEED", "42")  # too short to be taken for a key
+    # Too short, a plain word, a path: pointers and settings, not credentials.
+    monkeypatch.setenv("RANDOM_SEED", "42")
+    monkeypatch.setenv("AUTH_MODE", "disabled")
+    monkeypatch.setenv("SSH_AUTH_SOCK", "/tmp/ssh-agent.sock")
     with MemoryService.open(tmp_path, database=tmp_path / "m.db") as service:
         for text in (f"use {key}", f"see https://x.example/?k={quote(key, safe='')}"):
             with pytest.raises(MemoryServiceError) as refused:
@@ -213,7 +216,7 @@ def test_the_memory_service_refuses_secrets_of_its_environment(
             assert refused.value.code == "contains_secret" and refused.value.field == "text"
         with pytest.raises(MemoryServiceError, match="never remembered"):
             service.remember("notes", tags=[key])
-        created = service.remember("the answer is 42")
+        created = service.remember("the answer is 42; auth disabled; see /tmp/ssh-agent.sock")
         with pytest.raises(MemoryServiceError, match="never remembered"):
             service.update(created["id"], text=f"now {key}")
 

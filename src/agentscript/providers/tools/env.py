@@ -83,11 +83,16 @@ MIN_ENVIRONMENT_SECRET = 8
 
 
 def environment_secrets(environ: Mapping[str, str]) -> list[str]:
-    """The values in `environ` that are secrets by the rule above (long enough to be keys)."""
+    """The values in `environ` that are secrets by the rule above and look like credentials:
+    at least MIN_ENVIRONMENT_SECRET characters, not a plain word (`AUTH_MODE=disabled`) and
+    not an absolute path (`SSH_AUTH_SOCK=/tmp/…`), which point at secrets but are not ones."""
     return [
         value
         for name, value in environ.items()
-        if len(value) >= MIN_ENVIRONMENT_SECRET and secret_reason(name, value) is not None
+        if len(value) >= MIN_ENVIRONMENT_SECRET
+        and not value.isalpha()
+        and not value.startswith("/")
+        and secret_reason(name, value) is not None
     ]
 
 

@@ -98,13 +98,12 @@ def regex_matches(
     for thread in threads:
         thread.start()
     try:
-        while worker.poll() is None:
+        while not _exited(worker):
             deadline.check()
             if time.monotonic() - started > cap:
                 if run_ends_first:
                     raise deadline.exceeded()
                 raise _timed_out(progress, searched)
-            time.sleep(POLL_SECONDS)
     finally:
         if worker.poll() is None:
             worker.kill()
@@ -122,6 +121,15 @@ def regex_matches(
         raise ExecutionError(f"Grep.run regex search failed: {answer['error']}")
     matches: list[dict[str, Any]] = answer["matches"]
     return matches, bool(answer["truncated"]) or left_out
+
+
+def _exited(worker: subprocess.Popen[str]) -> bool:
+    """Whether the worker exited, waiting at most POLL_SECONDS for it."""
+    try:
+        worker.wait(timeout=POLL_SECONDS)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def _timed_out(progress: _Progress, files: list[tuple[str, str]]) -> ExecutionError:
