@@ -18,6 +18,7 @@ from werkzeug.wrappers import Request, Response
 import agentscript
 from agentscript.memory.errors import MemoryServiceError
 from agentscript.memory.service import MemoryService
+from agentscript.providers.tools.approvals import Answer, ApprovalRequest
 from agentscript.runtime.secrets import SecretSet
 from agentscript.runtime.trace import Tracer
 
@@ -238,3 +239,29 @@ def test_the_tracer_scrubs_object_keys_and_late_secrets() -> None:
     tracer.redact(TOKEN)
     tracer.emit("tool", {"result": {"k": TOKEN}})
     assert leaks(json.dumps(tracer.to_json()), TOKEN) == []
+
+
+def test_the_approval_question_never_shows_a_uri_password(tmp_path: Path) -> None:
+    program = tmp_path / "p.as"
+    program.write_text(
+        f"""
+import tool Api from "http://robot:{URI_PASSWORD}@127.0.0.1:9"
+
+main agent Caller {{
+    main func() {{
+        Api.post({{ url: "/x", body: "hi" }})
+    }}
+}}
+"""
+    )
+    asked: list[ApprovalRequest] = []
+
+    def refuse(request: ApprovalRequest) -> Answer:
+        asked.append(request)
+        return "no"
+
+    config = agentscript.RunConfig(model="mock", ask_user=refuse, journal=False)
+    with pytest.raises(agentscript.ExecutionError) as refused:
+        agentscript.run(program, {}, config)
+    assert [request.uri for request in asked] == ["http://robot:***@127.0.0.1:9"]
+    assert leaks(json.dumps(refused.value.trace) + refused.value.located(), URI_PASSWORD) == []
