@@ -1,9 +1,9 @@
 """Runs one regular-expression grep in its own process, so the caller can kill it at any time.
 
 Reads `{pattern, max, files: [[path, text], ...]}` as JSON on stdin. Writes JSON lines on
-stdout: `{"progress": [file index, line number]}` at most every PROGRESS_SECONDS while it
-searches, so the caller can tell a slow search (progress keeps coming) from a pattern stuck
-backtracking on one line (progress stops); then one last line: `{"matches": [...],
+stdout: `{"progress": [file index, line number]}` as each file starts and at most every
+PROGRESS_SECONDS within a file, so the caller can tell a slow search (progress keeps coming)
+from a pattern stuck backtracking on one line (progress stops); then one last line: `{"matches": [...],
 "truncated": bool}`, `{"invalid": "<why the pattern is refused>"}` or `{"error": "<message>"}`.
 It never prints a traceback. Never imported by the library itself.
 """
@@ -29,7 +29,8 @@ def search(job: dict[str, Any]) -> dict[str, Any]:
     for index, (path, text) in enumerate(job["files"]):
         for number, line in enumerate(_LINES.split(text), start=1):
             now = time.monotonic()
-            if now - reported >= PROGRESS_SECONDS:
+            if number == 1 or now - reported >= PROGRESS_SECONDS:
+                # Each file's start, so a pattern stuck at once is placed in the right file.
                 _write({"progress": [index, number]})
                 reported = now
             if pattern.search(line) is None:
