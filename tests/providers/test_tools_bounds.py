@@ -57,9 +57,23 @@ def original_glob(glob: str) -> re.Pattern[str]:
 
 
 @settings(max_examples=3000, deadline=None)
-@given(st.text(alphabet="ab/*?.\n", max_size=8), st.text(alphabet="ab/.\n", max_size=14))
+@given(st.text(alphabet="ab/*?.", max_size=9), st.text(alphabet="ab/.", max_size=16))
 def test_globs_match_exactly_what_the_original_regex_matched(glob: str, path: str) -> None:
     assert Glob(glob).search(path) == bool(original_glob(glob).search(path))
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet="ab/*?\n", max_size=7), st.text(alphabet="ab/\n", max_size=12))
+def test_paths_with_newlines_match_as_the_original_did(glob: str, path: str) -> None:
+    # A star cannot cross a newline: such paths take the automaton.
+    assert Glob(glob).search(path) == bool(original_glob(glob).search(path))
+
+
+def test_a_catastrophic_glob_takes_no_time_even_across_a_newline() -> None:
+    # Not timed: a backtracking match of these would not return within the test run.
+    assert not finishes(lambda: Glob(EVIL_GLOB).search("a" * 5000))
+    assert not finishes(lambda: Glob(EVIL_GLOB).search("a" * 2000 + "\n"))
+    assert finishes(lambda: Glob(EVIL_GLOB).search("x/" + "a" * 2000 + "b"))
 
 
 def test_a_catastrophic_find_glob_finishes(tmp_path: Path) -> None:
