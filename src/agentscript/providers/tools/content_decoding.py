@@ -47,29 +47,30 @@ def decoded_chunks(
 
 def _inflate(chunks: Iterator[bytes], encoding: str, cap: int) -> Iterator[bytes]:
     """Decompressed pieces of at most `cap + 1` bytes each, `cap + 1` in all before stopping."""
-    # gzip has its header; deflate is zlib-wrapped as the RFC says, or raw as some servers send.
+    # gzip has its header; deflate is zlib-wrapped as the RFC says, or raw as some servers send
+    # (tried when the zlib header does not check, before anything was produced).
     wbits = 16 + zlib.MAX_WBITS if encoding != "deflate" else zlib.MAX_WBITS
     inflater = zlib.decompressobj(wbits)
     produced = 0
-    first = True
+    seen_input = False
     for chunk in chunks:
-        if first and encoding == "deflate" and chunk and (chunk[0] & 0x0F) != 8:
-            inflater = zlib.decompressobj(-zlib.MAX_WBITS)
-        first = False
         pending = chunk
         while pending:
             try:
                 piece = inflater.decompress(pending, cap + 1 - produced)
             except zlib.error as problem:
+                if encoding == "deflate" and not seen_input:
+                    inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+                    seen_input = True
+                    continue
                 raise ValueError(f"the {encoding} body is corrupt ({problem})") from None
+            seen_input = True
             produced += len(piece)
             if piece:
                 yield piece
             if produced > cap:
                 return
             pending = inflater.unconsumed_tail
-            if not piece and pending:
-                break  # no progress: more input is needed
     tail = inflater.flush()
     if tail:
         yield tail[: cap + 1 - produced]
