@@ -16,6 +16,7 @@ from pytest_httpserver import HTTPServer
 from werkzeug.wrappers import Request, Response
 
 import agentscript
+from agentscript.cli.main import main
 from agentscript.memory.errors import MemoryServiceError
 from agentscript.memory.service import MemoryService
 from agentscript.providers.tools.approvals import Answer, ApprovalRequest
@@ -265,3 +266,27 @@ main agent Caller {{
         agentscript.run(program, {}, config)
     assert [request.uri for request in asked] == ["http://robot:***@127.0.0.1:9"]
     assert leaks(json.dumps(refused.value.trace) + refused.value.located(), URI_PASSWORD) == []
+
+
+def test_the_cli_neither_remembers_nor_imports_a_known_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = "live/key+7f3a9b2c1d"
+    (tmp_path / "project").mkdir()
+    where = ["--workspace", str(tmp_path / "project"), "--db", str(tmp_path / "m.db")]
+    assert main(["memory", "remember", "Deploys go through the release branch", *where]) == 0
+    capsys.readouterr()
+    assert main(["memory", "export", *where]) == 0
+    exported = json.loads(capsys.readouterr().out)
+    monkeypatch.setenv("DEPLOY_APIKEYS", key)
+    assert main(["memory", "remember", f"the key is {key}", *where]) == 1
+    assert "credentials are never remembered" in capsys.readouterr().err
+    source = tmp_path / "import.jsonl"
+    source.write_text(json.dumps({**exported, "body": f"the key is {key}"}) + "\n")
+    copy = ["--workspace", str(tmp_path / "project"), "--db", str(tmp_path / "copy.db")]
+    assert main(["memory", "import", str(source), *copy]) == 1
+    assert capsys.readouterr().err == (
+        f"{source}:1: text contains a secret (a provider key, an allowed environment secret or "
+        "a password from a URI): credentials are never remembered; leave it out and note where "
+        "it is kept instead; nothing was imported\n"
+    )

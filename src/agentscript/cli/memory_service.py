@@ -709,12 +709,17 @@ def import_entries(service: MemoryService, lines: Iterable[str], origin: str) ->
     written in one transaction, so a bad line or a conflict (an active entry of the same key
     or summary bucket with another id) imports nothing. Ids the database already holds, in
     any scope, and ids repeated in the input are skipped."""
-    from agentscript.memory import EntryFilter, StoreConflict
+    from agentscript.memory import EntryFilter, MemoryServiceError, StoreConflict
 
     entries = [
         (number, _exported_entry(value, origin, number))
         for number, value in _json_lines(lines, origin)
     ]
+    for number, entry in entries:
+        try:
+            service.refuse_secrets_in(entry)  # credentials are never remembered, imported too
+        except MemoryServiceError as refused:
+            raise CliError(f"{origin}:{number}: {refused.message}; nothing was imported") from None
     known = {count.scope for count in service.store.scopes()}
     added = skipped = 0
     seen: set[str] = set()

@@ -237,13 +237,7 @@ class MemoryService:
             source=Source.from_value(source),
         )
         check_size(candidate, self.config.max_entry_bytes)
-        self._refuse_secrets(
-            text=candidate.body,
-            title=candidate.title,
-            key=candidate.key,
-            tags=candidate.tags,
-            context=candidate.context,
-        )
+        self.refuse_secrets_in(candidate)
         with self.store.transaction() as tx:
             if candidate.key is not None:
                 entry, action = self._remember_keyed(tx, candidate, now)
@@ -321,6 +315,16 @@ class MemoryService:
         check_size(merged, self.config.max_entry_bytes)
         tx.replace(merged)
         return merged, "merged"
+
+    def refuse_secrets_in(self, entry: Entry) -> None:
+        """Refuse an entry (an imported one) that holds a known secret, as `remember` would."""
+        self._refuse_secrets(
+            text=entry.body,
+            title=entry.title,
+            key=entry.key,
+            tags=entry.tags,
+            context=entry.context,
+        )
 
     def _refuse_secrets(self, **fields: Any) -> None:
         """Refuse a write whose fields contain a known secret: credentials are never
