@@ -21,7 +21,7 @@ from werkzeug.wrappers import Request, Response
 
 from agentscript.providers.tools import http as http_module
 from agentscript.providers.tools.http import MAX_TIMEOUT_MS, HttpTools
-from agentscript.providers.tools.mcp import McpTools
+from agentscript.providers.tools.mcp import McpTools, approve_every_start
 from agentscript.runtime.budgets import BudgetExceeded, CallDeadline, Interrupted
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.ports import ToolCall
@@ -127,7 +127,7 @@ def mcp_tools(tmp_path: Path) -> Iterator[McpTools]:
     (tmp_path / "agentscript.mcp.json").write_text(
         json.dumps({"mcpServers": {"slow": {**server, "timeout": 60}}})
     )
-    with McpTools(tmp_path) as tools:
+    with McpTools(tmp_path, approve_start=approve_every_start) as tools:
         yield tools
 
 
