@@ -15,6 +15,7 @@ import click
 from agentscript import __version__
 from agentscript.cli import actions
 from agentscript.cli.autonomy import autonomy_group
+from agentscript.cli.eval import eval_command
 from agentscript.cli.feedback import feedback_command
 from agentscript.cli.memory import memory_group
 from agentscript.cli.memory_service import add_service_commands
@@ -320,6 +321,7 @@ cli.add_command(feedback_command)
 cli.add_command(reflect_command)
 cli.add_command(profile_group)
 cli.add_command(autonomy_group)
+cli.add_command(eval_command)
 
 
 def invoke(args: list[str]) -> int:

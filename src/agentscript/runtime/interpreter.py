@@ -419,21 +419,11 @@ class Interpreter:
         self.declare_use(use, scope, variant)
 
     def site_id(self, stmt: ast.UseOneOfStmt, scope: Scope) -> str:
-        """`<file>#<Agent>.<func>[<label>]`, the function part left out for agent-level sites;
-        the file is relative to the entry program's directory."""
         frame = scope.frame
         assert frame is not None
-        entry = self.program.source_path
-        own = frame.agent.source_path or entry
-        if own is None:
-            file = "<source>"
-        elif entry is None:
-            file = os.path.basename(own)
-        else:
-            file = os.path.relpath(own, os.path.dirname(entry)).replace(os.sep, "/")
         agent_level = any(use is stmt for use in frame.agent.uses or ())
-        where = frame.agent.name if agent_level else f"{frame.agent.name}.{frame.function.name}"
-        return f"{file}#{where}[{stmt.label}]"
+        function = None if agent_level else frame.function.name
+        return use_site_id(self.program.source_path, frame.agent, function, stmt.label)
 
     def exec_return(self, stmt: ast.ReturnStmt, scope: Scope) -> _Return:
         return _Return(self.evaluate(stmt.value, scope))
@@ -856,3 +846,20 @@ def _describe(problem: Exception) -> str:
         where = f": {os.fsdecode(problem.filename)}" if problem.filename else ""
         return f"{problem.strerror}{where}"
     return str(problem) or type(problem).__name__
+
+
+def use_site_id(
+    entry_path: str | None, agent: ast.AgentDecl, function: str | None, label: str
+) -> str:
+    """`<file>#<Agent>.<func>[<label>]`, the id `--variant` names a `use one of` site by; the
+    function part is left out for agent-level sites; the file is relative to the entry
+    program's directory."""
+    own = agent.source_path or entry_path
+    if own is None:
+        file = "<source>"
+    elif entry_path is None:
+        file = os.path.basename(own)
+    else:
+        file = os.path.relpath(own, os.path.dirname(entry_path)).replace(os.sep, "/")
+    where = agent.name if function is None else f"{agent.name}.{function}"
+    return f"{file}#{where}[{label}]"
