@@ -151,6 +151,13 @@ def cli(ctx: click.Context) -> None:
     help="Choose a `use one of` candidate, e.g. main.as#Agent.func[label]=name.",
 )
 @click.option("--no-journal", is_flag=True, help="Do not record this run in the run journal.")
+@click.option(
+    "--otel",
+    is_flag=True,
+    default=None,
+    help="Send the run's spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT, default "
+    "localhost:4318); on by itself when that variable is set. Needs the otel extra.",
+)
 @click.option("--no-learn", is_flag=True, help="Do not learn experiences from this run.")
 @click.option(
     "--learn-model", metavar="URI", help="Model that rewrites learned experiences (default: none)."
@@ -186,6 +193,7 @@ def run_command(
     concurrency: int,
     variants: tuple[str, ...],
     no_journal: bool,
+    otel: bool | None,
     no_learn: bool,
     learn_model: str | None,
     memory_db: str | None,
@@ -234,6 +242,7 @@ def run_command(
         concurrency=concurrency,
         variants=variants,
         journal=not no_journal,
+        otel=otel,
         learn=not no_learn,
         learn_model=learn_model,
         memory_db=memory_db,

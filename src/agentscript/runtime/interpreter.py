@@ -154,15 +154,19 @@ class Interpreter:
             error = ExecutionError("Values or calls are nested too deeply to evaluate")
             error.trace = self.tracer.to_json()
             error.spent = self.options.meter.summary()
+            self.tracer.end_run("error", str(error))
             raise error from None
         except AgentScriptError as error:
             error.trace = self.tracer.to_json()
             error.spent = self.options.meter.summary()
             error.redact(self.options.secrets.scrub_text)
+            self.tracer.end_run("error", str(error))
             raise
         except KeyboardInterrupt:
             self._stopped.set()
+            self.tracer.end_run("interrupted")
             raise
+        self.tracer.end_run("ok")
         return result
 
     def _entry(self) -> tuple[ast.AgentDecl, ast.FuncDecl]:
@@ -637,6 +641,7 @@ class Interpreter:
             raise self.error(label + "no tool provider is configured", where, scope)
         meter = self.options.meter
         meter.check_time()
+        started = time.monotonic()
         try:
             result = provider.call(
                 ToolCall(
@@ -667,6 +672,7 @@ class Interpreter:
                 "args": sanitize(args),
                 "result": sanitize(result),
                 "effects": sanitize(effects) if isinstance(effects, list) else None,
+                "duration_ms": round((time.monotonic() - started) * 1000, 3),
             },
         )
         return result
@@ -686,6 +692,7 @@ class Interpreter:
         # A memory outlives the run and its redaction set: what it keeps is scrubbed first.
         argument = self.options.secrets.scrub(args[0]) if method == "add" else args[0]
         request = MemoryRequest(memory.name, memory.uri, method, argument)
+        started = time.monotonic()
         try:
             result = provider.add(request) if method == "add" else provider.query(request)
         except ExecutionError as problem:
@@ -699,6 +706,7 @@ class Interpreter:
             "args": sanitize(args[0]),
             "result": sanitize(result),
             "count": len(result) if isinstance(result, list) else None,
+            "duration_ms": round((time.monotonic() - started) * 1000, 3),
         }
         if method == "add" and isinstance(result, dict):
             data["id"] = result.get("id")

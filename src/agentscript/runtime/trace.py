@@ -49,6 +49,9 @@ class TraceSink:
         that also stores the run's value or error must hide it there too (or share the run's
         SecretSet, as the journal does)."""
 
+    def run_ended(self, status: str, error: str | None = None) -> None:
+        """The run is over: "ok", "error" (with its message, redacted) or "interrupted"."""
+
 
 @dataclass(slots=True)
 class _Frame:
@@ -125,6 +128,14 @@ class Tracer:
         frame.events.append(event)
         self._notify(event)
         return event
+
+    def end_run(self, status: str, error: str | None = None) -> None:
+        """Tell the sinks how the run ended."""
+        if error is not None:
+            error = self.secrets.scrub_text(error)
+        with self._sink_lock:
+            for sink in self.sinks:
+                sink.run_ended(status, error)
 
     def _notify(self, event: TraceEvent, started: bool = False) -> None:
         if not self.sinks:
