@@ -54,7 +54,9 @@ def format_source(source: str, path: str | None = None) -> str:
 def _shape(data: Any) -> Any:
     """A syntax tree's JSON without positions, for comparing two layouts of one program."""
     if isinstance(data, dict):
-        return {key: _shape(value) for key, value in data.items() if not key.lower().endswith("range")}
+        return {
+            key: _shape(value) for key, value in data.items() if not key.lower().endswith("range")
+        }
     if isinstance(data, list):
         return [_shape(item) for item in data]
     return data
@@ -144,6 +146,7 @@ class _Layout:
                 self.open_lines.pop()
         return depth
 
+
 def _spaced(left: Token, right: Token, row: list[Token], position: int) -> bool:
     """Whether one space separates `left` and `right` (adjacent tokens on one line)."""
     ls, rs = left.symbol, right.symbol
@@ -158,9 +161,8 @@ def _spaced(left: Token, right: Token, row: list[Token], position: int) -> bool:
     if rs in ("(", "["):
         # A call or an index attaches; after an operator or a statement word it is a value.
         return (ls is not None and ls not in _CLOSERS) or left.value in _WORDS_BEFORE_VALUE
-    if ls == "-" and _is_unary(row, position - 1):
-        return False
-    return True
+    # A unary minus attaches to its operand.
+    return not (ls == "-" and _is_unary(row, position - 1))
 
 
 def _ends_value(token: Token) -> bool:
