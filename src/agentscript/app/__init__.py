@@ -1,0 +1,1 @@
+"""The application layer: configuration, wiring and one module per use case."""

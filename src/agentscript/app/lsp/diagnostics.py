@@ -1,0 +1,109 @@
+"""Diagnostics as the editor shows them: the checker's code and exact range, related locations
+for duplicates (where the first one is), and did-you-mean suggestions that quick fixes apply."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+from lsprotocol import types
+
+from agentscript.app.lsp.analysis import Analysis
+from agentscript.app.lsp.positions import lsp_range
+from agentscript.lang.errors import Diagnostic
+
+SOURCE = "agentscript"
+# Codes whose message names an unknown name that a close spelling may fix.
+_MISSPELLED = frozenset({"UNKNOWN_IDENTIFIER", "UNKNOWN_FUNCTION", "UNKNOWN_MODEL"})
+_DUPLICATES = frozenset(
+    {"DUPLICATE_AGENT", "DUPLICATE_FUNCTION", "DUPLICATE_IMPORT", "DUPLICATE_PARAM"}
+)
+_QUOTED = re.compile(r"'([^']+)'")
+
+
+def to_lsp(analysis: Analysis, uri: str) -> list[types.Diagnostic]:
+    return [_converted(analysis, uri, diagnostic) for diagnostic in analysis.diagnostics]
+
+
+def _converted(analysis: Analysis, uri: str, diagnostic: Diagnostic) -> types.Diagnostic:
+    data: dict[str, Any] | None = None
+    suggestions = suggestions_for(analysis, diagnostic)
+    message = diagnostic.message
+    if suggestions:
+        data = {"suggestions": suggestions}
+        if "did you mean" not in message.lower():
+            message += f" (did you mean '{suggestions[0]}'?)"
+    return types.Diagnostic(
+        range=lsp_range(diagnostic.range),
+        message=message,
+        severity=types.DiagnosticSeverity.Error
+        if diagnostic.severity == "error"
+        else types.DiagnosticSeverity.Warning,
+        code=diagnostic.code,
+        source=SOURCE,
+        related_information=_related(analysis, uri, diagnostic),
+        data=data,
+    )
+
+
+def suggestions_for(analysis: Analysis, diagnostic: Diagnostic) -> list[str]:
+    """Names in scope at the diagnostic that are spelled like the unknown one."""
+    if diagnostic.code not in _MISSPELLED or analysis.index is None:
+        return []
+    named = _QUOTED.search(diagnostic.message)
+    if named is None:
+        return []
+    wrong = named.group(1)
+    offset = diagnostic.range.start_offset
+    if analysis.text[offset : diagnostic.range.end_offset] != wrong:
+        return []  # the range covers more than the name: no one-word fix applies
+    scope = analysis.index.scope_at(offset)
+    candidates = [
+        name for name in (scope.visible(offset) if scope else {}) if not name.startswith("__")
+    ]
+    return difflib.get_close_matches(wrong, candidates, n=3, cutoff=0.6)
+
+
+def _related(
+    analysis: Analysis, uri: str, diagnostic: Diagnostic
+) -> list[types.DiagnosticRelatedInformation] | None:
+    """For a duplicate: where the name was first declared."""
+    if diagnostic.code not in _DUPLICATES or analysis.index is None:
+        return None
+    named = _QUOTED.search(diagnostic.message)
+    if named is None:
+        return None
+    name = named.group(1)
+    offset = diagnostic.range.start_offset
+    for occurrence in analysis.index.occurrences:
+        if occurrence.is_declaration and occurrence.name == name and occurrence.start < offset:
+            return [
+                types.DiagnosticRelatedInformation(
+                    location=types.Location(
+                        uri=uri, range=analysis.lines.range(occurrence.start, occurrence.end)
+                    ),
+                    message=f"'{name}' is first declared here",
+                )
+            ]
+    return None
+
+
+def quick_fixes(uri: str, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
+    """One code action per suggestion of each diagnostic the editor sent."""
+    actions: list[types.CodeAction] = []
+    for diagnostic in diagnostics:
+        data = diagnostic.data if isinstance(diagnostic.data, dict) else {}
+        for suggestion in data.get("suggestions", []):
+            actions.append(
+                types.CodeAction(
+                    title=f"Change to '{suggestion}'",
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[diagnostic],
+                    is_preferred=suggestion == data["suggestions"][0],
+                    edit=types.WorkspaceEdit(
+                        changes={uri: [types.TextEdit(range=diagnostic.range, new_text=suggestion)]}
+                    ),
+                )
+            )
+    return actions

@@ -1,0 +1,111 @@
+"""The methods a tool import offers, known without calling or starting anything.
+
+For the built-in schemes they are fixed (`sh://` ignores the method name, so `run` is offered);
+`memory://` lists the memory service's tools; an `mcp://` server's tools are only known once it
+runs, so the editor offers the generic `call` and the tools that the server's entry in
+`agentscript.mcp.json` names itself (other clients' `autoApprove` / `alwaysAllow` lists). The
+server is never started from here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentscript.providers.tools.mcp_config import CONFIG_FILE, server_key
+from agentscript.runtime.errors import ExecutionError
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    name: str
+    summary: str
+
+
+_FILE = (
+    Method("read", "Read a workspace file: `{ path }` → `{ path, content }`"),
+    Method("list", "List a workspace folder: `{ path }` → entries"),
+    Method("write", "Write a file (an undoable effect): `{ path, content }`"),
+    Method("patch", "Replace text in a file (an undoable effect): `{ path, find, replace }`"),
+    Method("undo", "Undo an earlier effect of this tool"),
+)
+_SHELL = (Method("run", "Run the command in-process over the workspace (the method name is free)"),)
+_ENV = (Method("get", "Read an environment variable: `{ name }` → its value or none"),)
+_HTTP = tuple(
+    Method(verb, f"HTTP {verb.upper()} under the import's origin: `{{ url, headers?, body? }}`")
+    for verb in ("get", "post", "put", "patch", "delete", "head", "options")
+)
+_MCP_CALL = Method("call", "Call a server tool by name: `{ tool, args }`")
+# Keys other MCP clients use in a server entry to list tools by name.
+_TOOL_LIST_KEYS = ("autoApprove", "alwaysAllow")
+
+MEMORY_RESOURCE_METHODS = (
+    Method("add", "Add one item to the memory resource"),
+    Method("query", "Find items in the memory resource: `{ text, limit? }`"),
+)
+
+
+def tool_methods(uri: str, workspace: Path | None) -> tuple[Method, ...]:
+    scheme = uri.split(":", 1)[0].lower()
+    if scheme == "file":
+        return _FILE
+    if scheme == "sh":
+        return _SHELL
+    if scheme == "env":
+        return _ENV
+    if scheme in ("http", "https"):
+        return _HTTP
+    if scheme == "memory":
+        return _memory_service_methods()
+    if scheme == "mcp":
+        return (_MCP_CALL, *_configured_mcp_tools(uri, workspace))
+    return ()
+
+
+def _memory_service_methods() -> tuple[Method, ...]:
+    from agentscript.memory.tools import TOOLS
+
+    return tuple(Method(tool.method, tool.description.split(". ")[0]) for tool in TOOLS)
+
+
+def _server_entry(uri: str, workspace: Path | None) -> tuple[str, object] | None:
+    """The server's key and its raw entry in the config file (None when nothing is readable)."""
+    if workspace is None:
+        return None
+    try:
+        key = server_key(uri)
+        raw = json.loads((workspace / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (ExecutionError, OSError, ValueError):
+        return None
+    servers = raw.get("mcpServers") if isinstance(raw, dict) else None
+    return key, servers.get(key) if isinstance(servers, dict) else None
+
+
+def _configured_mcp_tools(uri: str, workspace: Path | None) -> tuple[Method, ...]:
+    """Tools named in the server's own config entry."""
+    found = _server_entry(uri, workspace)
+    if found is None or not isinstance(found[1], dict):
+        return ()
+    key, entry = found[0], found[1]
+    names: list[str] = []
+    for list_key in _TOOL_LIST_KEYS:
+        listed = entry.get(list_key)
+        if isinstance(listed, list):
+            names.extend(name for name in listed if isinstance(name, str) and name not in names)
+    return tuple(Method(name, f"Tool '{name}' of MCP server '{key}'") for name in names)
+
+
+def mcp_server_described(uri: str, workspace: Path | None) -> str | None:
+    """How the config file starts or reaches the server of an `mcp://` URI (for hover)."""
+    found = _server_entry(uri, workspace)
+    if found is None:
+        return None
+    key, entry = found
+    if not isinstance(entry, dict):
+        return f"no server '{key}' in {CONFIG_FILE}"
+    if isinstance(entry.get("url"), str):
+        return f"server '{key}' at {entry['url']} ({CONFIG_FILE})"
+    args = entry.get("args")
+    parts = [entry.get("command", "?"), *(args if isinstance(args, list) else [])]
+    return f"server '{key}' runs `{' '.join(str(part) for part in parts)}` ({CONFIG_FILE})"
