@@ -40,6 +40,12 @@ _MEMBER = re.compile(r"([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)\.([A-Za-z_][\w-]*
 _IMPORT_KIND = re.compile(r"^\s*import\s+\w*$")
 _SHAPE_TYPE = re.compile(r"(?:[A-Za-z_][\w-]*:?\s+|list\[)\w*$")
 _OPTION_KEY = re.compile(r"(?:^|[{,])\s*\w*$")
+# Braces outside strings and comments (the strings and comments match first and are skipped).
+_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|//[^\n]*|[{}]')
+# `func(input {`: the shape of a parameter.
+_PARAM_BEFORE_SHAPE = re.compile(r"(?:func\s*[\w-]*\s*\(|,)\s*[A-Za-z_][\w-]*$")
+_SHAPE = "shape"
+_OPTIONS = "options"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +65,10 @@ def complete(analysis: Analysis, offset: int, workspace: Path | None) -> list[Co
         return _members(index, offset, member.group(1).split("."), workspace) if index else []
     if _IMPORT_KIND.match(prefix):
         return [Completion(kind, "keyword", "import kind") for kind in IMPORT_KINDS]
-    if index is not None and _in_shape(index, offset) and _SHAPE_TYPE.search(prefix):
+    inside = _brace_context(text, offset)
+    if inside == _SHAPE and _SHAPE_TYPE.search(prefix):
         return [Completion(name, "type", "shape type") for name in sorted(SHAPE_TYPE_NAMES)]
-    if index is not None and _in_generate_options(index, offset) and _OPTION_KEY.search(prefix):
+    if inside == _OPTIONS and _OPTION_KEY.search(prefix):
         return [Completion(name, "option", detail) for name, detail in GENERATE_OPTIONS.items()]
     return _keywords() + (_names(index, offset) if index is not None else [])
 
@@ -87,15 +94,24 @@ def _agent_symbol(index: DocumentIndex, name: str) -> Symbol | None:
     return info.symbol if info is not None else None
 
 
-def _in_shape(index: DocumentIndex, offset: int) -> bool:
-    return any(shape.range.start_offset < offset < shape.range.end_offset for shape in index.shapes)
-
-
-def _in_generate_options(index: DocumentIndex, offset: int) -> bool:
-    return any(
-        options.range.start_offset < offset < options.range.end_offset
-        for options in index.generate_options
-    )
+def _brace_context(text: str, offset: int) -> str | None:
+    """What the innermost `{` open at `offset` starts: a shape, generate options, or other.
+    Read from the text, so it works while the line being typed does not parse."""
+    opened: list[int] = []
+    for token in _BRACKETS.finditer(text, 0, offset):
+        char = token.group()
+        if char == "{":
+            opened.append(token.start())
+        elif char == "}" and opened:
+            opened.pop()
+    if not opened:
+        return None
+    before = text[: opened[-1]].rstrip()
+    if before.endswith("generate("):
+        return _OPTIONS
+    if before.endswith(("->", "return")) or _PARAM_BEFORE_SHAPE.search(before):
+        return _SHAPE
+    return None
 
 
 def _keywords() -> list[Completion]:
