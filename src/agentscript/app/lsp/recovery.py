@@ -44,7 +44,7 @@ def parse_with_recovery(text: str, path: str | None) -> ParseOutcome:
         error = first
     attempt, problem = text, error
     for _ in range(MAX_ROUNDS):
-        best: tuple[int, str, ParseError | None] | None = None
+        best: tuple[int, str, ParseError] | None = None
         for candidate in _repairs(attempt, problem):
             try:
                 return ParseOutcome(parse_program(candidate, path), error, candidate)
@@ -52,7 +52,7 @@ def parse_with_recovery(text: str, path: str | None) -> ParseOutcome:
                 progress = _code_points(candidate, again.position.offset)
                 if best is None or progress > best[0]:
                     best = (progress, candidate, again)
-        if best is None or best[2] is None:
+        if best is None:
             break
         _, attempt, problem = best
     return ParseOutcome(None, error, text)
