@@ -349,7 +349,9 @@ def run_lines(lines: TextIO, stdout: TextIO, stderr: TextIO) -> int:
 def _run_at_terminal() -> int:
     from prompt_toolkit import PromptSession
 
-    lines: PromptSession[str] = PromptSession()
+    from agentscript.cli.highlight import prompt_lexer
+
+    lines: PromptSession[str] = PromptSession(lexer=prompt_lexer())
     answers: PromptSession[str] = PromptSession()
     session = ReplSession(answers.prompt, sys.stdout, sys.stderr)
     session.greet()

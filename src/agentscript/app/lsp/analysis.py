@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from lsprotocol import types
@@ -20,7 +20,7 @@ from agentscript.lang.checker import check_program
 from agentscript.lang.errors import Diagnostic, ParseError, SourceMap, SourceRange
 from agentscript.runtime.errors import LoadError
 from agentscript.runtime.files import resolve_import_path
-from agentscript.runtime.loader import load_program_source
+from agentscript.runtime.loader import merge_imports
 
 # The code of a diagnostic for an error that stopped the parser (the checker's codes are
 # upper-case words too).
@@ -29,17 +29,31 @@ IMPORT_ERROR = "IMPORT_ERROR"
 _QUOTED = re.compile(r"'([^']+)'")
 
 
-@dataclass(eq=False)
 class Analysis:
-    path: str | None
-    text: str
-    outcome: ParseOutcome
-    diagnostics: list[Diagnostic]
-    index: DocumentIndex | None
-    lines: LineIndex = field(init=False)
+    """A document's parse outcome and diagnostics; its index and line table are built when a
+    feature first needs them (publishing diagnostics needs neither, most of the time)."""
 
-    def __post_init__(self) -> None:
-        self.lines = LineIndex(self.text)
+    def __init__(
+        self,
+        path: str | None,
+        text: str,
+        outcome: ParseOutcome,
+        diagnostics: list[Diagnostic],
+        build: Callable[[], DocumentIndex | None],
+    ) -> None:
+        self.path = path
+        self.text = text
+        self.outcome = outcome
+        self.diagnostics = diagnostics
+        self._build = build
+
+    @cached_property
+    def index(self) -> DocumentIndex | None:
+        return self._build()
+
+    @cached_property
+    def lines(self) -> LineIndex:
+        return LineIndex(self.text)
 
 
 ReadText = Callable[[Path], "str | None"]
@@ -56,22 +70,26 @@ class Workspace:
     def analyze(self, text: str, path: str | None) -> Analysis:
         outcome = parse_with_recovery(text, path)
         diagnostics: list[Diagnostic] = []
-        index: DocumentIndex | None = None
-        if outcome.program is not None:
-            index = build_index(
-                outcome.program, text, path, lambda decl: self.imported_index(decl, path, [])
+        program = outcome.program
+
+        def build() -> DocumentIndex | None:
+            if program is None:
+                return None
+            return build_index(
+                program, text, path, lambda decl: self.imported_index(decl, path, [])
             )
+
         if outcome.error is not None:
             diagnostics.append(_parse_diagnostic(outcome.error, text, path))
         elif outcome.program is not None:
-            diagnostics.extend(self.check(outcome.program, text, path))
-        return Analysis(path, text, outcome, diagnostics, index)
+            diagnostics.extend(self.check(outcome.program, path))
+        return Analysis(path, text, outcome, diagnostics, build)
 
-    def check(self, program: ast.Program, text: str, path: str | None) -> list[Diagnostic]:
+    def check(self, program: ast.Program, path: str | None) -> list[Diagnostic]:
         """The checker's findings in this file, on the program merged with its agent imports
         (as `agentscript check` loads it), or on the file alone when an import cannot load."""
         try:
-            merged = load_program_source(text, source_path=path)
+            merged = merge_imports(program, source_path=path)
         except (LoadError, ParseError) as problem:
             return [_import_diagnostic(program, str(problem), path), *check_program(program)]
         return [
