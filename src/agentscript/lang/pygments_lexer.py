@@ -112,7 +112,7 @@ class AgentScriptLexer(RegexLexer):
             (r"[ \t]+", Whitespace),
             (r'"(?:[^"\\]|\\.)*"', String.Double, "#pop"),
             (r"'(?:[^'\\]|\\.)*'", String.Single, "#pop"),
-            (r"[^\n}]+", Name.Label, "#pop"),
+            (r"(?:(?![ \t]*//)[^\n}])+", Name.Label, "#pop"),
             (r"", Text, "#pop"),
         ],
     }
