@@ -1,0 +1,144 @@
+"""The language server's analysis, feature by feature, without the protocol: recovery of a
+document being typed, the index, tool methods from configuration, diagnostics' extras."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from agentscript.app.lsp import completion, diagnostics, hover, navigation, outline
+from agentscript.app.lsp.analysis import Analysis, Workspace
+from agentscript.app.lsp.recovery import parse_with_recovery
+from agentscript.app.lsp.semantic_tokens import TOKEN_TYPES, semantic_tokens
+
+PROGRAM = """\
+import llm Model from "openai://gpt-4.1-mini"
+import tool Notes from "mcp://notes"
+import tool Memory from "memory://"
+import memory Facts from "sqlite://facts.db"
+
+main agent Helper {
+    model Model
+    role "helper"
+    description "Helps."
+
+    main func(input { question string }) {
+        hits = Notes.call({ tool: "search", args: {} })
+        use one of { short: hits max 1k  none: empty } as notes
+        Facts.add(input.question)
+        return hits
+    }
+}
+"""
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def _analyse(text: str, path: Path) -> Analysis:
+    return Workspace(_read).analyze(text, str(path))
+
+
+def test_a_half_typed_line_still_leaves_the_rest_indexed() -> None:
+    text = PROGRAM.replace("        return hits", "        x = Facts.query(\n        return hits")
+    outcome = parse_with_recovery(text, None)
+    assert outcome.error is not None and outcome.program is not None
+    assert outcome.program.agents[0].name == "Helper"
+    assert len(outcome.parsed_text) == len(text)  # offsets unchanged
+
+
+def test_an_unclosed_block_at_the_end_is_closed_for_the_outline(tmp_path: Path) -> None:
+    text = PROGRAM.rstrip().removesuffix("}")
+    analysis = _analyse(text, tmp_path / "open.as")
+    assert [d.code for d in analysis.diagnostics] == ["PARSE_ERROR"]
+    assert [symbol.name for symbol in outline.document_symbols(analysis)][-1] == "Helper"
+
+
+def test_mcp_methods_come_from_the_config_file_without_starting_the_server(
+    tmp_path: Path,
+) -> None:
+    started = tmp_path / "started"
+    (tmp_path / "agentscript.mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "notes": {
+                        "command": sys.executable,
+                        "args": ["-c", f"open({str(started)!r}, 'w')"],
+                        "autoApprove": ["search", "get"],
+                    }
+                }
+            }
+        ),
+        encoding="utf-8",
+    )
+    text = PROGRAM.replace("        return hits", "        x = Notes.\n        return hits")
+    analysis = _analyse(text, tmp_path / "main.as")
+    offset = text.index("x = Notes.") + len("x = Notes.")
+    labels = [item.label for item in completion.complete(analysis, offset, tmp_path)]
+    assert labels == ["call", "search", "get"]
+    described = hover.hover_text(analysis, text.index("Notes.call") + 1, tmp_path)
+    assert described is not None and f"runs `{sys.executable} -c" in described
+    assert not started.exists()
+
+
+def test_memory_service_methods_are_offered(tmp_path: Path) -> None:
+    text = PROGRAM.replace("        return hits", "        m = Memory.\n        return hits")
+    analysis = _analyse(text, tmp_path / "main.as")
+    offset = text.index("m = Memory.") + len("m = Memory.")
+    labels = [item.label for item in completion.complete(analysis, offset, tmp_path)]
+    assert {"remember", "recall", "forget", "stats"} <= set(labels)
+    resource = text.index("Facts.add") + len("Facts.")
+    analysis = _analyse(text, tmp_path / "main.as")
+    assert hover.hover_text(analysis, resource + 1, tmp_path) is not None
+
+
+def test_use_one_of_hover_lists_the_candidates(tmp_path: Path) -> None:
+    analysis = _analyse(PROGRAM, tmp_path / "main.as")
+    text = hover.hover_text(analysis, PROGRAM.index("use one of"), tmp_path)
+    assert text is not None and "candidates: `short`, `none`" in text
+
+
+def test_a_duplicate_points_at_the_first_declaration(tmp_path: Path) -> None:
+    text = PROGRAM.replace(
+        'import tool Memory from "memory://"', 'import tool Notes from "sh://grep"'
+    ).replace("Memory", "Notes")
+    analysis = _analyse(text, tmp_path / "main.as")
+    uri = (tmp_path / "main.as").as_uri()
+    (duplicate,) = [d for d in diagnostics.to_lsp(analysis, uri) if d.code == "DUPLICATE_IMPORT"]
+    assert duplicate.related_information is not None
+    (first,) = duplicate.related_information
+    assert first.location.range.start.line == 1 and first.location.uri == uri
+
+
+def test_references_of_a_local_stay_in_its_function(tmp_path: Path) -> None:
+    analysis = _analyse(PROGRAM, tmp_path / "main.as")
+    assert analysis.index is not None
+    symbol = navigation.symbol_at(analysis, PROGRAM.index("hits ="), tmp_path)
+    assert symbol is not None and symbol.kind == "local"
+    places = navigation.references(symbol, [analysis.index], tmp_path, declaration=True)
+    assert [PROGRAM[p.start : p.end] for p in places] == ["hits", "hits", "hits"]
+
+
+def test_semantic_tokens_colour_names_by_what_they_name(tmp_path: Path) -> None:
+    analysis = _analyse(PROGRAM, tmp_path / "main.as")
+    data = semantic_tokens(analysis)
+    line = character = 0
+    kinds: dict[str, str] = {}
+    lines = PROGRAM.split("\n")
+    for at in range(0, len(data), 5):
+        delta_line, delta_start, length, kind, _ = data[at : at + 5]
+        line += delta_line
+        character = character + delta_start if delta_line == 0 else delta_start
+        kinds.setdefault(lines[line][character : character + length], TOKEN_TYPES[kind])
+    assert kinds["Helper"] == "class"
+    assert kinds["input"] == "parameter"
+    assert kinds["hits"] == "variable"
+    assert kinds["call"] == "method"
+    assert kinds['"helper"'] == "string"
+    assert kinds["string"] == "type"
