@@ -238,28 +238,29 @@ class _Indexer:
                 info.functions.setdefault(func.name, function)
                 symbol.functions.setdefault(func.name, function)
                 self.declare(function)
+        program_scope = self.program_scope()
         for info in list(index.agents.values()):
-            self.agent(info)
+            self.agent(info, program_scope)
         index.occurrences.sort(key=lambda occurrence: occurrence.start)
         index.members.sort(key=lambda member: member.start)
         return index
 
-    def agent_symbols(self, info: AgentInfo) -> Scope:
-        agent = info.declaration
-        scope = Scope(agent.range.start_offset, agent.range.end_offset, None)
+    def program_scope(self) -> Scope:
+        """Imports and agents, which every agent sees (an agent's name hides an import's)."""
+        scope = Scope(0, len(self.index.text), None)
         for symbol in self.index.imports.values():
             scope.bind(symbol, 0)
         for other in self.index.agents.values():
-            scope.bind(other.symbol, 0)
-        for function in info.functions.values():
-            scope.bind(function, 0)
+            scope.names[other.symbol.name] = (other.symbol, 0)
         return scope
 
-    def agent(self, info: AgentInfo) -> None:
-        scope = self.agent_symbols(info)
+    def agent(self, info: AgentInfo, program_scope: Scope) -> None:
+        agent = info.declaration
+        scope = Scope(agent.range.start_offset, agent.range.end_offset, program_scope)
+        for function in info.functions.values():
+            scope.bind(function, 0)
         info.scope = scope
         self.index.scopes.append(scope)
-        agent = info.declaration
         for config in agent.config:
             self.expr(config.value, scope)
         for use in agent.uses or []:

@@ -23,7 +23,7 @@ from agentscript.app.lsp.positions import LineIndex
 from agentscript.app.lsp.semantic_tokens import TOKEN_TYPES, semantic_tokens
 from agentscript.runtime.loader import MAX_PROGRAM_BYTES
 
-DIAGNOSTICS_DELAY = 0.1
+DIAGNOSTICS_DELAY = 0.075
 _COMPLETION_KINDS = {
     "keyword": types.CompletionItemKind.Keyword,
     "variable": types.CompletionItemKind.Variable,
