@@ -11,6 +11,7 @@ from agentscript.app.lsp import completion, diagnostics, hover, navigation, outl
 from agentscript.app.lsp.analysis import Analysis, Workspace
 from agentscript.app.lsp.recovery import parse_with_recovery
 from agentscript.app.lsp.semantic_tokens import TOKEN_TYPES, semantic_tokens
+from agentscript.app.lsp.tool_methods import ToolCatalog
 
 PROGRAM = """\
 import llm Model from "openai://gpt-4.1-mini"
@@ -80,9 +81,9 @@ def test_mcp_methods_come_from_the_config_file_without_starting_the_server(
     text = PROGRAM.replace("        return hits", "        x = Notes.\n        return hits")
     analysis = _analyse(text, tmp_path / "main.as")
     offset = text.index("x = Notes.") + len("x = Notes.")
-    labels = [item.label for item in completion.complete(analysis, offset, tmp_path)]
+    labels = [item.label for item in completion.complete(analysis, offset, ToolCatalog(tmp_path))]
     assert labels == ["call", "search", "get"]
-    described = hover.hover_text(analysis, text.index("Notes.call") + 1, tmp_path)
+    described = hover.hover_text(analysis, text.index("Notes.call") + 1, ToolCatalog(tmp_path))
     assert described is not None and f"runs `{sys.executable} -c" in described
     assert not started.exists()
 
@@ -91,16 +92,16 @@ def test_memory_service_methods_are_offered(tmp_path: Path) -> None:
     text = PROGRAM.replace("        return hits", "        m = Memory.\n        return hits")
     analysis = _analyse(text, tmp_path / "main.as")
     offset = text.index("m = Memory.") + len("m = Memory.")
-    labels = [item.label for item in completion.complete(analysis, offset, tmp_path)]
+    labels = [item.label for item in completion.complete(analysis, offset, ToolCatalog(tmp_path))]
     assert {"remember", "recall", "forget", "stats"} <= set(labels)
     resource = text.index("Facts.add") + len("Facts.")
     analysis = _analyse(text, tmp_path / "main.as")
-    assert hover.hover_text(analysis, resource + 1, tmp_path) is not None
+    assert hover.hover_text(analysis, resource + 1, ToolCatalog(tmp_path)) is not None
 
 
 def test_use_one_of_hover_lists_the_candidates(tmp_path: Path) -> None:
     analysis = _analyse(PROGRAM, tmp_path / "main.as")
-    text = hover.hover_text(analysis, PROGRAM.index("use one of"), tmp_path)
+    text = hover.hover_text(analysis, PROGRAM.index("use one of"), ToolCatalog(tmp_path))
     assert text is not None and "candidates: `short`, `none`" in text
 
 
@@ -119,9 +120,11 @@ def test_a_duplicate_points_at_the_first_declaration(tmp_path: Path) -> None:
 def test_references_of_a_local_stay_in_its_function(tmp_path: Path) -> None:
     analysis = _analyse(PROGRAM, tmp_path / "main.as")
     assert analysis.index is not None
-    symbol = navigation.symbol_at(analysis, PROGRAM.index("hits ="), tmp_path)
+    symbol = navigation.symbol_at(analysis, PROGRAM.index("hits ="), ToolCatalog(tmp_path))
     assert symbol is not None and symbol.kind == "local"
-    places = navigation.references(symbol, [analysis.index], tmp_path, declaration=True)
+    places = navigation.references(
+        symbol, [analysis.index], ToolCatalog(tmp_path), declaration=True
+    )
     assert [PROGRAM[p.start : p.end] for p in places] == ["hits", "hits", "hits"]
 
 
@@ -142,3 +145,16 @@ def test_semantic_tokens_colour_names_by_what_they_name(tmp_path: Path) -> None:
     assert kinds["call"] == "method"
     assert kinds['"helper"'] == "string"
     assert kinds["string"] == "type"
+
+
+def test_mcp_servers_list_their_tools_once_when_the_user_allows_it() -> None:
+    tutorial = Path(__file__).resolve().parents[2] / "tutorials" / "mcp"
+    text = (tutorial / "mcp.as").read_text(encoding="utf-8")
+    analysis = _analyse(text, tutorial / "mcp.as")
+    offset = text.index("Notes.get") + len("Notes.")
+    offline = [item.label for item in completion.complete(analysis, offset, ToolCatalog(tutorial))]
+    assert offline == ["call"]
+    allowed = ToolCatalog(tutorial, start_mcp_servers=True)
+    labels = [item.label for item in completion.complete(analysis, offset, allowed)]
+    assert {"call", "search", "get"} <= set(labels)
+    assert list(allowed.listed) == [(str(tutorial), "mcp://notes")]

@@ -17,7 +17,11 @@ function activate(context) {
     "agentscript",
     "AgentScript",
     { run: server, debug: server },
-    { documentSelector: [{ scheme: "file", language: "agentscript" }] }
+    {
+      documentSelector: [{ scheme: "file", language: "agentscript" }],
+      // Off by default: completion never starts an MCP server unless the user allows it.
+      initializationOptions: { startMcpServers: settings.get("mcp.startServers") === true },
+    }
   );
   context.subscriptions.push({ dispose: () => client && client.stop() });
   return client.start();

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from agentscript.app.lsp.analysis import Analysis
 from agentscript.app.lsp.index import (
@@ -21,6 +20,7 @@ from agentscript.app.lsp.index import (
     Symbol,
 )
 from agentscript.app.lsp.members import FIELD, METHOD, members_of, shape_text, signature
+from agentscript.app.lsp.tool_methods import ToolCatalog
 from agentscript.lang.tokens import CONFIG_KEYS, IMPORT_KINDS, KEYWORDS, SHAPE_TYPE_NAMES
 
 # Later-form words that are names to the parser but start statements to a person.
@@ -55,14 +55,14 @@ class Completion:
     detail: str = ""
 
 
-def complete(analysis: Analysis, offset: int, workspace: Path | None) -> list[Completion]:
+def complete(analysis: Analysis, offset: int, tools: ToolCatalog) -> list[Completion]:
     text = analysis.text
     line_start = text.rfind("\n", 0, offset) + 1
     prefix = text[line_start:offset]
     index = analysis.index
     member = _MEMBER.search(prefix)
     if member is not None:
-        return _members(index, offset, member.group(1).split("."), workspace) if index else []
+        return _members(index, offset, member.group(1).split("."), tools) if index else []
     if _IMPORT_KIND.match(prefix):
         return [Completion(kind, "keyword", "import kind") for kind in IMPORT_KINDS]
     inside = _brace_context(text, offset)
@@ -74,7 +74,7 @@ def complete(analysis: Analysis, offset: int, workspace: Path | None) -> list[Co
 
 
 def _members(
-    index: DocumentIndex, offset: int, names: list[str], workspace: Path | None
+    index: DocumentIndex, offset: int, names: list[str], tools: ToolCatalog
 ) -> list[Completion]:
     scope = index.scope_at(offset)
     root = scope.lookup(names[0]) if scope is not None else None
@@ -85,7 +85,7 @@ def _members(
     kinds = {FIELD: "field", METHOD: "method", FUNCTION: "function"}
     return [
         Completion(member.name, kinds.get(member.kind, "field"), member.detail)
-        for member in members_of(root, tuple(names[1:]), workspace)
+        for member in members_of(root, tuple(names[1:]), tools)
     ]
 
 

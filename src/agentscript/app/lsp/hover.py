@@ -12,12 +12,12 @@ from pathlib import Path
 from agentscript.app.lsp.analysis import Analysis
 from agentscript.app.lsp.index import AGENT, FILE, FUNCTION, LLM, LOCAL, MEMORY, PARAM, TOOL, Symbol
 from agentscript.app.lsp.members import members_of, resolve_member, shape_text, signature
-from agentscript.app.lsp.tool_methods import mcp_server_described
+from agentscript.app.lsp.tool_methods import ToolCatalog
 from agentscript.lang import ast
 from agentscript.lang.formatter import format_expr
 
 
-def hover_text(analysis: Analysis, offset: int, workspace: Path | None) -> str | None:
+def hover_text(analysis: Analysis, offset: int, tools: ToolCatalog) -> str | None:
     index = analysis.index
     if index is None:
         return None
@@ -25,14 +25,14 @@ def hover_text(analysis: Analysis, offset: int, workspace: Path | None) -> str |
     if occurrence is not None:
         if occurrence.symbol is None:
             return f"`{occurrence.name}`: not declared here"
-        return describe(occurrence.symbol, workspace)
+        return describe(occurrence.symbol, tools)
     member = index.member_at(offset)
     if member is not None and member.root is not None:
-        found = resolve_member(member.root, member.chain, workspace)
+        found = resolve_member(member.root, member.chain, tools)
         if found is None:
             return None
         if found.symbol is not None:
-            return describe(found.symbol, workspace)
+            return describe(found.symbol, tools)
         owner = ".".join((member.root.name, *member.chain))
         return _code(f"({found.kind}) {owner}") + "\n\n" + found.detail
     for use in index.uses:
@@ -41,7 +41,7 @@ def hover_text(analysis: Analysis, offset: int, workspace: Path | None) -> str |
     return None
 
 
-def describe(symbol: Symbol, workspace: Path | None) -> str:
+def describe(symbol: Symbol, tools: ToolCatalog) -> str:
     origin = symbol.origin
     kind = origin.kind
     if kind in (PARAM, LOCAL):
@@ -55,13 +55,13 @@ def describe(symbol: Symbol, workspace: Path | None) -> str:
     lines = [_code(f'import {kind} {origin.name} from "{origin.uri}"')]
     if kind == TOOL:
         server = (
-            mcp_server_described(origin.uri or "", workspace)
+            tools.describe_server(origin.uri or "")
             if (origin.uri or "").startswith("mcp:")
             else None
         )
         if server is not None:
             lines.append(server)
-        methods = members_of(origin, (), workspace)
+        methods = members_of(origin, (), tools)
         if methods:
             lines.append("methods: " + ", ".join(f"`{member.name}`" for member in methods))
     elif kind == MEMORY:

@@ -4,7 +4,6 @@ properties. Hover, completion and definition all read members through here."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from agentscript.app.lsp.index import (
     AGENT,
@@ -17,7 +16,7 @@ from agentscript.app.lsp.index import (
     TOOL,
     Symbol,
 )
-from agentscript.app.lsp.tool_methods import MEMORY_RESOURCE_METHODS, tool_methods
+from agentscript.app.lsp.tool_methods import MEMORY_RESOURCE_METHODS, ToolCatalog
 from agentscript.lang import ast
 
 METHOD = "method"
@@ -34,7 +33,7 @@ class Member:
     symbol: Symbol | None = None
 
 
-def members_of(root: Symbol, chain: tuple[str, ...], workspace: Path | None) -> list[Member]:
+def members_of(root: Symbol, chain: tuple[str, ...], tools: ToolCatalog) -> list[Member]:
     """The members of `root.chain…` (chain empty: of `root` itself)."""
     origin = root.origin
     if not chain:
@@ -47,7 +46,7 @@ def members_of(root: Symbol, chain: tuple[str, ...], workspace: Path | None) -> 
         if origin.kind == TOOL:
             return [
                 Member(method.name, METHOD, method.summary)
-                for method in tool_methods(origin.uri or "", workspace)
+                for method in tools.methods(origin.uri or "")
             ]
         if origin.kind == MEMORY:
             return [
@@ -63,9 +62,9 @@ def members_of(root: Symbol, chain: tuple[str, ...], workspace: Path | None) -> 
     return _value_members(shape_type)
 
 
-def resolve_member(root: Symbol, chain: tuple[str, ...], workspace: Path | None) -> Member | None:
+def resolve_member(root: Symbol, chain: tuple[str, ...], tools: ToolCatalog) -> Member | None:
     """The member the last name of `chain` names."""
-    for member in members_of(root, chain[:-1], workspace):
+    for member in members_of(root, chain[:-1], tools):
         if member.name == chain[-1]:
             return member
     return None

@@ -9,6 +9,7 @@ from pathlib import Path
 from agentscript.app.lsp.analysis import Analysis
 from agentscript.app.lsp.index import FILE, DocumentIndex, Symbol
 from agentscript.app.lsp.members import resolve_member
+from agentscript.app.lsp.tool_methods import ToolCatalog
 from agentscript.runtime.errors import LoadError
 from agentscript.runtime.files import resolve_import_path
 
@@ -22,7 +23,7 @@ class Place:
     end: int
 
 
-def symbol_at(analysis: Analysis, offset: int, workspace: Path | None) -> Symbol | None:
+def symbol_at(analysis: Analysis, offset: int, tools: ToolCatalog) -> Symbol | None:
     """The declared thing the name at `offset` refers to (an agent's function after a dot too)."""
     index = analysis.index
     if index is None:
@@ -32,14 +33,14 @@ def symbol_at(analysis: Analysis, offset: int, workspace: Path | None) -> Symbol
         return occurrence.symbol
     member = index.member_at(offset)
     if member is not None and member.root is not None:
-        found = resolve_member(member.root, member.chain, workspace)
+        found = resolve_member(member.root, member.chain, tools)
         if found is not None:
             return found.symbol
     return None
 
 
-def definition(analysis: Analysis, offset: int, workspace: Path | None) -> Place | None:
-    symbol = symbol_at(analysis, offset, workspace)
+def definition(analysis: Analysis, offset: int, tools: ToolCatalog) -> Place | None:
+    symbol = symbol_at(analysis, offset, tools)
     if symbol is None:
         return None
     if symbol.kind == FILE and symbol.uri is not None and symbol.path is not None:
@@ -53,7 +54,7 @@ def definition(analysis: Analysis, offset: int, workspace: Path | None) -> Place
 
 
 def references(
-    symbol: Symbol, indexes: Iterable[DocumentIndex], workspace: Path | None, declaration: bool
+    symbol: Symbol, indexes: Iterable[DocumentIndex], tools: ToolCatalog, declaration: bool
 ) -> list[Place]:
     """Every place in `indexes` that names `symbol` (its declaration too when asked)."""
     key = symbol.origin.key
@@ -76,7 +77,7 @@ def references(
         for member in index.members:
             if member.root is None:
                 continue
-            resolved = resolve_member(member.root, member.chain, workspace)
+            resolved = resolve_member(member.root, member.chain, tools)
             named = resolved.symbol if resolved is not None else None
             if named is not None and named.origin.key == key:
                 add(index.path, member.start, member.end)

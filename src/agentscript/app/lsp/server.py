@@ -21,6 +21,7 @@ from agentscript.app.lsp.formatting import format_edits
 from agentscript.app.lsp.index import DocumentIndex
 from agentscript.app.lsp.positions import LineIndex
 from agentscript.app.lsp.semantic_tokens import TOKEN_TYPES, semantic_tokens
+from agentscript.app.lsp.tool_methods import Method, ToolCatalog
 from agentscript.runtime.loader import MAX_PROGRAM_BYTES
 
 DIAGNOSTICS_DELAY = 0.075
@@ -45,6 +46,10 @@ class AgentScriptServer(LanguageServer):
         self.programs = Workspace(self.read_text)
         self.analyses: dict[str, tuple[int | None, Analysis]] = {}
         self.pending: dict[str, asyncio.TimerHandle] = {}
+        # Whether the user allowed MCP servers to be started to list their tools, and what
+        # they listed (initialization option `startMcpServers`).
+        self.start_mcp_servers = False
+        self.listed_tools: dict[tuple[str, str], tuple[Method, ...]] = {}
 
     def read_text(self, path: Path) -> str | None:
         """A file's text: the editor's buffer when it is open, else the file on disk."""
@@ -90,9 +95,10 @@ class AgentScriptServer(LanguageServer):
             scheduled.cancel()
         self.pending[uri] = asyncio.get_running_loop().call_later(delay, self.publish, uri)
 
-    def tool_workspace(self, analysis: Analysis) -> Path | None:
-        """Where tools of this program look (the program's folder, as `run` defaults to)."""
-        return Path(analysis.path).parent if analysis.path is not None else None
+    def tools(self, analysis: Analysis) -> ToolCatalog:
+        """The tools of this program, which look in its folder (as `run` does by default)."""
+        folder = Path(analysis.path).parent if analysis.path is not None else None
+        return ToolCatalog(folder, self.start_mcp_servers, self.listed_tools)
 
     def indexes(self, analysis: Analysis) -> list[DocumentIndex]:
         """The indexes references are searched in: this document, every open document, and the
@@ -129,6 +135,12 @@ class AgentScriptServer(LanguageServer):
 def build_server() -> AgentScriptServer:
     server = AgentScriptServer()
 
+    @server.feature(types.INITIALIZE)
+    def on_initialize(ls: AgentScriptServer, params: types.InitializeParams) -> None:
+        options = params.initialization_options
+        if isinstance(options, dict):
+            ls.start_mcp_servers = options.get("startMcpServers") is True
+
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: AgentScriptServer, params: types.DidOpenTextDocumentParams) -> None:
         ls.publish(params.text_document.uri)
@@ -153,7 +165,7 @@ def build_server() -> AgentScriptServer:
     def on_hover(ls: AgentScriptServer, params: types.HoverParams) -> types.Hover | None:
         analysis = ls.analysis(params.text_document.uri)
         offset = analysis.lines.offset(params.position)
-        text = hover.hover_text(analysis, offset, ls.tool_workspace(analysis))
+        text = hover.hover_text(analysis, offset, ls.tools(analysis))
         if text is None:
             return None
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
@@ -164,19 +176,19 @@ def build_server() -> AgentScriptServer:
     ) -> types.Location | None:
         analysis = ls.analysis(params.text_document.uri)
         offset = analysis.lines.offset(params.position)
-        place = navigation.definition(analysis, offset, ls.tool_workspace(analysis))
+        place = navigation.definition(analysis, offset, ls.tools(analysis))
         return ls.location(place, analysis) if place is not None else None
 
     @server.feature(types.TEXT_DOCUMENT_REFERENCES)
     def on_references(ls: AgentScriptServer, params: types.ReferenceParams) -> list[types.Location]:
         analysis = ls.analysis(params.text_document.uri)
         offset = analysis.lines.offset(params.position)
-        workspace = ls.tool_workspace(analysis)
-        symbol = navigation.symbol_at(analysis, offset, workspace)
+        tools = ls.tools(analysis)
+        symbol = navigation.symbol_at(analysis, offset, tools)
         if symbol is None:
             return []
         places = navigation.references(
-            symbol, ls.indexes(analysis), workspace, params.context.include_declaration
+            symbol, ls.indexes(analysis), tools, params.context.include_declaration
         )
         return [
             location for place in places if (location := ls.location(place, analysis)) is not None
@@ -196,7 +208,7 @@ def build_server() -> AgentScriptServer:
                 kind=_COMPLETION_KINDS.get(item.kind, types.CompletionItemKind.Text),
                 detail=item.detail or None,
             )
-            for item in completion.complete(analysis, offset, ls.tool_workspace(analysis))
+            for item in completion.complete(analysis, offset, ls.tools(analysis))
         ]
         return types.CompletionList(is_incomplete=False, items=items)
 

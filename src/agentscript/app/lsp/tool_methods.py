@@ -2,15 +2,16 @@
 
 For the built-in schemes they are fixed (`sh://` ignores the method name, so `run` is offered);
 `memory://` lists the memory service's tools; an `mcp://` server's tools are only known once it
-runs, so the editor offers the generic `call` and the tools that the server's entry in
-`agentscript.mcp.json` names itself (other clients' `autoApprove` / `alwaysAllow` lists). The
-server is never started from here.
+runs, so by default the editor offers the generic `call` and the tools that the server's entry in
+`agentscript.mcp.json` names itself (other clients' `autoApprove` / `alwaysAllow` lists) without
+starting it. Only when the user allows it (the server's `startMcpServers` initialization
+option) is each server started once to list its tools, as `agentscript tools` does.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentscript.providers.tools.mcp_config import CONFIG_FILE, server_key
@@ -46,7 +47,52 @@ MEMORY_RESOURCE_METHODS = (
 )
 
 
+@dataclass
+class ToolCatalog:
+    """Tool methods for programs in `workspace` (where tools and `agentscript.mcp.json` are).
+
+    `listed` keeps what started servers answered, by workspace and URI, across requests (the
+    language server holds one dict), so a server is started at most once.
+    """
+
+    workspace: Path | None
+    start_mcp_servers: bool = False
+    listed: dict[tuple[str, str], tuple[Method, ...]] = field(default_factory=dict)
+
+    def methods(self, uri: str) -> tuple[Method, ...]:
+        if uri.split(":", 1)[0].lower() == "mcp" and self.start_mcp_servers:
+            return (_MCP_CALL, *self._started_server_tools(uri))
+        return tool_methods(uri, self.workspace)
+
+    def describe_server(self, uri: str) -> str | None:
+        return mcp_server_described(uri, self.workspace)
+
+    def _started_server_tools(self, uri: str) -> tuple[Method, ...]:
+        if self.workspace is None:
+            return ()
+        key = (str(self.workspace), uri)
+        if key not in self.listed:
+            self.listed[key] = _listed_by_server(self.workspace, uri)
+        return self.listed[key]
+
+
+def _listed_by_server(workspace: Path, uri: str) -> tuple[Method, ...]:
+    """Start the server, list its tools, stop it; nothing when it cannot start or answer."""
+    from agentscript.providers.tools.mcp import list_server_tools
+    from agentscript.runtime.errors import AgentScriptError
+
+    try:
+        tools = list_server_tools(workspace, uri)
+    except AgentScriptError:
+        return ()
+    return tuple(
+        Method(str(tool["name"]), str(tool.get("description") or "").split("\n", 1)[0])
+        for tool in tools
+    )
+
+
 def tool_methods(uri: str, workspace: Path | None) -> tuple[Method, ...]:
+    """The methods known without starting anything."""
     scheme = uri.split(":", 1)[0].lower()
     if scheme == "file":
         return _FILE
