@@ -203,6 +203,8 @@ async def test_hover_tells_shapes_budgets_tools_and_imported_agents(
     assert "**description**: Does one task and reports back." in agent
     assert "input: `main func(task)`" in agent and "declared in `worker.as`" in agent
     assert "(field) step.action" in await _hover(client, uri, MAIN, "action,", 0)
+    generate = await _hover(client, uri, MAIN, "generate({", 2)
+    assert "answer checked against `{ action string, query string }`, up to 2 attempts" in generate
 
 
 @pytest.mark.asyncio

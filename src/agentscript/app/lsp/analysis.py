@@ -111,7 +111,11 @@ class Workspace:
         key = str(target)
         if key in stack or key == importer:
             return None
-        text = self.read_text(target)
+        return self.file_index(key, [*stack, importer])
+
+    def file_index(self, key: str, stack: list[str]) -> DocumentIndex | None:
+        """The index of the file at path `key` as it is now (buffer or disk), cached by text."""
+        text = self.read_text(Path(key))
         if text is None:
             return None
         cached = self._imported.get(key)
@@ -124,7 +128,7 @@ class Workspace:
                 outcome.program,
                 text,
                 key,
-                lambda inner: self.imported_index(inner, key, [*stack, importer]),
+                lambda inner: self.imported_index(inner, key, stack),
             )
         self._imported[key] = (text, index)
         return index

@@ -35,6 +35,10 @@ def hover_text(analysis: Analysis, offset: int, tools: ToolCatalog) -> str | Non
             return describe(found.symbol, tools)
         owner = ".".join((member.root.name, *member.chain))
         return _code(f"({found.kind}) {owner}") + "\n\n" + found.detail
+    for generate in index.generates:
+        start = generate.range.start_offset
+        if start <= offset <= start + len("generate"):
+            return describe_generate(generate)
     for use in index.uses:
         if use.range.start_offset <= offset <= use.range.end_offset:
             return describe_use(use)
@@ -107,6 +111,23 @@ def describe_use(use: ast.UseStmt | ast.UseOneOfStmt) -> str:
     else:
         lines.append("budget: none (the whole value)")
     lines.append(f"label: {use.label}" if use.label is not None else "label: the expression")
+    return "\n\n".join(lines)
+
+
+def describe_generate(generate: ast.GenerateExpr) -> str:
+    """The options as written and what the answer must look like."""
+    options = ", ".join(
+        f"{prop.key}: {format_expr(prop.value)}"
+        for prop in generate.options.properties
+        if prop.key != "input"
+    )
+    lines = [_code(f"generate({{ {options} }})" if options else "generate")]
+    if generate.return_shape is not None:
+        attempts = generate.options.attempts
+        tries = f", up to {attempts:g} attempts" if attempts is not None else ""
+        lines.append(f"answer checked against `{shape_text(generate.return_shape)}`{tries}")
+    else:
+        lines.append("free-form: the model's text is the result")
     return "\n\n".join(lines)
 
 

@@ -10,8 +10,10 @@ caller supplies, so definitions and references cross files.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from agentscript.lang import ast
 from agentscript.lang.errors import SourceRange
@@ -143,19 +145,14 @@ class DocumentIndex:
     scopes: list[Scope] = field(default_factory=list)
     uses: list[ast.UseStmt | ast.UseOneOfStmt] = field(default_factory=list)
     shapes: list[ast.ShapeObjectExpr] = field(default_factory=list)
-    generate_options: list[ast.GenerateOptionsExpr] = field(default_factory=list)
+    generates: list[ast.GenerateExpr] = field(default_factory=list)
 
     def occurrence_at(self, offset: int) -> Occurrence | None:
-        for occurrence in self.occurrences:
-            if occurrence.start <= offset <= occurrence.end:
-                return occurrence
-        return None
+        """The identifier under `offset` (the cursor may sit just after its last character)."""
+        return _spanning(self.occurrences, offset)
 
     def member_at(self, offset: int) -> MemberOccurrence | None:
-        for member in self.members:
-            if member.start <= offset <= member.end:
-                return member
-        return None
+        return _spanning(self.members, offset)
 
     def scope_at(self, offset: int) -> Scope | None:
         """The innermost scope around `offset`."""
@@ -172,6 +169,17 @@ class DocumentIndex:
         for info in self.agents.values():
             yield info.symbol
             yield from info.functions.values()
+
+
+_Spanned = TypeVar("_Spanned", Occurrence, MemberOccurrence)
+
+
+def _spanning(spans: list[_Spanned], offset: int) -> _Spanned | None:
+    """The span of `spans` (sorted by start, not overlapping) that holds `offset`."""
+    position = bisect_right([span.start for span in spans], offset) - 1
+    if position >= 0 and spans[position].start <= offset <= spans[position].end:
+        return spans[position]
+    return None
 
 
 ImportedAgents = Callable[[ast.ImportDecl], "DocumentIndex | None"]
@@ -368,7 +376,7 @@ class _Indexer:
         elif isinstance(expr, ast.MemberExpr):
             self.member(expr, scope)
         elif isinstance(expr, ast.GenerateExpr):
-            self.index.generate_options.append(expr.options)
+            self.index.generates.append(expr)
             for prop in expr.options.properties:
                 self.expr(prop.value, scope)
             if expr.return_shape is not None:

@@ -112,11 +112,9 @@ class AgentScriptServer(LanguageServer):
             for symbol in analysis.index.imports.values():
                 origin = symbol.target
                 if origin is not None and origin.path is not None:
-                    text = self.read_text(Path(origin.path))
-                    if text is not None:
-                        index = self.programs.analyze(text, origin.path).index
-                        if index is not None and all(i.path != index.path for i in found):
-                            found.append(index)
+                    index = self.programs.file_index(origin.path, [])
+                    if index is not None and all(i.path != index.path for i in found):
+                        found.append(index)
         return found
 
     def location(self, place: navigation.Place, analysis: Analysis) -> types.Location | None:
@@ -151,7 +149,10 @@ def build_server() -> AgentScriptServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: AgentScriptServer, params: types.DidSaveTextDocumentParams) -> None:
-        ls.publish(params.text_document.uri)
+        # Another open program may import the saved one: check them all again.
+        for uri in list(ls.workspace.text_documents):
+            ls.analyses.pop(uri, None)
+            ls.publish(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: AgentScriptServer, params: types.DidCloseTextDocumentParams) -> None:
