@@ -64,6 +64,10 @@ def test_the_repl_highlights_what_is_typed() -> None:
         shown += _read_until(controller, b"\x1b[0m>")
         os.write(controller, b"agent Helper {")
         shown += _read_until(controller, b"Helper")
+        os.write(controller, b' role "helps" }\r')
+        shown += _read_until(controller, b"added agent Helper")
+        os.write(controller, b":show\r")
+        listed = _read_until(controller, b"}\r\n")
         os.write(controller, b"\x04\x04")  # end of input
     finally:
         repl.kill()
@@ -72,6 +76,8 @@ def test_the_repl_highlights_what_is_typed() -> None:
     typed = shown.split(b"\x1b[0m>", 1)[1]
     before_agent = typed.split(b"agent", 1)[0]
     assert b"38;5;" in before_agent  # `agent` is drawn in a colour of the lexer's style
+    # `:show` prints the program highlighted too (a string in the lexer's string colour).
+    assert b'\x1b[38;5;124m"helps"' in listed.split(b":show", 1)[1]
 
 
 def _read_until(descriptor: int, wanted: bytes, timeout: float = 30.0) -> bytes:

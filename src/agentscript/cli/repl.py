@@ -203,7 +203,12 @@ class ReplSession:
         self._say(f"main agent {argument}")
 
     def _show(self, argument: str) -> None:
-        self._say(self._source().rstrip("\n") or "(empty program)")
+        source = self._source().rstrip("\n")
+        if source and self._out.isatty():
+            from agentscript.cli.highlight import highlight
+
+            source = highlight(source)
+        self._say(source or "(empty program)")
 
     def _parse(self, argument: str) -> None:
         self._say(render.to_json(self._program().to_json()))
