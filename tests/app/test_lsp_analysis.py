@@ -158,3 +158,21 @@ def test_mcp_servers_list_their_tools_once_when_the_user_allows_it() -> None:
     labels = [item.label for item in completion.complete(analysis, offset, allowed)]
     assert {"call", "search", "get"} <= set(labels)
     assert list(allowed.listed) == [(str(tutorial), "mcp://notes")]
+
+
+def test_an_agent_import_that_cannot_load_is_reported_on_its_import(tmp_path: Path) -> None:
+    text = 'import agent Missing from "./missing.as"\nmain agent A {\n    main func() {\n        return Missing(1)\n    }\n}\n'
+    analysis = _analyse(text, tmp_path / "main.as")
+    (problem,) = [d for d in analysis.diagnostics if d.code == "IMPORT_ERROR"]
+    assert "missing.as" in problem.message
+    assert problem.range.start.line == 1 and problem.range.end.line == 1
+
+
+def test_hover_on_a_file_import_names_the_file(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("# notes\n", encoding="utf-8")
+    text = 'import file Notes from "./notes.md"\nimport file Gone from "./gone.md"\n'
+    analysis = _analyse(text, tmp_path / "main.as")
+    found = hover.hover_text(analysis, text.index("Notes"), ToolCatalog(tmp_path))
+    assert found is not None and f"`{tmp_path / 'notes.md'}`, read" in found
+    gone = hover.hover_text(analysis, text.index("Gone"), ToolCatalog(tmp_path))
+    assert gone is not None and "(not found)" in gone

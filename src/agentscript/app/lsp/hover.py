@@ -15,6 +15,8 @@ from agentscript.app.lsp.members import members_of, resolve_member, shape_text, 
 from agentscript.app.lsp.tool_methods import ToolCatalog
 from agentscript.lang import ast
 from agentscript.lang.formatter import format_expr
+from agentscript.runtime.errors import LoadError
+from agentscript.runtime.files import resolve_import_path
 
 
 def hover_text(analysis: Analysis, offset: int, tools: ToolCatalog) -> str | None:
@@ -75,8 +77,20 @@ def describe(symbol: Symbol, tools: ToolCatalog) -> str:
             "the model that `generate` calls when an agent sets `model " + origin.name + "`"
         )
     elif kind == FILE:
-        lines.append("the file's content, read when the program starts")
+        lines.append(_describe_file(origin))
     return "\n\n".join(lines)
+
+
+def _describe_file(symbol: Symbol) -> str:
+    """Where an `import file` points, and whether that file is there."""
+    if symbol.path is None or symbol.uri is None:
+        return "the file's content, read when the program starts"
+    try:
+        target = resolve_import_path(symbol.uri, FILE, Path(symbol.path).parent)
+    except LoadError as problem:
+        return str(problem)
+    state = "" if target.is_file() else " (not found)"
+    return f"the content of `{target}`{state}, read when the program starts"
 
 
 def _describe_agent(symbol: Symbol) -> str:
