@@ -125,6 +125,28 @@ async def test_an_error_is_published_with_its_code_and_range_and_cleared_when_fi
 
 
 @pytest.mark.asyncio
+async def test_a_burst_of_changes_is_checked_once_at_its_end(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    uri = _open(client, tmp_path, "main.as", MAIN)
+    await _diagnostics(client, uri)
+    for version in range(2, 7):
+        text = MAIN.replace("inptu", "inpu" if version < 6 else "input")
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+            )
+        )
+    published: list[int | None] = []
+    while 6 not in published:
+        params = await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        published.append(params.version)
+    assert published == [6]  # the edits 2-5 came within the debounce delay of each other
+    assert list(client.diagnostics[uri]) == []
+
+
+@pytest.mark.asyncio
 async def test_did_you_mean_is_offered_as_a_quick_fix(
     client: LanguageClient, tmp_path: Path
 ) -> None:
