@@ -16,6 +16,7 @@ from agentscript import __version__
 from agentscript.cli import actions
 from agentscript.cli.autonomy import autonomy_group
 from agentscript.cli.feedback import feedback_command
+from agentscript.cli.fmt import fmt_command
 from agentscript.cli.lsp import lsp_command
 from agentscript.cli.memory import memory_group
 from agentscript.cli.memory_service import add_service_commands
@@ -301,6 +302,7 @@ cli.add_command(reflect_command)
 cli.add_command(profile_group)
 cli.add_command(autonomy_group)
 cli.add_command(lsp_command)
+cli.add_command(fmt_command)
 
 
 def invoke(args: list[str]) -> int:

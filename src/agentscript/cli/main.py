@@ -29,6 +29,7 @@ SUBCOMMANDS = frozenset(
         "profile",
         "autonomy",
         "lsp",
+        "fmt",
     }
 )
 
