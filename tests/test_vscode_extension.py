@@ -19,6 +19,7 @@ def test_the_extension_builds_into_a_vsix(tmp_path: Path) -> None:
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("node and npm are needed (.ci/run installs them from Debian)")
     before = sorted(path.name for path in EXTENSION.iterdir())
+    subprocess.run(["node", "--check", str(EXTENSION / "src" / "extension.js")], check=True)
     done = subprocess.run(
         ["bash", str(EXTENSION / "build.sh"), str(tmp_path)],
         capture_output=True,

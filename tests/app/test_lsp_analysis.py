@@ -176,3 +176,18 @@ def test_hover_on_a_file_import_names_the_file(tmp_path: Path) -> None:
     assert found is not None and f"`{tmp_path / 'notes.md'}`, read" in found
     gone = hover.hover_text(analysis, text.index("Gone"), ToolCatalog(tmp_path))
     assert gone is not None and "(not found)" in gone
+
+
+def test_a_wrong_argument_count_points_at_the_declaration(tmp_path: Path) -> None:
+    text = (
+        "main agent A {\n    func twice(a, b) {\n        return a\n    }\n"
+        "    main func() {\n        return twice(1)\n    }\n}\n"
+    )
+    analysis = _analyse(text, tmp_path / "main.as")
+    uri = (tmp_path / "main.as").as_uri()
+    (problem,) = diagnostics.to_lsp(analysis, uri)
+    assert problem.code == "INVALID_ARGUMENT_COUNT"
+    assert problem.related_information is not None
+    (declared,) = problem.related_information
+    assert declared.location.range.start.line == 1
+    assert declared.message == "'A.twice' is declared here with 2 parameter(s)"

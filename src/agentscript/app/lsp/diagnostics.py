@@ -11,6 +11,7 @@ from lsprotocol import types
 
 from agentscript.app.lsp.analysis import Analysis
 from agentscript.app.lsp.positions import lsp_range
+from agentscript.lang import ast
 from agentscript.lang.errors import Diagnostic
 
 SOURCE = "agentscript"
@@ -20,6 +21,7 @@ _DUPLICATES = frozenset(
     {"DUPLICATE_AGENT", "DUPLICATE_FUNCTION", "DUPLICATE_IMPORT", "DUPLICATE_PARAM"}
 )
 _QUOTED = re.compile(r"'([^']+)'")
+_ARGUMENT_COUNT = "INVALID_ARGUMENT_COUNT"
 
 
 def to_lsp(analysis: Analysis, uri: str) -> list[types.Diagnostic]:
@@ -68,7 +70,10 @@ def suggestions_for(analysis: Analysis, diagnostic: Diagnostic) -> list[str]:
 def _related(
     analysis: Analysis, uri: str, diagnostic: Diagnostic
 ) -> list[types.DiagnosticRelatedInformation] | None:
-    """For a duplicate: where the name was first declared."""
+    """For a duplicate: where the name was first declared. For a call with the wrong number of
+    arguments: the function's declaration, when it is in this file."""
+    if diagnostic.code == _ARGUMENT_COUNT and analysis.index is not None:
+        return _declared_function(analysis, uri, diagnostic)
     if diagnostic.code not in _DUPLICATES or analysis.index is None:
         return None
     named = _QUOTED.search(diagnostic.message)
@@ -87,6 +92,28 @@ def _related(
                 )
             ]
     return None
+
+
+def _declared_function(
+    analysis: Analysis, uri: str, diagnostic: Diagnostic
+) -> list[types.DiagnosticRelatedInformation] | None:
+    named = _QUOTED.search(diagnostic.message)
+    if named is None or "." not in named.group(1) or analysis.index is None:
+        return None
+    agent, function = named.group(1).split(".", 1)
+    info = analysis.index.agents.get(agent)
+    declared = info.functions.get(function) if info is not None else None
+    if declared is None or not isinstance(declared.declaration, ast.FuncDecl):
+        return None
+    count = len(declared.declaration.params)
+    return [
+        types.DiagnosticRelatedInformation(
+            location=types.Location(
+                uri=uri, range=analysis.lines.range(declared.start, declared.end)
+            ),
+            message=f"'{named.group(1)}' is declared here with {count} parameter(s)",
+        )
+    ]
 
 
 def quick_fixes(uri: str, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:

@@ -41,6 +41,9 @@ _COMPLETION_KINDS = {
 
 
 class AgentScriptServer(LanguageServer):
+    """The server's state: the analysis of each open document (by URI, with the version it was
+    made for), the indexes of imported files, and the pending diagnostics timers."""
+
     def __init__(self) -> None:
         super().__init__("agentscript", __version__)
         self.programs = Workspace(self.read_text)
