@@ -39,7 +39,7 @@ class Analysis:
         text: str,
         outcome: ParseOutcome,
         diagnostics: list[Diagnostic],
-        build: Callable[[], DocumentIndex | None],
+        build: Callable[[int | None], DocumentIndex | None],
     ) -> None:
         self.path = path
         self.text = text
@@ -49,7 +49,14 @@ class Analysis:
 
     @cached_property
     def index(self) -> DocumentIndex | None:
-        return self._build()
+        return self._build(None)
+
+    def names_at(self, offset: int) -> list[str]:
+        """The names in scope at `offset`, from the index when a feature has built it, else
+        from indexing only the agent there (what diagnostics' suggestions need)."""
+        index = self.__dict__.get("index") or self._build(offset)
+        scope = index.scope_at(offset) if index is not None else None
+        return list(scope.visible(offset)) if scope is not None else []
 
     @cached_property
     def lines(self) -> LineIndex:
@@ -72,11 +79,11 @@ class Workspace:
         diagnostics: list[Diagnostic] = []
         program = outcome.program
 
-        def build() -> DocumentIndex | None:
+        def build(around: int | None) -> DocumentIndex | None:
             if program is None:
                 return None
             return build_index(
-                program, text, path, lambda decl: self.imported_index(decl, path, [])
+                program, text, path, lambda decl: self.imported_index(decl, path, []), around
             )
 
         if outcome.error is not None:

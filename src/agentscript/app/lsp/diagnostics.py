@@ -51,7 +51,7 @@ def _converted(analysis: Analysis, uri: str, diagnostic: Diagnostic) -> types.Di
 
 def suggestions_for(analysis: Analysis, diagnostic: Diagnostic) -> list[str]:
     """Names in scope at the diagnostic that are spelled like the unknown one."""
-    if diagnostic.code not in _MISSPELLED or analysis.index is None:
+    if diagnostic.code not in _MISSPELLED or analysis.outcome.program is None:
         return []
     named = _QUOTED.search(diagnostic.message)
     if named is None:
@@ -60,10 +60,7 @@ def suggestions_for(analysis: Analysis, diagnostic: Diagnostic) -> list[str]:
     offset = diagnostic.range.start_offset
     if analysis.text[offset : diagnostic.range.end_offset] != wrong:
         return []  # the range covers more than the name: no one-word fix applies
-    scope = analysis.index.scope_at(offset)
-    candidates = [
-        name for name in (scope.visible(offset) if scope else {}) if not name.startswith("__")
-    ]
+    candidates = [name for name in analysis.names_at(offset) if not name.startswith("__")]
     return difflib.get_close_matches(wrong, candidates, n=3, cutoff=0.6)
 
 

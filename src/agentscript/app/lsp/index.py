@@ -186,9 +186,15 @@ ImportedAgents = Callable[[ast.ImportDecl], "DocumentIndex | None"]
 
 
 def build_index(
-    program: ast.Program, text: str, path: str | None, imported: ImportedAgents
+    program: ast.Program,
+    text: str,
+    path: str | None,
+    imported: ImportedAgents,
+    around: int | None = None,
 ) -> DocumentIndex:
-    return _Indexer(program, text, path, imported).run()
+    """The document's index. With `around`, only the bodies of the agent holding that offset
+    are walked (enough to know the names in scope there, for a fraction of the work)."""
+    return _Indexer(program, text, path, imported, around).run()
 
 
 _IMPORT_NAME = re.compile(r"import\s+\w+\s+([A-Za-z_][\w-]*)")
@@ -198,11 +204,17 @@ _FUNC_NAME = re.compile(r"(?:main\s+)?func\s*([A-Za-z_][\w-]*)?")
 
 class _Indexer:
     def __init__(
-        self, program: ast.Program, text: str, path: str | None, imported: ImportedAgents
+        self,
+        program: ast.Program,
+        text: str,
+        path: str | None,
+        imported: ImportedAgents,
+        around: int | None,
     ) -> None:
         self.program = program
         self.index = DocumentIndex(path=path, text=text)
         self.imported = imported
+        self.around = around
 
     def name_span(self, pattern: re.Pattern[str], node: ast.Node) -> tuple[int, int]:
         """Where a declaration writes its name (its keyword when it has none)."""
@@ -248,7 +260,9 @@ class _Indexer:
                 self.declare(function)
         program_scope = self.program_scope()
         for info in list(index.agents.values()):
-            self.agent(info, program_scope)
+            where = info.declaration.range
+            if self.around is None or where.start_offset <= self.around <= where.end_offset:
+                self.agent(info, program_scope)
         index.occurrences.sort(key=lambda occurrence: occurrence.start)
         index.members.sort(key=lambda member: member.start)
         return index
