@@ -97,6 +97,9 @@ class RunConfig:
     # Rewrite new experiences with a model: None (the rules' text), "program" (the program's
     # own model), a model URI, or a provider.
     learn_model: str | LlmProvider | None = None
+    # The prompt layout, "0.1.0" or "compact"; None lets the provider choose (compact for the
+    # providers that enforce shapes natively, 0.1.0 for the mock and the dry run).
+    prompt_layout: str | None = None
 
 
 def build_llm(config: RunConfig, owned: list[Closeable]) -> LlmProvider:
@@ -105,6 +108,11 @@ def build_llm(config: RunConfig, owned: list[Closeable]) -> LlmProvider:
     llm = _base_llm(config)
     if isinstance(llm, Closeable) and llm is not config.model:
         owned.append(llm)
+    if config.prompt_layout is not None:
+        from agentscript.providers.llm.layout import FixedLayout
+        from agentscript.runtime.context import PromptLayout
+
+        llm = FixedLayout(llm, PromptLayout(config.prompt_layout))
     if config.record is not None:
         from agentscript.providers.llm.recording import RecordingLlm
 

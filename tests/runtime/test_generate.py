@@ -516,7 +516,15 @@ def test_successful_generate_after_repairs_records_the_errors(
 
 def test_first_time_success_has_no_errors(run: Run, program: Program, make_llm: MakeLlm) -> None:
     (event,) = run(program(DECIDE), llm=make_llm({"ok": False})).trace
-    assert set(event["data"]) == {"instruction", "attempts", "budget", "debug", "context", "result"}
+    assert set(event["data"]) == {
+        "instruction",
+        "attempts",
+        "budget",
+        "debug",
+        "context",
+        "result",
+        "promptTokens",
+    }
 
 
 def test_failed_generate_is_traced(run: Run, program: Program, make_llm: MakeLlm) -> None:

@@ -162,7 +162,15 @@ def test_agent_event_nests_the_callee_events(full_run: Any) -> None:
 
 def test_generate_event(full_run: Any) -> None:
     data = full_run.trace[8]["data"]
-    assert list(data) == ["instruction", "attempts", "budget", "debug", "context", "result"]
+    assert list(data) == [
+        "instruction",
+        "attempts",
+        "budget",
+        "debug",
+        "context",
+        "result",
+        "promptTokens",
+    ]
     assert data["instruction"] == {"task": "brief"}
     assert (data["attempts"], data["budget"], data["debug"]) == (1, None, False)
     assert data["result"] == {"ok": True}

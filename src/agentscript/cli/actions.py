@@ -38,6 +38,7 @@ class RunOptions:
     function: str | None = None
     model: ModelChoice = "real"
     responses: str | None = None
+    prompt_layout: str | None = None  # "0.1.0" or "compact"; None lets the provider choose
     trace: str | None = None  # a file to write the trace to, or "pretty"
     verbose: bool = False
     quiet: bool = False
@@ -138,6 +139,7 @@ def _run(options: RunOptions) -> int:
         learn=options.learn,
         learn_model=options.learn_model,
         memory_db=options.memory_db,
+        prompt_layout=options.prompt_layout,
     )
     try:
         result = api.run(program, input_value, config)

@@ -113,6 +113,11 @@ def cli(ctx: click.Context) -> None:
     "(put --mock after the program, or write --mock=FILE).",
 )
 @click.option("--dry-run", is_flag=True, help="Print each prompt to stderr instead of sending it.")
+@click.option(
+    "--prompt-layout",
+    type=click.Choice(["0.1.0", "compact"]),
+    help="Prompt layout (default: compact for real providers, 0.1.0 for --mock/--dry-run).",
+)
 @click.option("--trace", metavar="FILE|pretty", help="Write the trace to FILE, or print it.")
 @click.option("--verbose", is_flag=True, help="Print the trace after the result.")
 @click.option("--quiet", is_flag=True, help="Print only the result value.")
@@ -165,6 +170,7 @@ def run_command(
     function: str | None,
     responses: str | None,
     dry_run: bool,
+    prompt_layout: str | None,
     trace: str | None,
     verbose: bool,
     quiet: bool,
@@ -211,6 +217,7 @@ def run_command(
         function=function,
         model="dry-run" if dry_run else "mock" if responses is not None else "real",
         responses=responses or None,
+        prompt_layout=prompt_layout,
         trace=trace,
         verbose=verbose,
         quiet=quiet,

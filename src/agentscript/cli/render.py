@@ -152,6 +152,20 @@ _KIND_STYLES = {
 }
 
 
+def token_line(breakdown: dict[str, Any]) -> str:
+    """`system 14 · [0] input.question 9 · [notes] 120 · instruction 15 · schema 31 · total
+    189 (estimated)`: where a prompt's tokens go, from BuiltContext.token_breakdown()."""
+    parts = [f"system {breakdown['system']}"]
+    for item in breakdown["context"]:
+        name = item.get("label", item["index"])
+        parts.append(f"[{name}] {item['tokens']}")
+    parts.append(f"instruction {breakdown['instruction']}")
+    if breakdown["schema"]:
+        parts.append(f"schema {breakdown['schema']}")
+    parts.append(f"total {breakdown['total']} (estimated)")
+    return " · ".join(parts)
+
+
 class PromptPrinter:
     """Shows each prompt of a dry run, so the exact model input can be read before paying for it.
 
@@ -169,6 +183,7 @@ class PromptPrinter:
             f"=== {title} ===\n"
             f"--- system ---\n{request.built.system}\n"
             f"--- user ---\n{request.built.final_user_message}\n"
+            f"--- tokens ---\n{token_line(request.built.token_breakdown())}\n"
             f"=== end of prompt {self._count} ===\n"
         )
         self._stream.flush()

@@ -12,7 +12,12 @@ from typing import Any, TextIO
 
 from agentscript.lang import ast
 from agentscript.runtime.budgets import RunMeter
-from agentscript.runtime.context import BuiltContext, ContextItem, build_context
+from agentscript.runtime.context import (
+    BuiltContext,
+    ContextItem,
+    PromptLayout,
+    build_context,
+)
 from agentscript.runtime.errors import AgentScriptError, ExecutionError, ModelOutputError
 from agentscript.runtime.jsjson import stringify
 from agentscript.runtime.ports import GenerateRequest, LlmProvider
@@ -65,6 +70,18 @@ class GenerateCall:
     items: list[ContextItem]
     instruction: Any
     settings: GenerateSettings
+    layout: PromptLayout = PromptLayout.ORIGINAL
+
+
+def prompt_layout_of(llm: LlmProvider, model: LlmBinding | None) -> PromptLayout:
+    """The layout a provider wants: one that enforces shapes natively (the HTTP providers)
+    declares `prompt_layout(model)`; the mock, scripted answers, the dry run and any other
+    provider get the 0.1.0 layout that programs written for the original expect."""
+    choose = getattr(llm, "prompt_layout", None)
+    if choose is None:
+        return PromptLayout.ORIGINAL
+    layout = choose(model)
+    return layout if isinstance(layout, PromptLayout) else PromptLayout.ORIGINAL
 
 
 def run_generate(
@@ -97,6 +114,7 @@ def run_generate(
             instruction,
             schema,
             settings.budget,
+            call.layout,
         )
         if settings.debug and debug_stream is not None:
             _print_debug(
@@ -165,7 +183,7 @@ def run_generate(
             error.at(where, call.path)
             failures.append(str(error))
             if attempt < settings.attempts:
-                instruction = repair_instruction(call.instruction, provider_message)
+                instruction = repair_instruction(call.instruction, provider_message, call.layout)
                 continue
             _trace_failure(tracer, call, built, attempt, failures, usage)
             raise
@@ -173,7 +191,7 @@ def run_generate(
             error.at(where, call.path)
             failures.append(str(error))
             if has_output and shape is not None and attempt < settings.attempts:
-                instruction = repair_instruction(call.instruction, str(error), raw)
+                instruction = repair_instruction(call.instruction, str(error), call.layout, raw)
                 continue
             _trace_failure(tracer, call, built, attempt, failures, usage)
             raise
@@ -184,6 +202,7 @@ def run_generate(
             "debug": settings.debug,
             "context": built.to_json(),
             "result": sanitize(value),
+            "promptTokens": built.token_breakdown(),
         }
         if failures:
             data["errors"] = failures
@@ -197,12 +216,19 @@ def run_generate(
 _NO_OUTPUT: Any = object()
 
 
-def repair_instruction(original: Any, error: str, output: Any = _NO_OUTPUT) -> Any:
+def repair_instruction(
+    original: Any,
+    error: str,
+    layout: PromptLayout = PromptLayout.ORIGINAL,
+    output: Any = _NO_OUTPUT,
+) -> Any:
     """The instruction for the next attempt: the original plus a repair message. The previous
-    output is shown when there was one (a JSON null counts; a non-JSON answer does not)."""
+    output is shown when there was one (a JSON null counts; a non-JSON answer does not), as
+    pretty JSON in the 0.1.0 layout and compact JSON in the compact one."""
     parts = ["Previous generation failed."]
     if output is not _NO_OUTPUT:
-        parts.append("Previous output:\n" + stringify(sanitize(output), 2))
+        indent = 2 if layout is PromptLayout.ORIGINAL else None
+        parts.append("Previous output:\n" + stringify(sanitize(output), indent))
     parts.append("Error:\n" + error)
     parts.append("Return corrected JSON matching the requested schema only.")
     message = "\n\n".join(parts)

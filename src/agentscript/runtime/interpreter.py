@@ -25,7 +25,12 @@ from agentscript.runtime.context import make_context_item
 from agentscript.runtime.entry import resolve_entry_input
 from agentscript.runtime.errors import AgentScriptError, ExecutionError
 from agentscript.runtime.files import load_file_import
-from agentscript.runtime.generate import GenerateCall, GenerateSettings, run_generate
+from agentscript.runtime.generate import (
+    GenerateCall,
+    GenerateSettings,
+    prompt_layout_of,
+    run_generate,
+)
 from agentscript.runtime.jsjson import utf16_length
 from agentscript.runtime.operators import BINARY, negate
 from agentscript.runtime.ports import (
@@ -772,14 +777,17 @@ class Interpreter:
         frame = scope.frame
         assert frame is not None
         instruction = self.evaluate(options.input, scope) if options.input is not None else None
+        model = scope.config_value("model")
+        layout = prompt_layout_of(self.options.llm, model if model is not MISSING else None)
         items = []
         for index, use in enumerate(scope.visible_uses()):
             statement = use.statement
             value = self.evaluate(statement.value, use.scope)
             items.append(
-                make_context_item(index, use.source, value, statement.budget, statement.label)
+                make_context_item(
+                    index, use.source, value, statement.budget, statement.label, layout
+                )
             )
-        model = scope.config_value("model")
         if model is MISSING:
             raise self.error("generate requires model in the current scope", expr.range, scope)
         identity: dict[str, str] = {}
@@ -798,6 +806,7 @@ class Interpreter:
             items=items,
             instruction=instruction,
             settings=GenerateSettings.from_options(options),
+            layout=layout,
         )
         return run_generate(
             call, self.options.llm, self.tracer, self.options.debug_stream, self.options.meter
