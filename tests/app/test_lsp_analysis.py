@@ -151,7 +151,7 @@ def test_mcp_servers_list_their_tools_once_when_the_user_allows_it() -> None:
     tutorial = Path(__file__).resolve().parents[2] / "tutorials" / "mcp"
     text = (tutorial / "mcp.as").read_text(encoding="utf-8")
     analysis = _analyse(text, tutorial / "mcp.as")
-    offset = text.index("Notes.get") + len("Notes.")
+    offset = text.index("note = Notes.get") + len("note = Notes.")
     offline = [item.label for item in completion.complete(analysis, offset, ToolCatalog(tutorial))]
     assert offline == ["call"]
     allowed = ToolCatalog(tutorial, start_mcp_servers=True)
@@ -191,3 +191,28 @@ def test_a_wrong_argument_count_points_at_the_declaration(tmp_path: Path) -> Non
     (declared,) = problem.related_information
     assert declared.location.range.start.line == 1
     assert declared.message == "'A.twice' is declared here with 2 parameter(s)"
+
+
+def test_import_uris_are_completed_with_the_configured_mcp_servers(tmp_path: Path) -> None:
+    (tmp_path / "agentscript.mcp.json").write_text(
+        json.dumps({"mcpServers": {"github": {"command": "gh-mcp"}}}), encoding="utf-8"
+    )
+    text = 'import tool Search from "'
+    analysis = _analyse(text, tmp_path / "main.as")
+    labels = [
+        item.label for item in completion.complete(analysis, len(text), ToolCatalog(tmp_path))
+    ]
+    assert {"sh://grep", "file://workspace", "env://process", "mcp://github"} <= set(labels)
+    model = 'import llm Model from "'
+    analysis = _analyse(model, tmp_path / "main.as")
+    labels = [
+        item.label for item in completion.complete(analysis, len(model), ToolCatalog(tmp_path))
+    ]
+    assert "openai://gpt-4.1-mini" in labels
+
+
+def test_nothing_is_completed_inside_a_string_or_a_comment(tmp_path: Path) -> None:
+    text = PROGRAM.replace('role "helper"', 'role "helper. a.')
+    analysis = _analyse(text, tmp_path / "main.as")
+    offset = text.index('"helper. a.') + len('"helper. a.')
+    assert completion.complete(analysis, offset, ToolCatalog(tmp_path)) == []

@@ -38,6 +38,7 @@ GENERATE_OPTIONS = {
 
 _MEMBER = re.compile(r"([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)\.([A-Za-z_][\w-]*)?$")
 _IMPORT_KIND = re.compile(r"^\s*import\s+\w*$")
+_IMPORT_URI = re.compile(r"^\s*import\s+(\w+)\s+[A-Za-z_][\w-]*\s+from\s+[\"'][^\"']*$")
 _SHAPE_TYPE = re.compile(r"(?:[A-Za-z_][\w-]*:?\s+|list\[)\w*$")
 _OPTION_KEY = re.compile(r"(?:^|[{,])\s*\w*$")
 # Braces outside strings and comments (the strings and comments match first and are skipped).
@@ -60,6 +61,11 @@ def complete(analysis: Analysis, offset: int, tools: ToolCatalog) -> list[Comple
     line_start = text.rfind("\n", 0, offset) + 1
     prefix = text[line_start:offset]
     index = analysis.index
+    uri = _IMPORT_URI.match(prefix)
+    if uri is not None:
+        return [Completion(choice, "value", detail) for choice, detail in tools.import_uris(uri[1])]
+    if _in_string(prefix):
+        return []
     member = _MEMBER.search(prefix)
     if member is not None:
         return _members(index, offset, member.group(1).split("."), tools) if index else []
@@ -71,6 +77,25 @@ def complete(analysis: Analysis, offset: int, tools: ToolCatalog) -> list[Comple
     if inside == _OPTIONS and _OPTION_KEY.search(prefix):
         return [Completion(name, "option", detail) for name, detail in GENERATE_OPTIONS.items()]
     return _keywords() + (_names(index, offset) if index is not None else [])
+
+
+def _in_string(prefix: str) -> bool:
+    """Whether the line's text before the cursor ends inside a string (or a comment)."""
+    quote: str | None = None
+    escaped = False
+    for position, char in enumerate(prefix):
+        if quote is not None:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = None
+        elif char in "\"'":
+            quote = char
+        elif prefix.startswith("//", position):
+            return True
+    return quote is not None
 
 
 def _members(

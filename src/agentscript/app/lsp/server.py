@@ -37,6 +37,7 @@ _COMPLETION_KINDS = {
     "property": types.CompletionItemKind.Property,
     "type": types.CompletionItemKind.TypeParameter,
     "option": types.CompletionItemKind.Property,
+    "value": types.CompletionItemKind.Value,
 }
 
 

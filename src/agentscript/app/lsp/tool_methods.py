@@ -64,6 +64,17 @@ class ToolCatalog:
             return (_MCP_CALL, *self._started_server_tools(uri))
         return tool_methods(uri, self.workspace)
 
+    def import_uris(self, kind: str) -> list[tuple[str, str]]:
+        """URIs an `import KIND N from "…"` may name, with what each is; for tools, the MCP
+        servers of the config file too (read, not started)."""
+        if kind != "tool":
+            return list(_IMPORT_URIS.get(kind, ()))
+        servers = _configured_servers(self.workspace)
+        return [
+            *_IMPORT_URIS["tool"],
+            *((f"mcp://{key}", f"MCP server '{key}' of {CONFIG_FILE}") for key in servers),
+        ]
+
     def describe_server(self, uri: str) -> str | None:
         return mcp_server_described(uri, self.workspace)
 
@@ -113,6 +124,41 @@ def _memory_service_methods() -> tuple[Method, ...]:
     from agentscript.memory.tools import TOOLS
 
     return tuple(Method(tool.method, tool.description.split(". ")[0]) for tool in TOOLS)
+
+
+_IMPORT_URIS: dict[str, tuple[tuple[str, str], ...]] = {
+    "tool": (
+        ("sh://grep", "search file contents in the workspace"),
+        ("sh://find", "find files in the workspace"),
+        ("sh://sed", "print lines of a workspace file"),
+        ("file://workspace", "read and write workspace files (undoable)"),
+        ("env://process", "read environment variables (secrets refused)"),
+        ("https://", "HTTP requests to one origin"),
+        ("memory://", "the long-term memory service"),
+    ),
+    "llm": (
+        ("openai://gpt-4.1-mini", "OpenAI or an OpenAI-compatible server"),
+        ("anthropic://claude-sonnet-4-5", "Anthropic"),
+        ("ollama://localhost:11434/llama3.2", "a local Ollama model"),
+    ),
+    "memory": (
+        ("file://./.agentscript/memory.jsonl", "a JSONL file"),
+        ("sqlite://./.agentscript/memory.db", "an SQLite database"),
+        ("postgresql://", "a PostgreSQL database"),
+    ),
+}
+
+
+def _configured_servers(workspace: Path | None) -> list[str]:
+    """The server names of the workspace's `agentscript.mcp.json` (none when unreadable)."""
+    if workspace is None:
+        return []
+    try:
+        raw = json.loads((workspace / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    servers = raw.get("mcpServers") if isinstance(raw, dict) else None
+    return [key for key in servers if isinstance(key, str)] if isinstance(servers, dict) else []
 
 
 def _server_entry(uri: str, workspace: Path | None) -> tuple[str, object] | None:
