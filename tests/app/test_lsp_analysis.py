@@ -216,3 +216,34 @@ def test_nothing_is_completed_inside_a_string_or_a_comment(tmp_path: Path) -> No
     analysis = _analyse(text, tmp_path / "main.as")
     offset = text.index('"helper. a.') + len('"helper. a.')
     assert completion.complete(analysis, offset, ToolCatalog(tmp_path)) == []
+
+
+def _fix(analysis: Analysis, uri: str, code: str) -> tuple[str, str]:
+    """The misspelled text a diagnostic's preferred quick fix replaces, and with what."""
+    (problem,) = [d for d in diagnostics.to_lsp(analysis, uri) if d.code == code]
+    (action, *_) = diagnostics.quick_fixes(uri, [problem])
+    assert action.edit is not None and action.edit.changes is not None
+    (edit,) = action.edit.changes[uri]
+    start = analysis.lines.offset(edit.range.start)
+    end = analysis.lines.offset(edit.range.end)
+    return analysis.text[start:end], edit.new_text
+
+
+def test_quick_fixes_replace_only_the_misspelled_part(tmp_path: Path) -> None:
+    text = (
+        'import llm Model from "openai://gpt-4.1-mini"\n'
+        'import memory Facts from "sqlite://facts.db"\n'
+        "main agent A {\n"
+        '    model Model\n    role "r"\n    description "d"\n'
+        "    func review(x) {\n        return x\n    }\n"
+        "    main func() {\n"
+        "        a = A.reviw(1)\n"
+        "        b = Facts.qeury(1)\n"
+        '        c = generate({ input: "x", atempts: 2 })\n'
+        "        return a\n    }\n}\n"
+    )
+    analysis = _analyse(text, tmp_path / "main.as")
+    uri = (tmp_path / "main.as").as_uri()
+    assert _fix(analysis, uri, "UNKNOWN_FUNCTION") == ("reviw", "review")
+    assert _fix(analysis, uri, "UNKNOWN_MEMORY_METHOD") == ("qeury", "query")
+    assert _fix(analysis, uri, "UNKNOWN_GENERATE_OPTION") == ("atempts", "attempts")

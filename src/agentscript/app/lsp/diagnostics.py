@@ -3,20 +3,20 @@ for duplicates (where the first one is), and did-you-mean suggestions that quick
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Any
 
-from lsprotocol import types
+from lsprotocol import converters, types
 
 from agentscript.app.lsp.analysis import Analysis
 from agentscript.app.lsp.positions import lsp_range
+from agentscript.app.lsp.suggestions import suggest
 from agentscript.lang import ast
 from agentscript.lang.errors import Diagnostic
 
 SOURCE = "agentscript"
-# Codes whose message names an unknown name that a close spelling may fix.
-_MISSPELLED = frozenset({"UNKNOWN_IDENTIFIER", "UNKNOWN_FUNCTION", "UNKNOWN_MODEL"})
+# Turns the quick fix's span into JSON for the diagnostic's data, and back.
+_RANGE = converters.get_converter()
 _DUPLICATES = frozenset(
     {"DUPLICATE_AGENT", "DUPLICATE_FUNCTION", "DUPLICATE_IMPORT", "DUPLICATE_PARAM"}
 )
@@ -30,12 +30,13 @@ def to_lsp(analysis: Analysis, uri: str) -> list[types.Diagnostic]:
 
 def _converted(analysis: Analysis, uri: str, diagnostic: Diagnostic) -> types.Diagnostic:
     data: dict[str, Any] | None = None
-    suggestions = suggestions_for(analysis, diagnostic)
+    suggestion = suggest(analysis, diagnostic)
     message = diagnostic.message
-    if suggestions:
-        data = {"suggestions": suggestions}
+    if suggestion is not None:
+        replace = analysis.lines.range(suggestion.start, suggestion.end)
+        data = {"suggestions": suggestion.names, "replace": _RANGE.unstructure(replace)}
         if "did you mean" not in message.lower():
-            message += f" (did you mean '{suggestions[0]}'?)"
+            message += f" (did you mean '{suggestion.names[0]}'?)"
     return types.Diagnostic(
         range=lsp_range(diagnostic.range),
         message=message,
@@ -47,21 +48,6 @@ def _converted(analysis: Analysis, uri: str, diagnostic: Diagnostic) -> types.Di
         related_information=_related(analysis, uri, diagnostic),
         data=data,
     )
-
-
-def suggestions_for(analysis: Analysis, diagnostic: Diagnostic) -> list[str]:
-    """Names in scope at the diagnostic that are spelled like the unknown one."""
-    if diagnostic.code not in _MISSPELLED or analysis.outcome.program is None:
-        return []
-    named = _QUOTED.search(diagnostic.message)
-    if named is None:
-        return []
-    wrong = named.group(1)
-    offset = diagnostic.range.start_offset
-    if analysis.text[offset : diagnostic.range.end_offset] != wrong:
-        return []  # the range covers more than the name: no one-word fix applies
-    candidates = [name for name in analysis.names_at(offset) if not name.startswith("__")]
-    return difflib.get_close_matches(wrong, candidates, n=3, cutoff=0.6)
 
 
 def _related(
@@ -118,6 +104,10 @@ def quick_fixes(uri: str, diagnostics: list[types.Diagnostic]) -> list[types.Cod
     actions: list[types.CodeAction] = []
     for diagnostic in diagnostics:
         data = diagnostic.data if isinstance(diagnostic.data, dict) else {}
+        try:
+            replace = _RANGE.structure(data["replace"], types.Range)
+        except (KeyError, TypeError, ValueError):
+            replace = diagnostic.range  # a diagnostic published without its span
         for suggestion in data.get("suggestions", []):
             actions.append(
                 types.CodeAction(
@@ -126,7 +116,7 @@ def quick_fixes(uri: str, diagnostics: list[types.Diagnostic]) -> list[types.Cod
                     diagnostics=[diagnostic],
                     is_preferred=suggestion == data["suggestions"][0],
                     edit=types.WorkspaceEdit(
-                        changes={uri: [types.TextEdit(range=diagnostic.range, new_text=suggestion)]}
+                        changes={uri: [types.TextEdit(range=replace, new_text=suggestion)]}
                     ),
                 )
             )
