@@ -275,6 +275,46 @@ async def test_definition_and_references_cross_files(
     ]
 
 
+@pytest.mark.asyncio
+async def test_rename_changes_every_reference_across_files(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    uri = _open(client, tmp_path, "main.as", MAIN)
+    await _diagnostics(client, uri)
+    edit = await client.text_document_rename_async(
+        types.RenameParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=_position(MAIN, "review(result)", 1),
+            new_name="inspect",
+        )
+    )
+    assert edit is not None and edit.changes is not None
+    worker_uri = _uri(tmp_path, "worker.as")
+    assert sorted(edit.changes) == sorted([uri, worker_uri])
+    (in_main,) = edit.changes[uri]
+    assert in_main.range.start == _position(MAIN, "review(result)")
+    (in_worker,) = edit.changes[worker_uri]
+    assert in_worker.range.start == _position(WORKER, "review(task)")
+    assert in_worker.new_text == "inspect"
+    with pytest.raises(Exception, match="is not a name"):
+        await client.text_document_rename_async(
+            types.RenameParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                position=_position(MAIN, "step.query", 1),
+                new_name="two words",
+            )
+        )
+    local = await client.text_document_rename_async(
+        types.RenameParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=_position(MAIN, "step.query", 1),
+            new_name="plan",
+        )
+    )
+    assert local is not None and local.changes is not None
+    assert len(local.changes[uri]) == MAIN.count("step.") + 1  # the assignment and every use
+
+
 async def _labels(client: LanguageClient, uri: str, text: str, needle: str) -> list[str]:
     result = await client.text_document_completion_async(
         types.CompletionParams(

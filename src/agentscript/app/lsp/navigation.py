@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,13 @@ from agentscript.app.lsp.members import resolve_member
 from agentscript.app.lsp.tool_methods import ToolCatalog
 from agentscript.runtime.errors import LoadError
 from agentscript.runtime.files import resolve_import_path
+
+_NAME = re.compile(r"[A-Za-z_](?:[A-Za-z0-9_]|-(?=[A-Za-z0-9_]))*")
+
+
+def is_name(text: str) -> bool:
+    """Whether `text` can name a variable, function or agent (the lexer's identifier rule)."""
+    return _NAME.fullmatch(text) is not None
 
 
 @dataclass(frozen=True, slots=True)

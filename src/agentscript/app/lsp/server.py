@@ -199,6 +199,24 @@ def build_server() -> AgentScriptServer:
             location for place in places if (location := ls.location(place, analysis)) is not None
         ]
 
+    @server.feature(types.TEXT_DOCUMENT_RENAME)
+    def on_rename(ls: AgentScriptServer, params: types.RenameParams) -> types.WorkspaceEdit | None:
+        if not navigation.is_name(params.new_name):
+            raise ValueError(f"'{params.new_name}' is not a name (letters, digits, _ and -)")
+        analysis = ls.analysis(params.text_document.uri)
+        offset = analysis.lines.offset(params.position)
+        tools = ls.tools(analysis)
+        symbol = navigation.symbol_at(analysis, offset, tools)
+        if symbol is None:
+            return None
+        changes: dict[str, list[types.TextEdit]] = {}
+        for place in navigation.references(symbol, ls.indexes(analysis), tools, True):
+            location = ls.location(place, analysis)
+            if location is not None:
+                edit = types.TextEdit(range=location.range, new_text=params.new_name)
+                changes.setdefault(location.uri, []).append(edit)
+        return types.WorkspaceEdit(changes=changes)
+
     @server.feature(
         types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=["."])
     )
