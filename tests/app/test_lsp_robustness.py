@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentscript.app.lsp import completion, diagnostics, hover, navigation, outline
+from agentscript.app.lsp import completion, diagnostics, hover, navigation, outline, signatures
 from agentscript.app.lsp.analysis import Workspace
 from agentscript.app.lsp.formatting import format_edits
 from agentscript.app.lsp.semantic_tokens import semantic_tokens
@@ -76,6 +76,7 @@ def test_every_feature_answers_on_an_edited_document(
     diagnostics.to_lsp(analysis, path.as_uri())
     hover.hover_text(analysis, offset, tools)
     completion.complete(analysis, offset, tools)
+    signatures.signature_at(analysis, offset)
     navigation.definition(analysis, offset, tools)
     symbol = navigation.symbol_at(analysis, offset, tools)
     if symbol is not None and analysis.index is not None:

@@ -315,6 +315,31 @@ async def test_rename_changes_every_reference_across_files(
     assert len(local.changes[uri]) == MAIN.count("step.") + 1  # the assignment and every use
 
 
+@pytest.mark.asyncio
+async def test_signature_help_inside_a_call(client: LanguageClient, tmp_path: Path) -> None:
+    typing = MAIN.replace(
+        "        return { goal", "        more = Worker.review(step, \n        return { goal"
+    )
+    uri = _open(client, tmp_path, "main.as", typing)
+    await _diagnostics(client, uri)
+    help = await client.text_document_signature_help_async(
+        types.SignatureHelpParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=_position(typing, "Worker.review(step, ", len("Worker.review(step, ")),
+        )
+    )
+    assert help is not None
+    assert [s.label for s in help.signatures] == ["Worker.review(task)"]
+    assert help.active_parameter == 0  # one parameter: the last stays active
+    call = await client.text_document_signature_help_async(
+        types.SignatureHelpParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=_position(typing, "Worker(step.query", len("Worker(")),
+        )
+    )
+    assert call is not None and call.signatures[0].label == "Worker(task)"
+
+
 async def _labels(client: LanguageClient, uri: str, text: str, needle: str) -> list[str]:
     result = await client.text_document_completion_async(
         types.CompletionParams(

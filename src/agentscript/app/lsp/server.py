@@ -15,7 +15,14 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from agentscript import __version__
-from agentscript.app.lsp import completion, diagnostics, hover, navigation, outline
+from agentscript.app.lsp import (
+    completion,
+    diagnostics,
+    hover,
+    navigation,
+    outline,
+    signatures,
+)
 from agentscript.app.lsp.analysis import Analysis, Workspace
 from agentscript.app.lsp.formatting import format_edits
 from agentscript.app.lsp.index import DocumentIndex
@@ -198,6 +205,30 @@ def build_server() -> AgentScriptServer:
         return [
             location for place in places if (location := ls.location(place, analysis)) is not None
         ]
+
+    @server.feature(
+        types.TEXT_DOCUMENT_SIGNATURE_HELP,
+        types.SignatureHelpOptions(trigger_characters=["(", ","]),
+    )
+    def on_signature_help(
+        ls: AgentScriptServer, params: types.SignatureHelpParams
+    ) -> types.SignatureHelp | None:
+        analysis = ls.analysis(params.text_document.uri)
+        found = signatures.signature_at(analysis, analysis.lines.offset(params.position))
+        if found is None:
+            return None
+        return types.SignatureHelp(
+            signatures=[
+                types.SignatureInformation(
+                    label=found.label,
+                    parameters=[
+                        types.ParameterInformation(label=name) for name in found.parameters
+                    ],
+                )
+            ],
+            active_signature=0,
+            active_parameter=found.active,
+        )
 
     @server.feature(types.TEXT_DOCUMENT_RENAME)
     def on_rename(ls: AgentScriptServer, params: types.RenameParams) -> types.WorkspaceEdit | None:
