@@ -164,12 +164,6 @@ class DocumentIndex:
                 best = scope
         return best
 
-    def symbols(self) -> Iterator[Symbol]:
-        yield from self.imports.values()
-        for info in self.agents.values():
-            yield info.symbol
-            yield from info.functions.values()
-
 
 _Spanned = TypeVar("_Spanned", Occurrence, MemberOccurrence)
 
