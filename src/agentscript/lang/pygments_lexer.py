@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pygments.lexer import RegexLexer, include, words
+from pygments.lexer import RegexLexer, default, include, words
 from pygments.lexer import bygroups as _untyped_bygroups
 from pygments.token import (
     Comment,
@@ -113,6 +113,6 @@ class AgentScriptLexer(RegexLexer):
             (r'"(?:[^"\\]|\\.)*"', String.Double, "#pop"),
             (r"'(?:[^'\\]|\\.)*'", String.Single, "#pop"),
             (r"(?:(?![ \t]*//)[^\n}])+", Name.Label, "#pop"),
-            (r"", Text, "#pop"),
+            default("#pop"),
         ],
     }
