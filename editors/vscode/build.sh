@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build agentscript-<version>.vsix from this folder, outside the checkout:
 #   editors/vscode/build.sh [OUT_DIR]      (default OUT_DIR: a new temporary folder)
-# Needs node and npm (Debian: apt-get install -y nodejs npm); everything else comes from the
+# Needs Node.js 20 or newer and npm (@vscode/vsce 3 requires Node 20); everything else comes from the
 # npm registry (vscode-languageclient, @vscode/vsce), installed in the build folder only.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
