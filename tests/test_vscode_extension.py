@@ -18,6 +18,9 @@ EXTENSION = ROOT / "editors" / "vscode"
 def test_the_extension_builds_into_a_vsix(tmp_path: Path) -> None:
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("node and npm are needed (.ci/run installs them from Debian)")
+    version = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout
+    if int(version.lstrip("v").split(".")[0]) < 20:
+        pytest.skip(f"@vscode/vsce 3 needs Node.js 20 or newer, this is {version.strip()}")
     before = sorted(path.name for path in EXTENSION.iterdir())
     subprocess.run(["node", "--check", str(EXTENSION / "src" / "extension.js")], check=True)
     done = subprocess.run(
