@@ -22,6 +22,7 @@ from agentscript.runtime.interpreter import (
 )
 from agentscript.runtime.ports import (
     Closeable,
+    FileImports,
     GenerateRequest,
     InputProvider,
     LlmProvider,
@@ -181,11 +182,19 @@ def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
         meter=RunMeter(budget),
         concurrency=config.concurrency,
         variants=dict(config.variants),
+        file_imports=_workspace_files(workspace),
     )
     journal = build_journal(config, workspace)
     if journal is not None:
         options.trace_sinks.append(journal)
     return RunSetup(options, owned, workspace, journal)
+
+
+def _workspace_files(workspace: Path) -> FileImports:
+    """`import file` reads through the workspace jail, like the file tools."""
+    from agentscript.providers.tools.workspace import Workspace
+
+    return Workspace(workspace)
 
 
 def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:
@@ -244,12 +253,19 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
     from agentscript.providers.tools.approvals import ApprovalGate, ApprovalPolicy
     from agentscript.providers.tools.env import EnvTools
     from agentscript.providers.tools.files import FileTools
+    from agentscript.providers.tools.mcp_launch import McpConfigSnapshot, refuse_every_start
     from agentscript.providers.tools.registry import LazyTool, ToolRegistry
     from agentscript.providers.tools.shell import ShellTools
     from agentscript.providers.tools.workspace import Workspace
 
     environ = config.environ if config.environ is not None else os.environ
     jail = Workspace(workspace)
+    policy = ApprovalPolicy.load(config.approvals) if config.approvals is not None else None
+    # Read once, now: a configuration the run itself writes must not change what it may start.
+    mcp_config = McpConfigSnapshot.read(jail.root)
+    # Set below, before any tool is built (they are built on first use): the approval gate
+    # allows MCP server starts; a dry run has none, and starts no server.
+    gate: ApprovalGate | None = None
 
     def http_tools() -> SchemeTool:
         from agentscript.providers.tools.http import HttpTools
@@ -259,12 +275,14 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
     def mcp_tools() -> SchemeTool:
         from agentscript.providers.tools.mcp import McpTools
 
-        return McpTools(jail.root, environ=environ)
+        approve = gate.approve_start if gate is not None else refuse_every_start
+        return McpTools(jail.root, config=mcp_config, environ=environ, approve_start=approve)
 
     def memory_tools() -> SchemeTool:
         from agentscript.memory.adapter import MemoryTools
 
-        return MemoryTools.open(jail.root, config.memory_db)
+        granted = policy.memory_scopes if policy is not None else ()
+        return MemoryTools.open(jail.root, config.memory_db, granted)
 
     http = LazyTool(http_tools)
     registry = ToolRegistry(
@@ -284,7 +302,6 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
         dry = DryRunTools(registry)
         owned.append(dry)
         return dry
-    policy = ApprovalPolicy.load(config.approvals) if config.approvals is not None else None
     gate = ApprovalGate(registry, policy=policy, mode=config.approve, ask_user=config.ask_user)
     owned.append(gate)
     return gate

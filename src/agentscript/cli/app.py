@@ -255,24 +255,38 @@ def check_command(ctx: click.Context, files: tuple[str, ...], quiet: bool) -> No
 @cli.command(name="undo")
 @click.argument("trace_file", metavar="TRACE.json")
 @click.option("--dry-run", is_flag=True, help="Say what would be undone; change nothing.")
-@click.option("--workspace", metavar="DIR", help="For records that do not name their workspace.")
+@click.option(
+    "--workspace", metavar="DIR", help="The workspace to undo in (default: the current directory)."
+)
+@click.option("--force", is_flag=True, help="Also undo records that carry no content hash.")
 @click.pass_context
-def undo_command(ctx: click.Context, trace_file: str, dry_run: bool, workspace: str | None) -> None:
+def undo_command(
+    ctx: click.Context, trace_file: str, dry_run: bool, workspace: str | None, force: bool
+) -> None:
     """Revert the file effects a run recorded in its trace, newest first.
 
-    A file changed since the run is reported as a conflict and left as it is.
+    Only files of one workspace are touched: records of another workspace are refused and
+    listed. A file changed since the run is reported as a conflict and left as it is.
     """
-    ctx.exit(actions.undo_run(trace_file, workspace, dry_run))
+    ctx.exit(actions.undo_run(trace_file, workspace, dry_run, force))
 
 
 @cli.command(name="tools")
 @click.argument("file")
 @click.option("--workspace", metavar="DIR", help="Where agentscript.mcp.json is read.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a list.")
+@click.option(
+    "--dry", is_flag=True, help="Start no MCP server: show only what the configuration says."
+)
 @click.pass_context
-def tools_command(ctx: click.Context, file: str, workspace: str | None, as_json: bool) -> None:
-    """List a program's tool imports and the tools each MCP server offers."""
-    ctx.exit(actions.list_tools(file, workspace, as_json))
+def tools_command(
+    ctx: click.Context, file: str, workspace: str | None, as_json: bool, dry: bool
+) -> None:
+    """List a program's tool imports and the tools each MCP server offers.
+
+    This starts each MCP server the program imports (and stops it again); --dry does not.
+    """
+    ctx.exit(actions.list_tools(file, workspace, as_json, start_servers=not dry))
 
 
 @cli.command(name="models")

@@ -34,6 +34,7 @@ from agentscript.runtime.generate import (
 from agentscript.runtime.jsjson import utf16_length
 from agentscript.runtime.operators import BINARY, negate
 from agentscript.runtime.ports import (
+    FileImports,
     InputProvider,
     LlmProvider,
     MemoryProvider,
@@ -90,6 +91,8 @@ class ExecutionOptions:
     concurrency: int = DEFAULT_CONCURRENCY
     # `use one of` choices by site id (`file#Agent.func[label]`), beating `selected` and first.
     variants: dict[str, str] = field(default_factory=dict)
+    # Where `import file` reads (the workspace jail); None: file imports fail.
+    file_imports: FileImports | None = None
 
 
 class _Return:
@@ -192,7 +195,9 @@ class Interpreter:
             elif kind == "memory":
                 shared[decl.name] = MemoryBinding(decl.name, decl.uri)
             elif kind == "file":
-                shared[decl.name] = load_file_import(decl, self.program.source_path)
+                shared[decl.name] = load_file_import(
+                    decl, self.program.source_path, self.options.file_imports
+                )
             elif kind == "agent":
                 shared[decl.name] = AgentBinding(decl.name)
         return shared
