@@ -247,3 +247,13 @@ def test_quick_fixes_replace_only_the_misspelled_part(tmp_path: Path) -> None:
     assert _fix(analysis, uri, "UNKNOWN_FUNCTION") == ("reviw", "review")
     assert _fix(analysis, uri, "UNKNOWN_MEMORY_METHOD") == ("qeury", "query")
     assert _fix(analysis, uri, "UNKNOWN_GENERATE_OPTION") == ("atempts", "attempts")
+
+
+def test_a_config_file_nested_too_deep_is_ignored(tmp_path: Path) -> None:
+    (tmp_path / "agentscript.mcp.json").write_text("[" * 100_000 + "]" * 100_000)
+    text = 'import tool Notes from "mcp://notes"\nimport tool Search from "'
+    analysis = _analyse(text, tmp_path / "main.as")
+    labels = [
+        item.label for item in completion.complete(analysis, len(text), ToolCatalog(tmp_path))
+    ]
+    assert "sh://grep" in labels and not any(label.startswith("mcp://") for label in labels)

@@ -10,12 +10,13 @@ option) is each server started once to list its tools, as `agentscript tools` do
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentscript.providers.tools.mcp_config import CONFIG_FILE, server_key
+from agentscript.providers.tools.mcp_config import server_key
+from agentscript.providers.tools.mcp_launch import CONFIG_FILE
 from agentscript.runtime.errors import ExecutionError
+from agentscript.runtime.jsjson import parse as parse_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,29 +150,33 @@ _IMPORT_URIS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-def _configured_servers(workspace: Path | None) -> list[str]:
-    """The server names of the workspace's `agentscript.mcp.json` (none when unreadable)."""
+def _config_servers(workspace: Path | None) -> dict[str, object] | None:
+    """The raw `mcpServers` object of the workspace's config file; None when it is missing,
+    unreadable or malformed (the editor completes less then; `check` and `run` say why)."""
     if workspace is None:
-        return []
+        return None
     try:
-        raw = json.loads((workspace / CONFIG_FILE).read_text(encoding="utf-8"))
+        raw = parse_json((workspace / CONFIG_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return []
+        return None
     servers = raw.get("mcpServers") if isinstance(raw, dict) else None
-    return [key for key in servers if isinstance(key, str)] if isinstance(servers, dict) else []
+    return servers if isinstance(servers, dict) else None
+
+
+def _configured_servers(workspace: Path | None) -> list[str]:
+    return [key for key in _config_servers(workspace) or {} if isinstance(key, str)]
 
 
 def _server_entry(uri: str, workspace: Path | None) -> tuple[str, object] | None:
     """The server's key and its raw entry in the config file (None when nothing is readable)."""
-    if workspace is None:
+    servers = _config_servers(workspace)
+    if servers is None:
         return None
     try:
         key = server_key(uri)
-        raw = json.loads((workspace / CONFIG_FILE).read_text(encoding="utf-8"))
-    except (ExecutionError, OSError, ValueError):
+    except ExecutionError:
         return None
-    servers = raw.get("mcpServers") if isinstance(raw, dict) else None
-    return key, servers.get(key) if isinstance(servers, dict) else None
+    return key, servers.get(key)
 
 
 def _configured_mcp_tools(uri: str, workspace: Path | None) -> tuple[Method, ...]:
