@@ -27,6 +27,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -36,15 +37,18 @@ from urllib.parse import quote
 import pytest
 
 import agentscript
+from agentscript.app.run_view.page import write_run_pages
 from agentscript.composition import build_tools
 from agentscript.lang import ast
 from agentscript.lang.errors import ParseError
 from agentscript.lang.lexer import tokenize
 from agentscript.lang.parser import parse_program
 from agentscript.lang.tokens import TokenKind
+from agentscript.learn.journal import Journal
 from agentscript.providers.tools.effects import effects_in_trace
 from agentscript.runtime.ports import Closeable, GenerateRequest
 from agentscript.runtime.shapes import default_object
+from browser import Browser
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM_DIRS = ("examples", "tutorials")
@@ -671,3 +675,31 @@ def test_some_programs_claim_0_1_0_syntax() -> None:
 @pytest.mark.parametrize("program", PROGRAMS_0_1_0)
 def test_program_claiming_0_1_0_syntax_uses_no_later_form(program: str) -> None:
     assert _later_forms(program) == []
+
+
+# ----------------------------------------------------------------------------- run pages
+
+
+@pytest.fixture(scope="module")
+def page_browser() -> Iterator[Browser]:
+    with Browser.launch() as browser:
+        yield browser
+
+
+@pytest.mark.parametrize("program", ENTRY_PROGRAMS)
+def test_every_programs_run_opens_in_the_run_viewer(
+    program: str, programs: ProgramRuns, page_browser: Browser
+) -> None:
+    run = programs.scripted(program)
+    assert run.result.journal is not None
+    assert run.result.journal.wait(30) == []
+    journal = Journal.for_workspace((run.base / program).parent)
+    try:
+        (page, *_) = write_run_pages(journal, run.result.journal.run_id, None)
+    finally:
+        journal.close()
+    page_browser.open(page.as_uri())
+    assert page_browser.evaluate("document.body.dataset.ready") == "1"
+    steps = page_browser.evaluate("document.querySelectorAll('.step').length")
+    assert steps >= len(run.result.trace)
+    assert page_browser.evaluate("document.getElementById('run-status').textContent") == "ok"

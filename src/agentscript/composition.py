@@ -33,6 +33,7 @@ from agentscript.runtime.trace import TraceSink
 
 if TYPE_CHECKING:
     from agentscript.learn.journal import JournalSink
+    from agentscript.providers.telemetry.otel import OtelTraceSink
     from agentscript.providers.tools.approvals import ApprovalMode, AskUser
     from agentscript.providers.tools.base import SchemeTool
 
@@ -92,6 +93,9 @@ class RunConfig:
     # or at `journal_path`. Dry runs are never journaled.
     journal: bool = True
     journal_path: str | Path | None = None
+    # Send the run to an OpenTelemetry collector over OTLP/HTTP: True, False, or None to
+    # follow the standard OTEL_* variables (on when an OTLP endpoint is set).
+    otel: bool | None = None
     # After a journaled run ends ok or with an error, write its run memory and distil its
     # experiences into the long-term memory at `memory_db` (agentscript.learn.run_memory).
     learn: bool = True
@@ -187,7 +191,39 @@ def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
     journal = build_journal(config, workspace)
     if journal is not None:
         options.trace_sinks.append(journal)
+    telemetry = build_telemetry(config, program_path, journal.run_id if journal else None)
+    if telemetry is not None:
+        options.trace_sinks.append(telemetry)
+        owned.append(telemetry)
     return RunSetup(options, owned, workspace, journal)
+
+
+def build_telemetry(
+    config: RunConfig, program_path: str | None, run_id: str | None
+) -> OtelTraceSink | None:
+    """The sink that sends the run to an OpenTelemetry collector: when `otel` is on, or left
+    to the standard OTEL_* variables (an OTLP endpoint set). Asked for explicitly without the
+    `otel` extra installed, it is an error that says how to install it."""
+    environ = config.environ if config.environ is not None else os.environ
+    if config.otel is False:
+        return None
+    if config.otel is None:
+        from agentscript.providers.telemetry.settings import telemetry_requested
+
+        if not telemetry_requested(environ):
+            return None
+    from agentscript.providers.telemetry.settings import OtlpSettings
+    from agentscript.runtime.errors import LoadError
+
+    try:
+        from agentscript.providers.telemetry.otel import OtelTraceSink
+    except ImportError:
+        if config.otel:
+            raise LoadError(
+                "OpenTelemetry export needs the otel extra: pip install 'agentscript[otel]'"
+            ) from None
+        return None
+    return OtelTraceSink(OtlpSettings.from_environ(environ), run_id=run_id, program=program_path)
 
 
 def _workspace_files(workspace: Path) -> FileImports:

@@ -1,1 +1,1 @@
-"""The application layer: configuration, wiring and one module per use case."""
+"""The application layer: one module (or package) per use case, built on the public API."""

@@ -58,6 +58,7 @@ class RunOptions:
     concurrency: int = 4
     variants: tuple[str, ...] = ()  # SITE=NAME
     journal: bool = True
+    otel: bool | None = None
     learn: bool = True
     learn_model: str | None = None
     memory_db: str | None = None
@@ -136,6 +137,7 @@ def _run(options: RunOptions) -> int:
         concurrency=options.concurrency,
         variants=_variants(options.variants),
         journal=options.journal,
+        otel=options.otel,
         learn=options.learn,
         learn_model=options.learn_model,
         memory_db=options.memory_db,

@@ -15,6 +15,7 @@ import click
 from agentscript import __version__
 from agentscript.cli import actions
 from agentscript.cli.autonomy import autonomy_group
+from agentscript.cli.eval import eval_command
 from agentscript.cli.feedback import feedback_command
 from agentscript.cli.fmt import fmt_command
 from agentscript.cli.lsp import lsp_command
@@ -152,6 +153,13 @@ def cli(ctx: click.Context) -> None:
     help="Choose a `use one of` candidate, e.g. main.as#Agent.func[label]=name.",
 )
 @click.option("--no-journal", is_flag=True, help="Do not record this run in the run journal.")
+@click.option(
+    "--otel",
+    is_flag=True,
+    default=None,
+    help="Send the run's spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT, default "
+    "localhost:4318); on by itself when that variable is set. Needs the otel extra.",
+)
 @click.option("--no-learn", is_flag=True, help="Do not learn experiences from this run.")
 @click.option(
     "--learn-model", metavar="URI", help="Model that rewrites learned experiences (default: none)."
@@ -187,6 +195,7 @@ def run_command(
     concurrency: int,
     variants: tuple[str, ...],
     no_journal: bool,
+    otel: bool | None,
     no_learn: bool,
     learn_model: str | None,
     memory_db: str | None,
@@ -235,6 +244,7 @@ def run_command(
         concurrency=concurrency,
         variants=variants,
         journal=not no_journal,
+        otel=otel,
         learn=not no_learn,
         learn_model=learn_model,
         memory_db=memory_db,
@@ -324,6 +334,7 @@ cli.add_command(profile_group)
 cli.add_command(autonomy_group)
 cli.add_command(lsp_command)
 cli.add_command(fmt_command)
+cli.add_command(eval_command)
 
 
 def invoke(args: list[str]) -> int:

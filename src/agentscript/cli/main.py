@@ -30,6 +30,7 @@ SUBCOMMANDS = frozenset(
         "autonomy",
         "lsp",
         "fmt",
+        "eval",
     }
 )
 

@@ -7,7 +7,8 @@ repair always rewrites the *original* instruction, so repairs never accumulate (
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from agentscript.lang import ast
@@ -20,7 +21,7 @@ from agentscript.runtime.context import (
 )
 from agentscript.runtime.errors import AgentScriptError, ExecutionError, ModelOutputError
 from agentscript.runtime.jsjson import stringify
-from agentscript.runtime.ports import GenerateRequest, LlmProvider
+from agentscript.runtime.ports import GenerateRequest, GenerateResponse, LlmProvider
 from agentscript.runtime.shapes import coerce, shape_schema, validate_output
 from agentscript.runtime.trace import Tracer
 from agentscript.runtime.usage import Usage
@@ -84,6 +85,36 @@ def prompt_layout_of(llm: LlmProvider, model: LlmBinding | None) -> PromptLayout
     return layout if isinstance(layout, PromptLayout) else PromptLayout.ORIGINAL
 
 
+@dataclass(slots=True)
+class _Answered:
+    """What the trace says about the model calls of one generate besides the answer: which
+    model was asked, which answered and why it stopped, how long the attempts took in all.
+    (Not which provider class answered: a replayed run must trace what the recorded one did.)"""
+
+    started: float = field(default_factory=time.monotonic)
+    response_model: str | None = None
+    finish_reasons: list[str] = field(default_factory=list)
+
+    def saw(self, response: GenerateResponse) -> None:
+        model = response.details.get("response_model")
+        if isinstance(model, str):
+            self.response_model = model
+        reason = response.details.get("finish_reason")
+        if isinstance(reason, str):
+            self.finish_reasons.append(reason)
+
+    def to_json(self, call: GenerateCall) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "model": call.model.uri if call.model else None,
+            "duration_ms": round((time.monotonic() - self.started) * 1000, 3),
+        }
+        if self.response_model:
+            data["response_model"] = self.response_model
+        if self.finish_reasons:
+            data["finish_reasons"] = self.finish_reasons
+        return data
+
+
 def run_generate(
     call: GenerateCall,
     llm: LlmProvider,
@@ -104,6 +135,7 @@ def run_generate(
     instruction = call.instruction
     failures: list[str] = []
     usage = Usage()
+    answered = _Answered()
     built: BuiltContext | None = None
     for attempt in range(1, settings.attempts + 1):
         built = build_context(
@@ -161,6 +193,7 @@ def run_generate(
                 detail = str(problem) or type(problem).__name__
                 raise ExecutionError(f"LLM provider failed: {detail}") from problem
             usage.add(response.usage)
+            answered.saw(response)
             if meter is not None:
                 meter.after_model_call(response.usage)
             raw = response.value
@@ -185,7 +218,7 @@ def run_generate(
             if attempt < settings.attempts:
                 instruction = repair_instruction(call.instruction, provider_message, call.layout)
                 continue
-            _trace_failure(tracer, call, built, attempt, failures, usage)
+            _trace_failure(tracer, call, built, attempt, failures, usage, answered)
             raise
         except ExecutionError as error:
             error.at(where, call.path)
@@ -193,7 +226,7 @@ def run_generate(
             if has_output and shape is not None and attempt < settings.attempts:
                 instruction = repair_instruction(call.instruction, str(error), call.layout, raw)
                 continue
-            _trace_failure(tracer, call, built, attempt, failures, usage)
+            _trace_failure(tracer, call, built, attempt, failures, usage, answered)
             raise
         data: dict[str, Any] = {
             "instruction": sanitize(call.instruction),
@@ -208,6 +241,7 @@ def run_generate(
             data["errors"] = failures
         if usage:
             data["usage"] = usage.to_json()
+        data.update(answered.to_json(call))
         tracer.emit("generate", data)
         return value
     raise AssertionError("the attempt loop always returns or raises")
@@ -246,6 +280,7 @@ def _trace_failure(
     attempt: int,
     failures: list[str],
     usage: Usage,
+    answered: _Answered,
 ) -> None:
     """Failed generates are traced too (a later addition), so an audit shows what was tried."""
     data: dict[str, Any] = {
@@ -260,6 +295,7 @@ def _trace_failure(
     }
     if usage:
         data["usage"] = usage.to_json()
+    data.update(answered.to_json(call))
     tracer.emit("generate", data)
 
 

@@ -146,11 +146,17 @@ class Interpreter:
             error = ExecutionError("Values or calls are nested too deeply to evaluate")
             error.trace = self.tracer.to_json()
             error.spent = self.options.meter.summary()
+            self.tracer.end_run("error", str(error))
             raise error from None
         except AgentScriptError as error:
             error.trace = self.tracer.to_json()
             error.spent = self.options.meter.summary()
+            self.tracer.end_run("error", str(error))
             raise
+        except KeyboardInterrupt:
+            self.tracer.end_run("interrupted")
+            raise
+        self.tracer.end_run("ok")
         return result
 
     def _entry(self) -> tuple[ast.AgentDecl, ast.FuncDecl]:
@@ -407,21 +413,11 @@ class Interpreter:
         self.declare_use(use, scope, variant)
 
     def site_id(self, stmt: ast.UseOneOfStmt, scope: Scope) -> str:
-        """`<file>#<Agent>.<func>[<label>]`, the function part left out for agent-level sites;
-        the file is relative to the entry program's directory."""
         frame = scope.frame
         assert frame is not None
-        entry = self.program.source_path
-        own = frame.agent.source_path or entry
-        if own is None:
-            file = "<source>"
-        elif entry is None:
-            file = os.path.basename(own)
-        else:
-            file = os.path.relpath(own, os.path.dirname(entry)).replace(os.sep, "/")
         agent_level = any(use is stmt for use in frame.agent.uses or ())
-        where = frame.agent.name if agent_level else f"{frame.agent.name}.{frame.function.name}"
-        return f"{file}#{where}[{stmt.label}]"
+        function = None if agent_level else frame.function.name
+        return use_site_id(self.program.source_path, frame.agent, function, stmt.label)
 
     def exec_return(self, stmt: ast.ReturnStmt, scope: Scope) -> _Return:
         return _Return(self.evaluate(stmt.value, scope))
@@ -633,6 +629,7 @@ class Interpreter:
         if provider is None:
             raise self.error(label + "no tool provider is configured", where, scope)
         self.options.meter.check_time()
+        started = time.monotonic()
         try:
             result = provider.call(
                 ToolCall(
@@ -659,6 +656,7 @@ class Interpreter:
                 "args": sanitize(args),
                 "result": sanitize(result),
                 "effects": sanitize(effects) if isinstance(effects, list) else None,
+                "duration_ms": round((time.monotonic() - started) * 1000, 3),
             },
         )
         return result
@@ -676,6 +674,7 @@ class Interpreter:
         if provider is None:
             raise self.error(label + "no memory provider is configured", where, scope)
         request = MemoryRequest(memory.name, memory.uri, method, args[0])
+        started = time.monotonic()
         try:
             result = provider.add(request) if method == "add" else provider.query(request)
         except ExecutionError as problem:
@@ -689,6 +688,7 @@ class Interpreter:
             "args": sanitize(args[0]),
             "result": sanitize(result),
             "count": len(result) if isinstance(result, list) else None,
+            "duration_ms": round((time.monotonic() - started) * 1000, 3),
         }
         if method == "add" and isinstance(result, dict):
             data["id"] = result.get("id")
@@ -828,3 +828,20 @@ def _describe(problem: Exception) -> str:
         where = f": {os.fsdecode(problem.filename)}" if problem.filename else ""
         return f"{problem.strerror}{where}"
     return str(problem) or type(problem).__name__
+
+
+def use_site_id(
+    entry_path: str | None, agent: ast.AgentDecl, function: str | None, label: str
+) -> str:
+    """`<file>#<Agent>.<func>[<label>]`, the id `--variant` names a `use one of` site by; the
+    function part is left out for agent-level sites; the file is relative to the entry
+    program's directory."""
+    own = agent.source_path or entry_path
+    if own is None:
+        file = "<source>"
+    elif entry_path is None:
+        file = os.path.basename(own)
+    else:
+        file = os.path.relpath(own, os.path.dirname(entry_path)).replace(os.sep, "/")
+    where = agent.name if function is None else f"{agent.name}.{function}"
+    return f"{file}#{where}[{label}]"

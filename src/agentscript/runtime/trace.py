@@ -49,6 +49,9 @@ class TraceSink:
         """`secret` was handed out during the run: events already arrive redacted, but a sink
         that also stores the run's value or error must hide it there too."""
 
+    def run_ended(self, status: str, error: str | None = None) -> None:
+        """The run is over: "ok", "error" (with its message, redacted) or "interrupted"."""
+
 
 @dataclass(slots=True)
 class _Frame:
@@ -121,6 +124,14 @@ class Tracer:
         frame.events.append(event)
         self._notify(event)
         return event
+
+    def end_run(self, status: str, error: str | None = None) -> None:
+        """Tell the sinks how the run ended."""
+        if error is not None and self._secrets:
+            error = _scrub(error, self._secrets)
+        with self._sink_lock:
+            for sink in self.sinks:
+                sink.run_ended(status, error)
 
     def _notify(self, event: TraceEvent, started: bool = False) -> None:
         if not self.sinks:

@@ -90,6 +90,8 @@ class RecordingLlm:
         entry["value"] = sanitize(response.value)
         entry["raw_text"] = response.raw_text
         entry["usage"] = response.usage.to_json() if response.usage else None
+        if response.details:
+            entry["details"] = sanitize(response.details)
         self._write(entry)
         return response
 
@@ -149,6 +151,7 @@ class ReplayLlm:
             raw_text=entry.get("raw_text"),
             usage=usage,
             provider=f"replay:{entry.get('provider')}",
+            details=dict(entry.get("details") or {}),
         )
 
 
