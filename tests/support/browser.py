@@ -274,8 +274,10 @@ class Browser:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise BrowserError(f"timed out waiting for {waiting_for}")
-            ready, _, _ = select.select([self._from_browser], [], [], remaining)
-            if not ready:
+            # poll, not select: a long test session may hold descriptors beyond select's 1024.
+            poller = select.poll()
+            poller.register(self._from_browser, select.POLLIN)
+            if not poller.poll(remaining * 1000):
                 continue
             chunk = os.read(self._from_browser, 1 << 20)
             if not chunk:

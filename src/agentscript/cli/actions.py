@@ -20,6 +20,7 @@ from agentscript.cli.input import PromptedInput, read_input
 
 if TYPE_CHECKING:
     from agentscript.app.configuration import RunConfig
+    from agentscript.lang.errors import Diagnostic
     from agentscript.runtime.ports import RunJournal
 from agentscript.runtime.errors import AgentScriptError
 
@@ -200,13 +201,30 @@ def check_files(paths: Sequence[str], report_ok: bool) -> int:
 
 def _check(path: str, report_ok: bool) -> int:
     diagnostics = programs.check(programs.load(path))
+    at_terminal = sys.stderr.isatty()
     for diagnostic in diagnostics:
         print(diagnostic.format_located(), file=sys.stderr)
+        if at_terminal:
+            _print_source_line(diagnostic, path)
     if any(diagnostic.severity == "error" for diagnostic in diagnostics):
         return 1
     if report_ok:
         print(f"{path}: ok", file=sys.stderr)
     return 0
+
+
+def _print_source_line(diagnostic: Diagnostic, path: str) -> None:
+    """In a terminal: the diagnostic's source line, highlighted, with a caret under it."""
+    from agentscript.cli.highlight import source_excerpt
+
+    start = diagnostic.range.start
+    try:
+        lines = Path(diagnostic.path or path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return
+    if 0 < start.line <= len(lines):
+        for line in source_excerpt(lines[start.line - 1], start.column, color=True):
+            print(line, file=sys.stderr)
 
 
 def list_models(path: str, as_json: bool) -> int:

@@ -24,6 +24,8 @@ LAZY_COMMANDS = {
     "eval": ("agentscript.cli.eval", "eval_command"),
     "feedback": ("agentscript.cli.feedback", "feedback_command"),
     "learn": ("agentscript.cli.learn", "learn_command"),
+    "lsp": ("agentscript.cli.lsp", "lsp_command"),
+    "fmt": ("agentscript.cli.fmt", "fmt_command"),
     "memory": ("agentscript.cli.memory_service", "memory_commands"),
     "profile": ("agentscript.cli.reflect", "profile_group"),
     "reflect": ("agentscript.cli.reflect", "reflect_command"),

@@ -27,6 +27,8 @@ SUBCOMMANDS = frozenset(
         "profile",
         "autonomy",
         "learn",
+        "lsp",
+        "fmt",
         "eval",
     }
 )

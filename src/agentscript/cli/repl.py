@@ -204,7 +204,12 @@ class ReplSession:
         self._say(f"main agent {argument}")
 
     def _show(self, argument: str) -> None:
-        self._say(self._source().rstrip("\n") or "(empty program)")
+        source = self._source().rstrip("\n")
+        if source and self._out.isatty():
+            from agentscript.cli.highlight import highlight
+
+            source = highlight(source)
+        self._say(source or "(empty program)")
 
     def _parse(self, argument: str) -> None:
         self._say(render.to_json(self._program().to_json()))
@@ -350,7 +355,9 @@ def run_lines(lines: TextIO, stdout: TextIO, stderr: TextIO) -> int:
 def _run_at_terminal() -> int:
     from prompt_toolkit import PromptSession
 
-    lines: PromptSession[str] = PromptSession()
+    from agentscript.cli.highlight import prompt_lexer
+
+    lines: PromptSession[str] = PromptSession(lexer=prompt_lexer())
     answers: PromptSession[str] = PromptSession()
     session = ReplSession(answers.prompt, sys.stdout, sys.stderr)
     session.greet()

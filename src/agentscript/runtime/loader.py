@@ -46,8 +46,15 @@ def load_program_source(
     Relative imports resolve against `source_path`'s directory, else `base_dir` (the REPL passes
     the working directory); with neither, a relative file or agent import is an error.
     """
+    return merge_imports(parse_program(source, source_path), source_path, base_dir)
+
+
+def merge_imports(
+    program: ast.Program, source_path: str | None = None, base_dir: str | None = None
+) -> ast.Program:
+    """An already parsed entry file with its agent imports merged (the language server parses
+    the buffer itself and merges through here, so it checks what `check` checks)."""
     loader = _Loader()
-    program = parse_program(source, source_path)
     # The entry file is on the import stack too, so `a.as -> b.as -> a.as` stops at the
     # first repeat.
     stack = [str(Path(source_path).resolve())] if source_path is not None else []

@@ -1,0 +1,125 @@
+"""What follows a dot: an agent's functions, a tool's methods, a shaped value's fields, a list's
+properties. Hover, completion and definition all read members through here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agentscript.app.lsp.index import (
+    AGENT,
+    FUNCTION,
+    LIST_METHODS,
+    LIST_PROPERTIES,
+    LOCAL,
+    MEMORY,
+    PARAM,
+    TOOL,
+    Symbol,
+)
+from agentscript.app.lsp.tool_methods import MEMORY_RESOURCE_METHODS, ToolCatalog
+from agentscript.lang import ast
+
+METHOD = "method"
+FIELD = "field"
+PROPERTY = "property"
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    name: str
+    kind: str  # function, method, field, property
+    detail: str
+    # The declaration, for an agent's function.
+    symbol: Symbol | None = None
+
+
+def members_of(root: Symbol, chain: tuple[str, ...], tools: ToolCatalog) -> list[Member]:
+    """The members of `root.chain…` (chain empty: of `root` itself)."""
+    origin = root.origin
+    if not chain:
+        if origin.kind == AGENT:
+            return [
+                Member(name, FUNCTION, signature(function), function)
+                for name, function in origin.functions.items()
+                if not function.name.startswith("__")
+            ]
+        if origin.kind == TOOL:
+            return [
+                Member(method.name, METHOD, method.summary)
+                for method in tools.methods(origin.uri or "")
+            ]
+        if origin.kind == MEMORY:
+            return [
+                Member(method.name, METHOD, method.summary) for method in MEMORY_RESOURCE_METHODS
+            ]
+    if origin.kind not in (PARAM, LOCAL):
+        return []
+    shape_type = origin.shape
+    for name in chain:
+        shape_type = _field_type(shape_type, name)
+        if shape_type is None:
+            return []
+    return _value_members(shape_type)
+
+
+def resolve_member(root: Symbol, chain: tuple[str, ...], tools: ToolCatalog) -> Member | None:
+    """The member the last name of `chain` names."""
+    for member in members_of(root, chain[:-1], tools):
+        if member.name == chain[-1]:
+            return member
+    return None
+
+
+def _field_type(
+    shape: ast.ShapeType | ast.ShapeObjectExpr | None, name: str
+) -> ast.ShapeType | None:
+    if isinstance(shape, ast.ShapeObjectExpr):
+        for shape_field in shape.fields:
+            if shape_field.name == name:
+                return shape_field.type
+    return None
+
+
+def _value_members(shape: ast.ShapeType | ast.ShapeObjectExpr | None) -> list[Member]:
+    if isinstance(shape, ast.ShapeObjectExpr):
+        return [
+            Member(shape_field.name, FIELD, type_text(shape_field.type))
+            for shape_field in shape.fields
+        ]
+    if isinstance(shape, ast.ListShapeType) or (
+        isinstance(shape, ast.NamedShapeType) and shape.name == "list"
+    ):
+        return [
+            *(Member(name, PROPERTY, f"the list's {name}") for name in LIST_PROPERTIES),
+            *(Member(name, METHOD, "append an item") for name in LIST_METHODS),
+        ]
+    if isinstance(shape, ast.NamedShapeType) and shape.name == "string":
+        return [Member("length", PROPERTY, "the string's length")]
+    return []
+
+
+def type_text(shape_type: ast.ShapeType) -> str:
+    if isinstance(shape_type, ast.ListShapeType):
+        return f"list[{type_text(shape_type.item_type)}]"
+    return shape_type.name
+
+
+def shape_text(shape: ast.ShapeObjectExpr | ast.ShapeType) -> str:
+    if not isinstance(shape, ast.ShapeObjectExpr):
+        return type_text(shape)
+    fields = ", ".join(f"{item.name} {type_text(item.type)}" for item in shape.fields)
+    return "{ " + fields + " }" if fields else "{}"
+
+
+def signature(function: Symbol) -> str:
+    """`func name(a, input { q string })` for a function symbol."""
+    declaration = function.declaration
+    if not isinstance(declaration, ast.FuncDecl):
+        return f"func {function.name}"
+    params = ", ".join(
+        param.name + (" " + shape_text(param.shape) if param.shape is not None else "")
+        for param in declaration.params
+    )
+    head = "main func" if declaration.is_main else "func"
+    name = "" if declaration.name.startswith("__") else f" {declaration.name}"
+    return f"{head}{name}({params})"
