@@ -81,6 +81,9 @@ class RecordingSink(TraceSink):
     def event(self, event: agentscript.TraceEvent) -> None:
         self.calls.append(("event", event.kind, dict(event.data)))
 
+    def step_started(self, kind: str, data: dict[str, Any]) -> None:
+        self.calls.append(("step_started", kind, dict(data)))
+
 
 class ScriptedInput:
     """An interactive input provider answering from a dict and remembering what was asked."""

@@ -516,7 +516,9 @@ def test_successful_generate_after_repairs_records_the_errors(
 
 def test_first_time_success_has_no_errors(run: Run, program: Program, make_llm: MakeLlm) -> None:
     (event,) = run(program(DECIDE), llm=make_llm({"ok": False})).trace
-    assert set(event["data"]) == {"instruction", "attempts", "budget", "debug", "context", "result"}
+    original = {"instruction", "attempts", "budget", "debug", "context", "result"}
+    assert set(event["data"]) == original | {"max_attempts", "duration_ms"}
+    assert event["data"]["max_attempts"] == 2 and event["data"]["duration_ms"] >= 0
 
 
 def test_failed_generate_is_traced(run: Run, program: Program, make_llm: MakeLlm) -> None:

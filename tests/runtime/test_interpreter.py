@@ -57,6 +57,7 @@ def test_react_program_runs_end_to_end_with_mock_tools(run: Run, fixtures_dir: P
     kinds = [event["kind"] for event in result.trace]
     assert kinds.count("generate") == 4
     (tool,) = [event["data"] for event in result.trace if event["kind"] == "tool"]
+    assert isinstance(tool.pop("duration_ms"), int)
     assert tool == {
         "tool": "Search",
         "method": "query",
@@ -332,10 +333,25 @@ def test_and_or_short_circuit(run: Run, program: Program) -> None:
 def test_for_loop_is_capped_and_traced(run: Run, program: Program) -> None:
     result = run(program('seen = []\nfor x in ["a", "b", "c"] < 2 { seen.add(x) }\nreturn seen'))
     assert result.value == ["a", "b"]
+    end = result.trace[-1]
+    assert isinstance(end["data"].pop("duration_ms"), int)
     assert result.trace == [
-        {"kind": "for", "data": {"item": "x", "index": 0, "value": "a"}},
-        {"kind": "for", "data": {"item": "x", "index": 1, "value": "b"}},
+        {"kind": "for", "data": {"item": "x", "index": 0, "value": "a", "loop": "10:1"}},
+        {"kind": "for", "data": {"item": "x", "index": 1, "value": "b", "loop": "10:1"}},
+        {"kind": "loop_end", "data": {"loop": "10:1", "rounds": 2}},
     ]
+
+
+def test_loop_until_rounds_are_traced_between_markers(run: Run, program: Program) -> None:
+    body = "n = 0\nloop until n == 2 < 10 { n = n + 1 }\nrepeat * 1 { use n }\nreturn n"
+    trace = run(program(body)).trace
+    assert [event["kind"] for event in trace] == [
+        "loop", "loop", "loop_end", "loop", "use", "loop_end",
+    ]  # fmt: skip
+    first = trace[0]["data"]
+    assert first == {"loop": "10:1", "statement": "loop until n == 2", "index": 0, "limit": 10}
+    assert trace[3]["data"]["statement"] == "repeat"
+    assert trace[2]["data"]["rounds"] == 2
 
 
 def test_for_loop_count_is_fixed_when_the_loop_starts(run: Run, program: Program) -> None:

@@ -7,6 +7,7 @@ repair always rewrites the *original* instruction, so repairs never accumulate (
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -17,7 +18,7 @@ from agentscript.runtime.errors import AgentScriptError, ExecutionError, ModelOu
 from agentscript.runtime.jsjson import stringify
 from agentscript.runtime.ports import GenerateRequest, LlmProvider
 from agentscript.runtime.shapes import coerce, shape_schema, validate_output
-from agentscript.runtime.trace import Tracer
+from agentscript.runtime.trace import Tracer, elapsed_ms, short
 from agentscript.runtime.usage import Usage
 from agentscript.runtime.values import LlmBinding, sanitize
 
@@ -73,10 +74,13 @@ def run_generate(
     tracer: Tracer,
     debug_stream: TextIO | None,
     meter: RunMeter | None = None,
+    stream: bool = False,
 ) -> Any:
     """Run the attempt loop and return the validated value (or the text of a free-form one).
 
-    Every attempt is metered against the run budget; a budget error is never repaired.
+    Every attempt is metered against the run budget; a budget error is never repaired. With
+    `stream`, providers that can stream pass the answer text to the trace sinks as it arrives.
+    The traced event says how long the whole generate took and how many attempts it had.
     """
     settings = call.settings
     where = call.expr.range.start
@@ -88,6 +92,7 @@ def run_generate(
     failures: list[str] = []
     usage = Usage()
     built: BuiltContext | None = None
+    started = time.monotonic()
     for attempt in range(1, settings.attempts + 1):
         built = build_context(
             call.agent_name,
@@ -124,6 +129,17 @@ def run_generate(
             strict=settings.strict,
             deadline_seconds=meter.remaining_seconds() if meter else None,
             on_event=tracer.emit,
+            on_text=tracer.text_delta if stream else None,
+        )
+        tracer.step_started(
+            "generate",
+            {
+                "agent": call.agent_name,
+                "function": call.function_name,
+                "instruction": short(sanitize(call.instruction)),
+                "attempt": attempt,
+                "max_attempts": settings.attempts,
+            },
         )
         raw: Any = None
         has_output = False
@@ -167,7 +183,7 @@ def run_generate(
             if attempt < settings.attempts:
                 instruction = repair_instruction(call.instruction, provider_message)
                 continue
-            _trace_failure(tracer, call, built, attempt, failures, usage)
+            _trace_failure(tracer, call, built, attempt, failures, usage, started)
             raise
         except ExecutionError as error:
             error.at(where, call.path)
@@ -175,7 +191,7 @@ def run_generate(
             if has_output and shape is not None and attempt < settings.attempts:
                 instruction = repair_instruction(call.instruction, str(error), raw)
                 continue
-            _trace_failure(tracer, call, built, attempt, failures, usage)
+            _trace_failure(tracer, call, built, attempt, failures, usage, started)
             raise
         data: dict[str, Any] = {
             "instruction": sanitize(call.instruction),
@@ -184,6 +200,8 @@ def run_generate(
             "debug": settings.debug,
             "context": built.to_json(),
             "result": sanitize(value),
+            "max_attempts": settings.attempts,
+            "duration_ms": elapsed_ms(started),
         }
         if failures:
             data["errors"] = failures
@@ -220,6 +238,7 @@ def _trace_failure(
     attempt: int,
     failures: list[str],
     usage: Usage,
+    started: float,
 ) -> None:
     """Failed generates are traced too (a later addition), so an audit shows what was tried."""
     data: dict[str, Any] = {
@@ -231,6 +250,8 @@ def _trace_failure(
         "ok": False,
         "error": failures[-1],
         "errors": failures,
+        "max_attempts": call.settings.attempts,
+        "duration_ms": elapsed_ms(started),
     }
     if usage:
         data["usage"] = usage.to_json()
