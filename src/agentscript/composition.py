@@ -97,6 +97,9 @@ class RunConfig:
     # Rewrite new experiences with a model: None (the rules' text), "program" (the program's
     # own model), a model URI, or a provider.
     learn_model: str | LlmProvider | None = None
+    # Let providers that can stream (OpenAI, Anthropic, Ollama) hand the answer text to the
+    # trace sinks as it arrives; the answer is validated as a whole either way.
+    stream: bool = False
 
 
 def build_llm(config: RunConfig, owned: list[Closeable]) -> LlmProvider:
@@ -173,6 +176,7 @@ def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
         meter=RunMeter(budget),
         concurrency=config.concurrency,
         variants=dict(config.variants),
+        stream=config.stream,
     )
     journal = build_journal(config, workspace)
     if journal is not None:

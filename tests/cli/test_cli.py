@@ -461,7 +461,7 @@ def test_failed_run_reports_the_location_and_writes_the_partial_trace(
     assert (code, out) == (1, "")
     assert err == f"List index 5 is out of range at {programs / 'fails.as'}:8:12\n"
     trace = json.loads((programs / "partial.json").read_text())
-    assert [event["kind"] for event in trace] == ["for", "use", "for", "use"]
+    assert [event["kind"] for event in trace] == ["for", "use", "for", "use", "loop_end"]
 
 
 def test_failed_verbose_run_shows_how_far_it_got(

@@ -8,20 +8,24 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentscript import api
-from agentscript.cli import render
+from agentscript.cli import render, trace_tree
 from agentscript.cli.errors import REPORTED_ERRORS, CliError, error_lines
 from agentscript.cli.input import PromptedInput, read_input
+from agentscript.cli.progress import LiveProgress, StreamEcho
 
 if TYPE_CHECKING:
     from agentscript.composition import ModelChoice, RunConfig
     from agentscript.providers.tools.approvals import ApprovalMode, AskUser
+    from agentscript.runtime.interpreter import RunResult
     from agentscript.runtime.ports import RunJournal
+    from agentscript.runtime.trace import TraceSink
 from agentscript.runtime.errors import AgentScriptError
 from agentscript.runtime.jsjson import parse
 
@@ -61,14 +65,28 @@ class RunOptions:
     memory_db: str | None = None
     # After the run, let its agent reflect on it (agentscript.cli.reflect.reflect_after_run).
     reflect: bool = False
+    # The `run` subcommand's `--trace pretty`: the value, then the tree (cli/trace_tree), and
+    # JSON only with `--json`; the 0.1.0 form keeps JSON followed by the plain trace lines.
+    tree: bool = False
+    json: bool = False
+    # `--trace-file F` (the original's later flag): write the trace to F.
+    trace_path: str | None = None
+    # Stream answers where the provider can: None means "when stderr is a terminal".
+    stream: bool | None = None
 
     @property
     def trace_file(self) -> str | None:
+        if self.trace_path is not None:
+            return self.trace_path
         return self.trace if self.trace not in (None, "pretty") else None
 
     @property
     def pretty_trace(self) -> bool:
         return self.verbose or self.trace == "pretty"
+
+    @property
+    def draws_tree(self) -> bool:
+        return self.tree and self.trace == "pretty"
 
 
 def check_output_flags(quiet: bool, verbose: bool, trace: str | None) -> None:
@@ -86,6 +104,8 @@ def reporting_errors(action: Callable[[], int]) -> int:
     """Run `action`; print any expected error as one line per problem and return exit code 1."""
     try:
         return action()
+    except BrokenPipeError:
+        raise  # the reader went away (`| head`): main ends quietly
     except REPORTED_ERRORS as error:
         for line in error_lines(error):
             print(line, file=sys.stderr)
@@ -105,18 +125,24 @@ def run_program(options: RunOptions) -> int:
 
 
 def _run(options: RunOptions) -> int:
-    check_output_flags(options.quiet, options.verbose, options.trace)
+    if not options.draws_tree:
+        check_output_flags(options.quiet, options.verbose, options.trace)
     check_input_flags(options.input_json, options.input_file)
     from agentscript.composition import RunConfig
 
     input_value = read_input(options.input_json, options.input_file)
     program = api.load(options.path)
+    stream = _streams(options)
+    sinks = _live_sinks(options, stream)
+    # Questions at the terminal (missing input, approvals) pause the live progress.
+    pause = next((sink.pausing for sink in sinks if isinstance(sink, LiveProgress)), _unpaused)
+    approver = _terminal_approver()
     config = RunConfig(
         model=options.model,
         responses=options.responses,
         agent=options.agent,
         function=options.function,
-        input_provider=PromptedInput(input) if at_terminal() else None,
+        input_provider=PromptedInput(pause(input)) if at_terminal() else None,
         debug_stream=sys.stderr,
         on_dry_run_prompt=render.PromptPrinter(sys.stderr) if options.model == "dry-run" else None,
         max_tokens=options.max_tokens,
@@ -129,7 +155,7 @@ def _run(options: RunOptions) -> int:
         mock_tools=options.mock_tools,
         approve=options.approve,
         approvals=options.approvals,
-        ask_user=_terminal_approver(),
+        ask_user=pause(approver) if approver is not None else None,
         env_allow=_names(options.env_allow),
         concurrency=options.concurrency,
         variants=_variants(options.variants),
@@ -137,14 +163,23 @@ def _run(options: RunOptions) -> int:
         learn=options.learn,
         learn_model=options.learn_model,
         memory_db=options.memory_db,
+        stream=stream,
+        trace_sinks=list(sinks),
     )
     try:
-        result = api.run(program, input_value, config)
+        with ExitStack() as live:
+            for sink in sinks:
+                if isinstance(sink, AbstractContextManager):
+                    live.enter_context(sink)
+            result = api.run(program, input_value, config)
     except AgentScriptError as error:
         # Show how far the run got: the partial trace goes where the full one would have.
         if error.trace is not None and options.trace_file is not None:
             render.write_trace_file(options.trace_file, error.trace)
-        if error.trace is not None and options.pretty_trace:
+        if error.trace is not None and options.draws_tree:
+            title = _tree_title(options.path, input_value)
+            trace_tree.print_tree(trace_tree.run_tree(title, error.trace, error.spent), sys.stderr)
+        elif error.trace is not None and options.pretty_trace:
             render.print_trace(error.trace, sys.stderr)
         if error.spent is not None and options.report_usage and not options.quiet:
             print(render.usage_line(error.spent), file=sys.stderr)
@@ -154,11 +189,13 @@ def _run(options: RunOptions) -> int:
         raise
     if options.trace_file is not None:
         render.write_trace_file(options.trace_file, result.trace)
-    if options.quiet:
+    if options.draws_tree:
+        _print_value_and_tree(options, input_value, result)
+    elif options.quiet:
         print(render.to_json(result.value))
     else:
         print(render.run_output(result.value, result.trace, options.trace_file))
-    if options.pretty_trace:
+    if options.pretty_trace and not options.draws_tree:
         sys.stdout.flush()
         render.print_trace(result.trace, sys.stdout)
     if options.report_usage and not options.quiet:
@@ -167,6 +204,44 @@ def _run(options: RunOptions) -> int:
     if options.reflect:
         _reflect(options, config, program.source_path, result.journal)
     return 0
+
+
+def _print_value_and_tree(options: RunOptions, input_value: Any, result: RunResult) -> None:
+    """`run --trace pretty`: the value (or the whole JSON document with `--json`), then the
+    tree of what the run did."""
+    if options.json:
+        print(render.run_output(result.value, result.trace, options.trace_file))
+    else:
+        print(render.to_json(result.value))
+    sys.stdout.flush()
+    title = _tree_title(options.path, input_value)
+    trace_tree.print_tree(trace_tree.run_tree(title, result.trace, result.usage), sys.stdout)
+
+
+def _tree_title(path: str, input_value: Any) -> str:
+    shown = trace_tree.brief(input_value, 96) if input_value not in (None, {}) else ""
+    return f"{path} {shown}".rstrip()
+
+
+def _streams(options: RunOptions) -> bool:
+    """Stream when asked, and by default when someone watches stderr (not with --quiet)."""
+    if options.stream is not None:
+        return options.stream
+    return not options.quiet and sys.stderr.isatty()
+
+
+def _unpaused(ask: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return ask
+
+
+def _live_sinks(options: RunOptions, stream: bool) -> list[TraceSink]:
+    """Live progress at a terminal (not with --quiet); without a terminal, an explicit
+    `--stream` echoes the answer text to stderr."""
+    if options.quiet or options.model == "dry-run":
+        return [StreamEcho(sys.stderr)] if options.stream else []
+    if sys.stderr.isatty():
+        return [LiveProgress(sys.stderr)]
+    return [StreamEcho(sys.stderr)] if stream else []
 
 
 def _report_journal(journal: RunJournal | None, timeout: float = 10.0) -> None:

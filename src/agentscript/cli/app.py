@@ -111,9 +111,24 @@ def cli(ctx: click.Context) -> None:
     "(put --mock after the program, or write --mock=FILE).",
 )
 @click.option("--dry-run", is_flag=True, help="Print each prompt to stderr instead of sending it.")
-@click.option("--trace", metavar="FILE|pretty", help="Write the trace to FILE, or print it.")
+@click.option(
+    "--trace",
+    metavar="FILE|pretty",
+    help="Write the trace to FILE; `pretty` prints the value, then a tree of what the run did.",
+)
+@click.option("--trace-file", metavar="FILE", help="Write the trace to FILE (as --trace FILE).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="With --trace pretty: the JSON document, not the value."
+)
 @click.option("--verbose", is_flag=True, help="Print the trace after the result.")
-@click.option("--quiet", is_flag=True, help="Print only the result value.")
+@click.option(
+    "--quiet", is_flag=True, help="Print only the result value (no progress, no usage line)."
+)
+@click.option(
+    "--stream/--no-stream",
+    default=None,
+    help="Show model answers as they arrive (default: when stderr is a terminal).",
+)
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Stop the run past N tokens.")
 @click.option("--max-calls", type=click.IntRange(min=1), help="Stop the run past N model calls.")
 @click.option(
@@ -164,8 +179,11 @@ def run_command(
     responses: str | None,
     dry_run: bool,
     trace: str | None,
+    trace_file: str | None,
+    as_json: bool,
     verbose: bool,
     quiet: bool,
+    stream: bool | None,
     max_tokens: int | None,
     max_calls: int | None,
     max_seconds: float | None,
@@ -210,6 +228,10 @@ def run_command(
         model="dry-run" if dry_run else "mock" if responses is not None else "real",
         responses=responses or None,
         trace=trace,
+        trace_path=trace_file,
+        tree=True,
+        json=as_json,
+        stream=stream,
         verbose=verbose,
         quiet=quiet,
         max_tokens=max_tokens,

@@ -6,6 +6,7 @@ for the REPL, so `agentscript FILE --check` starts as fast as the library allows
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
@@ -33,8 +34,23 @@ SUBCOMMANDS = frozenset(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line on `argv` (default: `sys.argv[1:]`) and return the exit code."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    """Run the command line on `argv` (default: `sys.argv[1:]`) and return the exit code.
+
+    A reader that goes away (`agentscript … | head`) ends the command quietly with exit 0, as
+    other command-line tools do, instead of a "Broken pipe" message.
+    """
+    try:
+        code = _dispatch(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    return code
+
+
+def _dispatch(args: list[str]) -> int:
     if not args:
         from agentscript.cli.repl import run_repl
 
