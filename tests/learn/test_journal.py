@@ -100,6 +100,7 @@ def test_every_event_of_a_run_is_journaled(journal: Journal, ok_run: JournaledRu
         "approval",
         "for",
         "generate",
+        "loop_end",
         "memory",
         "parallel_for",
         "tool",
