@@ -365,7 +365,6 @@ def test_verbose_shows_loops_and_imported_agent_calls(
         ["greet.as", "--quiet", "--verbose"],
         ["greet.as", "--trace", "pretty", "--quiet"],
         ["run", "greet.as", "--mock", "--quiet", "--verbose"],
-        ["run", "greet.as", "--mock", "--quiet", "--trace", "pretty"],
     ],
 )
 def test_quiet_conflicts_with_verbose_trace_output(

@@ -190,7 +190,7 @@ def test_shape_mismatch_is_repaired_with_the_previous_output_shown(
     run(program("openai://m", attempts=3), environ)
     repaired = request_bodies(httpserver)[1]["messages"][1]["content"]
     assert 'Previous output:\n{\n  "answer": "x",\n  "score": "high"\n}' in repaired
-    assert "LLM result field must be a number" in repaired
+    assert "LLM result field 'score' must be a number, got \"high\"" in repaired
 
 
 @pytest.mark.parametrize(

@@ -413,8 +413,8 @@ def test_missing_input_without_a_provider_fails(run: Run, program: Program) -> N
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ({"name": 3, "age": 1}, "Input field must be a string at 8:21"),
-        ({"name": "Ada", "age": "36"}, "Input field must be a number at 8:34"),
+        ({"name": 3, "age": 1}, "Input field 'name' must be a string, got 3 at 8:21"),
+        ({"name": "Ada", "age": "36"}, "Input field 'age' must be a number, got \"36\" at 8:34"),
     ],
 )
 def test_input_type_errors_are_not_coerced(

@@ -176,7 +176,7 @@ def _run(options: RunOptions) -> int:
         # Show how far the run got: the partial trace goes where the full one would have.
         if error.trace is not None and options.trace_file is not None:
             render.write_trace_file(options.trace_file, error.trace)
-        if error.trace is not None and options.draws_tree:
+        if error.trace and options.draws_tree:
             title = _tree_title(options.path, input_value)
             trace_tree.print_tree(trace_tree.run_tree(title, error.trace, error.spent), sys.stderr)
         elif error.trace is not None and options.pretty_trace:
