@@ -93,7 +93,9 @@ class RunConfig:
     journal_path: str | Path | None = None
     # After a journaled run ends ok or with an error, write its run memory and distil its
     # experiences into the long-term memory at `memory_db` (agentscript.learn.run_memory).
-    learn: bool = True
+    # None (the default) learns only from runs that talked to a model: not from the mock, a
+    # dry run or a replay, whose answers teach nothing about the world.
+    learn: bool | None = None
     # Rewrite new experiences with a model: None (the rules' text), "program" (the program's
     # own model), a model URI, or a provider.
     learn_model: str | LlmProvider | None = None
@@ -189,15 +191,25 @@ def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:
     learns from the run when it ends unless `learn` is off."""
     if not config.journal or config.model == "dry-run":
         return None
-    from agentscript.learn.journal import journal_path, shared_journal
+    from agentscript.learn.journal import journal_path, shared_journal, workspace_root
 
-    path = Path(config.journal_path) if config.journal_path else journal_path(workspace)
+    # The same rule as `agentscript runs`: an explicit workspace, else the workspace root
+    # found from the program's folder.
+    root = Path(config.workspace) if config.workspace is not None else workspace_root(workspace)
+    path = Path(config.journal_path) if config.journal_path else journal_path(root)
     sink = shared_journal(path).sink()
-    if config.learn:
+    if learns_from(config):
         from agentscript.learn.run_memory import learner_for
 
         sink.learner = learner_for(config, config.memory_db)
     return sink
+
+
+def learns_from(config: RunConfig) -> bool:
+    """Whether a run writes a run memory and experiences (see RunConfig.learn)."""
+    if config.learn is not None:
+        return config.learn
+    return config.replay is None and not (isinstance(config.model, str) and config.model != "real")
 
 
 def workspace_root(config: RunConfig, program_path: str | None) -> Path:

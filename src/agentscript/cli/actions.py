@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from agentscript import api
 from agentscript.cli import render, trace_tree
-from agentscript.cli.errors import REPORTED_ERRORS, CliError, error_lines
+from agentscript.cli.errors import REPORTED_ERRORS, CliError, diagnostic_lines, error_lines
 from agentscript.cli.input import PromptedInput, read_input
 from agentscript.cli.progress import LiveProgress, StreamEcho
 
 if TYPE_CHECKING:
-    from agentscript.composition import ModelChoice, RunConfig
+    from agentscript.composition import ModelChoice as ModelChoice
+    from agentscript.composition import RunConfig
     from agentscript.providers.tools.approvals import ApprovalMode, AskUser
     from agentscript.runtime.interpreter import RunResult
     from agentscript.runtime.ports import RunJournal
@@ -60,7 +61,7 @@ class RunOptions:
     concurrency: int = 4
     variants: tuple[str, ...] = ()  # SITE=NAME
     journal: bool = True
-    learn: bool = True
+    learn: bool | None = None  # None: only when a real model answers
     learn_model: str | None = None
     memory_db: str | None = None
     # After the run, let its agent reflect on it (agentscript.cli.reflect.reflect_after_run).
@@ -107,7 +108,7 @@ def reporting_errors(action: Callable[[], int]) -> int:
     except BrokenPipeError:
         raise  # the reader went away (`| head`): main ends quietly
     except REPORTED_ERRORS as error:
-        for line in error_lines(error):
+        for line in error_lines(error, with_source=sys.stderr.isatty()):
             print(line, file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -341,7 +342,8 @@ def check_files(paths: Sequence[str], report_ok: bool) -> int:
 def _check(path: str, report_ok: bool) -> int:
     diagnostics = api.check(api.load(path))
     for diagnostic in diagnostics:
-        print(diagnostic.format_located(), file=sys.stderr)
+        for line in diagnostic_lines(diagnostic, with_source=sys.stderr.isatty()):
+            print(line, file=sys.stderr)
     if any(diagnostic.severity == "error" for diagnostic in diagnostics):
         return 1
     if report_ok:
@@ -350,7 +352,8 @@ def _check(path: str, report_ok: bool) -> int:
 
 
 def list_models(path: str, as_json: bool) -> int:
-    """`agentscript models FILE`: where each llm import goes and whether its key is set."""
+    """`agentscript models FILE`: where each llm import goes and whether its key is set; exit 1
+    when one of them cannot be used."""
 
     def show() -> int:
         reports = api.models(api.load(path))
@@ -358,7 +361,8 @@ def list_models(path: str, as_json: bool) -> int:
             print(render.to_json([report.to_json() for report in reports]))
         else:
             print(render.model_table(reports))
-        return 0
+        # Exit 1 when a model cannot be used as configured (bad URI, required key missing).
+        return 1 if any(report.problem is not None for report in reports) else 0
 
     return reporting_errors(show)
 

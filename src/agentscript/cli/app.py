@@ -29,9 +29,10 @@ HELP = """Run, check and explore AgentScript programs.
 \b
 With no arguments, starts the REPL. The 0.1.0 flag form also works:
   agentscript FILE [--check | --parse] [--input JSON | --input-file F]
-                   [--agent A] [--function F] [--real-llm]
-                   [--trace FILE|pretty] [--verbose | --quiet]
-It answers with the mock model unless --real-llm is given.
+                   [--agent A] [--function F] [--real-llm | --mock | --dry-run]
+                   [--trace FILE|pretty] [--trace-file F] [--concurrency N]
+                   [--verbose | --quiet]
+It answers with the mock model unless --real-llm is given (as 0.1.0 did).
 """
 
 
@@ -160,7 +161,12 @@ def cli(ctx: click.Context) -> None:
     help="Choose a `use one of` candidate, e.g. main.as#Agent.func[label]=name.",
 )
 @click.option("--no-journal", is_flag=True, help="Do not record this run in the run journal.")
-@click.option("--no-learn", is_flag=True, help="Do not learn experiences from this run.")
+@click.option(
+    "--learn/--no-learn",
+    default=None,
+    help="Learn a run memory and experiences from this run "
+    "(default: only when a real model answered; never for --mock, --dry-run, --replay).",
+)
 @click.option(
     "--learn-model", metavar="URI", help="Model that rewrites learned experiences (default: none)."
 )
@@ -197,7 +203,7 @@ def run_command(
     concurrency: int,
     variants: tuple[str, ...],
     no_journal: bool,
-    no_learn: bool,
+    learn: bool | None,
     learn_model: str | None,
     memory_db: str | None,
     reflect: bool,
@@ -248,7 +254,7 @@ def run_command(
         concurrency=concurrency,
         variants=variants,
         journal=not no_journal,
-        learn=not no_learn,
+        learn=learn,
         learn_model=learn_model,
         memory_db=memory_db,
         reflect=reflect,

@@ -6,8 +6,6 @@ Opens the workspace's journal and the long-term memory, calls
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from agentscript.cli.actions import reporting_errors
@@ -20,7 +18,9 @@ from agentscript.cli.render import to_json
 @click.argument("verdict", type=click.Choice(["good", "bad"]))
 @click.argument("note", required=False)
 @click.option(
-    "--workspace", metavar="DIR", default=".", show_default=True, help="Whose journal and memory."
+    "--workspace",
+    metavar="DIR",
+    help="Whose journal and memory (default: the workspace root around the current folder).",
 )
 @click.option(
     "--db",
@@ -34,7 +34,7 @@ def feedback_command(
     run: str,
     verdict: str,
     note: str | None,
-    workspace: str,
+    workspace: str | None,
     db: str | None,
     as_json: bool,
 ) -> None:
@@ -47,10 +47,10 @@ def feedback_command(
 
     def act() -> int:
         from agentscript.learn.feedback import apply_feedback
-        from agentscript.learn.journal import Journal
+        from agentscript.learn.journal import Journal, journal_folder
         from agentscript.memory.service import MemoryService
 
-        root = Path(workspace)
+        root = journal_folder(workspace)
         if not root.is_dir():
             raise CliError(f"Workspace {root} is not a directory")
         journal = Journal.for_workspace(root)

@@ -34,7 +34,9 @@ OFFLINE_ANSWER = '{"summary": "Reflected offline with the mock model.", "operati
 @click.command(name="reflect")
 @click.argument("run")
 @click.option(
-    "--workspace", metavar="DIR", default=".", show_default=True, help="Whose journal to read."
+    "--workspace",
+    metavar="DIR",
+    help="Whose journal to read (default: the workspace root around the current folder).",
 )
 @click.option("--model", metavar="URI", help="The model that reflects (default: the run's own).")
 @click.option(
@@ -58,7 +60,7 @@ OFFLINE_ANSWER = '{"summary": "Reflected offline with the mock model.", "operati
 def reflect_command(
     ctx: click.Context,
     run: str,
-    workspace: str,
+    workspace: str | None,
     model: str | None,
     responses: str | None,
     agent: str | None,
@@ -75,7 +77,9 @@ def reflect_command(
     def act() -> int:
         if model is not None and responses is not None:
             raise CliError("Use either --model or --mock, not both")
-        root = Path(workspace)
+        from agentscript.learn.journal import journal_folder
+
+        root = journal_folder(workspace)
         if not root.is_dir():
             raise CliError(f"Workspace {root} is not a directory")
         report = reflect_on_run(root, run, model, responses, agent, db)

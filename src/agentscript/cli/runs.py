@@ -1,6 +1,7 @@
 """`agentscript runs …`: list, show, replay and draw the runs in a workspace's journal.
 
-Each command opens `<workspace>/.agentscript/runs.db` (the current directory by default),
+Each command opens `<workspace>/.agentscript/runs.db`, the workspace root found from the
+current folder by default (learn.journal.workspace_root, the rule `run` uses too),
 calls `agentscript.learn` and prints the result; a run is named by its id, an id prefix or
 `last`.
 """
@@ -20,7 +21,9 @@ if TYPE_CHECKING:
     from agentscript.learn.journal import Journal
 
 _WORKSPACE = click.option(
-    "--workspace", metavar="DIR", default=".", show_default=True, help="Whose journal to read."
+    "--workspace",
+    metavar="DIR",
+    help="Whose journal to read (default: the workspace root around the current folder).",
 )
 
 
@@ -29,11 +32,11 @@ def runs_group() -> None:
     """The run journal: what every run did, kept in <workspace>/.agentscript/runs.db."""
 
 
-def _with_journal(action: Callable[[Journal], int], workspace: str) -> int:
-    from agentscript.learn.journal import Journal
+def _with_journal(action: Callable[[Journal], int], workspace: str | None) -> int:
+    from agentscript.learn.journal import Journal, journal_folder
 
     def act() -> int:
-        journal = Journal.for_workspace(workspace)
+        journal = Journal.for_workspace(journal_folder(workspace))
         try:
             return action(journal)
         finally:
@@ -47,7 +50,7 @@ def _with_journal(action: Callable[[Journal], int], workspace: str) -> int:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @_WORKSPACE
 @click.pass_context
-def list_command(ctx: click.Context, limit: int, as_json: bool, workspace: str) -> None:
+def list_command(ctx: click.Context, limit: int, as_json: bool, workspace: str | None) -> None:
     """The newest runs: id, status, start, duration, events, program."""
     from agentscript.learn.journal import format_runs, list_runs
 
@@ -64,7 +67,7 @@ def list_command(ctx: click.Context, limit: int, as_json: bool, workspace: str) 
 @click.option("--pretty", is_flag=True, help="A readable header and trace instead of JSON.")
 @_WORKSPACE
 @click.pass_context
-def show_command(ctx: click.Context, run: str, pretty: bool, workspace: str) -> None:
+def show_command(ctx: click.Context, run: str, pretty: bool, workspace: str | None) -> None:
     """Everything the journal holds about RUN."""
     from agentscript.learn.journal import format_run, show_run
 
@@ -81,7 +84,7 @@ def show_command(ctx: click.Context, run: str, pretty: bool, workspace: str) -> 
 @click.option("--pretty", is_flag=True, help="Draw the trace instead of printing JSON.")
 @_WORKSPACE
 @click.pass_context
-def replay_command(ctx: click.Context, run: str, pretty: bool, workspace: str) -> None:
+def replay_command(ctx: click.Context, run: str, pretty: bool, workspace: str | None) -> None:
     """RUN's trace as it happened, exactly as the run returned it."""
     from agentscript.learn.journal import replay_run
 
@@ -100,7 +103,7 @@ def replay_command(ctx: click.Context, run: str, pretty: bool, workspace: str) -
 @click.argument("run")
 @_WORKSPACE
 @click.pass_context
-def trace_command(ctx: click.Context, run: str, workspace: str) -> None:
+def trace_command(ctx: click.Context, run: str, workspace: str | None) -> None:
     """RUN's execution trace: goal, tool chain, approvals, files, result, success."""
     from agentscript.learn.journal import run_trace
 
@@ -116,7 +119,9 @@ def trace_command(ctx: click.Context, run: str, workspace: str) -> None:
 @click.option("--html", "html_file", metavar="FILE", help="Also write a self-contained page.")
 @_WORKSPACE
 @click.pass_context
-def graph_command(ctx: click.Context, run: str, html_file: str | None, workspace: str) -> None:
+def graph_command(
+    ctx: click.Context, run: str, html_file: str | None, workspace: str | None
+) -> None:
     """RUN's tool chain as a tree; with --html, its task graph as an SVG page."""
     from rich.console import Console
 

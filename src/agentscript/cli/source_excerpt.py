@@ -1,0 +1,23 @@
+"""The source line under a diagnostic, with a caret under its column, for a person at a
+terminal (pipes and files keep the one-line messages the original printed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def excerpt(path: str | None, line: int, column: int) -> list[str]:
+    """`  6 | return inptu.name` and a caret line under `column`; nothing when the file or the
+    line cannot be read."""
+    if path is None or line < 1:
+        return []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    if line > len(lines):
+        return []
+    text = lines[line - 1].expandtabs(4)
+    gutter = f"{line:>4} | "
+    caret = " " * (len(gutter) - 2) + "| " + " " * max(0, column - 1) + "^"
+    return [gutter + text, caret]
