@@ -559,9 +559,9 @@ def test_pretty_trace_in_a_pipe_is_plain_lines() -> None:
 # ---------------------------------------------------------------------------- click runner
 
 
-def test_click_runner_run_subcommand_prints_the_value() -> None:
+def test_click_runner_run_subcommand_prints_the_value(programs: Path) -> None:
     result = CliRunner().invoke(
-        cli, ["run", str(FIXTURES / "greet.as"), "--mock", "--quiet", "--input", '{"name": "A"}']
+        cli, ["run", str(programs / "greet.as"), "--mock", "--quiet", "--input", '{"name": "A"}']
     )
     assert result.exit_code == 0
     assert json.loads(result.stdout) == {"greeting": "", "name": "A"}
