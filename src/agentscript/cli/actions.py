@@ -220,7 +220,7 @@ def _print_value_and_tree(options: RunOptions, input_value: Any, result: RunResu
 
 
 def _tree_title(path: str, input_value: Any) -> str:
-    shown = trace_tree.brief(input_value, 96) if input_value not in (None, {}) else ""
+    shown = trace_tree.brief(input_value, 120, 80) if input_value not in (None, {}) else ""
     return f"{path} {shown}".rstrip()
 
 

@@ -44,27 +44,28 @@ class Node:
 # ----------------------------------------------------------------------------- short values
 
 
-def brief(value: Any, limit: int = 96) -> str:
-    """A value in one short line: strings quoted, objects as `{key: value, …}`, long lists as
-    their length, everything cut to `limit` characters."""
-    text = _brief(value, depth=0)
+def brief(value: Any, limit: int = 96, field_room: int = _FIELD_CUT) -> str:
+    """A value in one short line: strings quoted, objects as `{key: value, …}` with each
+    string field cut to `field_room`, long lists as their length, all cut to `limit`."""
+    text = _brief(value, 0, field_room)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _brief(value: Any, depth: int) -> str:
+def _brief(value: Any, depth: int, field_room: int) -> str:
     if isinstance(value, str):
         # Inside an object each field gets a little room, so every field stays visible.
-        room = _CUT if depth == 0 else _FIELD_CUT
+        room = _CUT if depth == 0 else field_room
         one_line = " ".join(value.split())
         return stringify(one_line if len(one_line) <= room else one_line[: room - 1] + "…")
     if isinstance(value, list):
         if depth > 0 or len(value) > 3:
             return f"[{len(value)} item{'' if len(value) == 1 else 's'}]"
-        return "[" + ", ".join(_brief(item, depth + 1) for item in value) + "]"
+        return "[" + ", ".join(_brief(item, depth + 1, field_room) for item in value) + "]"
     if isinstance(value, dict):
         if depth > 0:
             return "{…}"
-        return "{" + ", ".join(f"{key}: {_brief(item, 1)}" for key, item in value.items()) + "}"
+        fields = (f"{key}: {_brief(item, 1, field_room)}" for key, item in value.items())
+        return "{" + ", ".join(fields) + "}"
     return stringify(value)
 
 
