@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from agentscript import api
 from agentscript.cli import render, trace_tree
-from agentscript.cli.errors import REPORTED_ERRORS, CliError, diagnostic_lines, error_lines
+from agentscript.cli.errors import (
+    REPORTED_ERRORS,
+    CliError,
+    diagnostic_lines,
+    error_lines,
+    reader_gone,
+)
 from agentscript.cli.input import PromptedInput, read_input
 from agentscript.cli.progress import LiveProgress, StreamEcho
 
@@ -106,7 +112,7 @@ def reporting_errors(action: Callable[[], int]) -> int:
     try:
         return action()
     except BrokenPipeError:
-        raise  # the reader went away (`| head`): main ends quietly
+        return reader_gone()  # before click, which would make it exit 1
     except REPORTED_ERRORS as error:
         for line in error_lines(error, with_source=sys.stderr.isatty()):
             print(line, file=sys.stderr)

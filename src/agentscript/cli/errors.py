@@ -5,6 +5,9 @@ Library errors already carry their codes and locations; this module only picks t
 
 from __future__ import annotations
 
+import os
+import sys
+
 from agentscript.cli.source_excerpt import excerpt
 from agentscript.lang.errors import Diagnostic, ParseError, SemanticError
 from agentscript.runtime.errors import AgentScriptError, ExecutionError
@@ -44,3 +47,13 @@ def diagnostic_lines(diagnostic: Diagnostic, with_source: bool = False) -> list[
     start = diagnostic.range.start
     source = excerpt(diagnostic.path, start.line, start.column) if with_source else []
     return [diagnostic.format_located(), *source]
+
+
+def reader_gone() -> int:
+    """The reader of stdout went away (`agentscript … | head`): end quietly with exit 0, as
+    other command-line tools do. stdout is pointed at /dev/null, so the interpreter's final
+    flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0

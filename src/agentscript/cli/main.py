@@ -6,12 +6,11 @@ for the REPL, so `agentscript FILE --check` starts as fast as the library allows
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 
 from agentscript.cli import legacy
-from agentscript.cli.errors import CliError
+from agentscript.cli.errors import CliError, reader_gone
 
 # The words that select a subcommand; anything else is a file of the 0.1.0 form.
 SUBCOMMANDS = frozenset(
@@ -43,10 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = _dispatch(list(sys.argv[1:] if argv is None else argv))
         sys.stdout.flush()
     except BrokenPipeError:
-        # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
+        return reader_gone()
     return code
 
 
