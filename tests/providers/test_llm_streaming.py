@@ -221,7 +221,7 @@ def test_openai_rate_limit_is_retried_before_streaming(
 def test_an_error_sent_mid_stream_fails_with_the_servers_message(
     httpserver: HTTPServer, openai_env: dict[str, str]
 ) -> None:
-    events = openai_stream(ANSWER_TEXT)[:2] + [(None, {"error": {"message": "overloaded"}})]
+    events = [*openai_stream(ANSWER_TEXT)[:2], (None, {"error": {"message": "overloaded"}})]
     httpserver.expect_request("/v1/chat/completions").respond_with_response(
         streamed(sse(events), "text/event-stream")
     )
@@ -271,8 +271,12 @@ def test_anthropic_answer_streams_as_text_or_forced_tool_input(
 def test_anthropic_error_event_fails_the_call(
     httpserver: HTTPServer, anthropic_env: dict[str, str]
 ) -> None:
-    events = anthropic_stream(ANSWER_TEXT)[:3] + [
-        ("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    events = [
+        *anthropic_stream(ANSWER_TEXT)[:3],
+        (
+            "error",
+            {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+        ),
     ]
     httpserver.expect_request("/v1/messages").respond_with_response(
         streamed(sse(events), "text/event-stream")

@@ -16,7 +16,6 @@ from agentscript import api
 from agentscript.cli import render
 from agentscript.cli.errors import REPORTED_ERRORS, CliError, error_lines
 from agentscript.cli.input import PromptedInput, parse_input_object
-from agentscript.cli.trace_tree import print_tree, run_tree
 from agentscript.composition import ModelChoice, RunConfig
 from agentscript.lang import ast
 from agentscript.lang.errors import ParseError, SemanticError
@@ -276,7 +275,7 @@ class ReplSession:
             # Positions would point into the scratch agent, which the user never sees.
             raise CliError("; ".join(d.message for d in error.diagnostics)) from None
         except ParseError as error:
-            raise CliError(f"{error.bare_message} in '{text}'") from None
+            raise CliError(f"{ONE_AGENT} Not an expression either: {error.bare_message}") from None
         if name is not None:
             self.variables[name] = value
         self._say(render.to_json(value))
@@ -288,7 +287,7 @@ class ReplSession:
         scratch = (
             f"agent {_SCRATCH} {{\n{model}  func run(input) {{\n"
             + "".join(f"  {line}\n" for line in lines)
-            + f"    return {expression}\n  }}\n  main func(input) {{ return run(input) }}\n}}\n"
+            + f"    return ({expression})\n  }}\n  main func(input) {{ return run(input) }}\n}}\n"
         )
         return api.load_source(self._source() + "\n" + scratch, base_dir=self._base_dir())
 
@@ -328,7 +327,7 @@ class ReplSession:
             self._say("(no trace yet; use :run)")
         elif argument == "pretty":
             self._out.flush()
-            print_tree(run_tree("last run", self.last_trace), self._out)
+            render.print_trace(self.last_trace, self._out)
         else:
             self._say(render.to_json(self.last_trace))
 

@@ -14,7 +14,7 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     """` (did you mean 'input'?)` for the closest of `known`, or "" when none is close."""
     candidates = sorted({candidate for candidate in known if candidate != name})
     matches = difflib.get_close_matches(name, candidates, n=1, cutoff=CUTOFF)
-    if not matches:
+    if not matches and len(name) >= 3:  # `a` is no misspelt `A`, `modle` is `Model`
         lowered = {candidate.lower(): candidate for candidate in candidates}
         exact = lowered.get(name.lower())
         matches = [exact] if exact else []

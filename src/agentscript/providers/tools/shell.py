@@ -56,10 +56,7 @@ def supported_command(uri: str) -> str:
     command strings) or a command this tool does not implement."""
     command = shell_command(uri)
     if command in FORBIDDEN:
-        raise ExecutionError(
-            f"Forbidden shell tool '{command}': shells run command strings; "
-            f"use one of {', '.join(f'sh://{known}' for known in SUPPORTED)}"
-        )
+        raise ExecutionError(f"Forbidden shell tool '{command}'")
     if command not in SUPPORTED:
         raise ExecutionError(
             f"Unsupported shell tool '{command}'. Supported: {', '.join(SUPPORTED)}"
