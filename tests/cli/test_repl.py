@@ -281,5 +281,5 @@ def test_repl_subcommand_reads_piped_stdin(programs: Path) -> None:
     assert result.returncode == 0
     assert without_usage(result.stderr) == "Unknown command ':nope'. Use :help.\n"
     assert "added agent Piped" in result.stdout
-    assert "\"through a pipe\"\n" in result.stdout
+    assert '"through a pipe"\n' in result.stdout
     assert result.stdout.endswith("  Piped\n")
