@@ -405,7 +405,8 @@ def test_killed_writers_never_lose_an_acknowledged_memory(new_uri: Callable[[], 
         assert len(stored) == len(set(stored))
         assert set(acknowledged) <= set(stored)
         assert memory.check(scope=STRESS_SCOPE)["ok"]
-        assert memory.recall("crash test memory", scope=STRESS_SCOPE, limit=5)["count"] == 5
+        recalled = memory.recall("crash test memory", scope=STRESS_SCOPE, limit=5)
+        assert recalled["count"] == min(5, len(stored))
 
 
 def test_a_writer_killed_inside_its_transaction_leaves_nothing_and_no_lock(

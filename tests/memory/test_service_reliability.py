@@ -102,7 +102,8 @@ def test_killed_writers_never_lose_an_acknowledged_memory(tmp_path: Path) -> Non
         assert len(stored) == len(set(stored))
         assert set(acknowledged) <= set(stored)
         assert memory.check(scope=STRESS_SCOPE)["ok"]
-        assert memory.recall("crash test memory", scope=STRESS_SCOPE, limit=5)["count"] == 5
+        recalled = memory.recall("crash test memory", scope=STRESS_SCOPE, limit=5)
+        assert recalled["count"] == min(5, len(stored))
     finally:
         memory.close()
 
