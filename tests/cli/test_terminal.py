@@ -4,6 +4,7 @@ the source line and a caret, and a closed pipe that ends the command quietly."""
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import select
@@ -14,6 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
+from pytest_httpserver import HTTPServer
+from werkzeug.wrappers import Response
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(sys.executable).with_name("agentscript")
@@ -173,3 +176,32 @@ def test_a_closed_pipe_ends_quietly_with_exit_0(tmp_path: Path) -> None:
     reader.wait(timeout=10)
     assert writer.returncode == 0
     assert "Broken pipe" not in writer.stderr and "Traceback" not in writer.stderr
+
+
+def test_at_a_terminal_answers_stream_from_the_provider(
+    workspace: Path, httpserver: HTTPServer
+) -> None:
+    """The default at a terminal: the request asks for a stream (SSE here), the pieces reach the
+    live view, and the value printed is the validated whole."""
+    pieces = ['{"sum', 'mary": "three', ' files"}']
+    body = "".join(
+        f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'content': piece}}]})}\n\n"
+        for piece in pieces
+    )
+    body += "data: [DONE]\n\n"
+    httpserver.expect_request("/v1/chat/completions").respond_with_response(
+        Response(body, content_type="text/event-stream")
+    )
+    env = {
+        **environment(workspace),
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_BASE_URL": httpserver.url_for("/v1"),
+    }
+    terminal = Terminal(
+        [str(SCRIPT), "run", "walk.as", "--input", '{"rounds": 1}', "--no-learn"], workspace, env
+    )
+    output = terminal.read_all()
+    assert terminal.process.returncode == 0, output
+    (request, _), *_ = httpserver.log
+    assert json.loads(request.get_data())["stream"] is True
+    assert '"summary": "three files"' in output
