@@ -161,6 +161,28 @@ def private_memory_database(
     return path
 
 
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def journal_outside_the_checkout(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs started from the checkout (programs loaded from source, or its examples) would
+    journal at its root, as `agentscript run` does for a user in a git checkout; tests write
+    only to temporary folders, so a journal the rule puts in the checkout goes to one."""
+    from agentscript.learn import journal
+
+    found_by_the_rule = journal.find_workspace_root
+    elsewhere = tmp_path_factory.mktemp("journal-root")
+
+    def outside_the_checkout(start: str | Path) -> Path:
+        root = found_by_the_rule(start)
+        return elsewhere if root == CHECKOUT or CHECKOUT in root.parents else root
+
+    monkeypatch.setattr(journal, "find_workspace_root", outside_the_checkout)
+
+
 @pytest.fixture
 def make_llm() -> Callable[..., RecordingLlm]:
     """`make_llm(answer, …)`: a RecordingLlm answering with the given values in order."""

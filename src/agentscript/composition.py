@@ -191,11 +191,13 @@ def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:
     learns from the run when it ends unless `learn` is off."""
     if not config.journal or config.model == "dry-run":
         return None
-    from agentscript.learn.journal import journal_path, shared_journal, workspace_root
+    from agentscript.learn.journal import find_workspace_root, journal_path, shared_journal
 
     # The same rule as `agentscript runs`: an explicit workspace, else the workspace root
     # found from the program's folder.
-    root = Path(config.workspace) if config.workspace is not None else workspace_root(workspace)
+    root = (
+        Path(config.workspace) if config.workspace is not None else find_workspace_root(workspace)
+    )
     path = Path(config.journal_path) if config.journal_path else journal_path(root)
     sink = shared_journal(path).sink()
     if learns_from(config):

@@ -1,7 +1,7 @@
 """`agentscript runs …`: list, show, replay and draw the runs in a workspace's journal.
 
 Each command opens `<workspace>/.agentscript/runs.db`, the workspace root found from the
-current folder by default (learn.journal.workspace_root, the rule `run` uses too),
+current folder by default (learn.journal.find_workspace_root, the rule `run` uses too),
 calls `agentscript.learn` and prints the result; a run is named by its id, an id prefix or
 `last`.
 """

@@ -67,7 +67,7 @@ def journal_path(workspace: str | Path) -> Path:
     return Path(workspace) / JOURNAL_FILE
 
 
-def workspace_root(start: str | Path) -> Path:
+def find_workspace_root(start: str | Path) -> Path:
     """Where the journal of runs started in `start` lives, by one rule that `run` (from the
     program's folder) and `runs` (from the current folder) share: the nearest folder from
     `start` upward that already holds a journal or is a version-control root (`.git`), else
@@ -86,7 +86,7 @@ def workspace_root(start: str | Path) -> Path:
 def journal_folder(workspace: str | Path | None) -> Path:
     """The folder whose journal a command opens: `workspace` when given, else the workspace
     root around the current folder."""
-    return Path(workspace) if workspace is not None else workspace_root(Path.cwd())
+    return Path(workspace) if workspace is not None else find_workspace_root(Path.cwd())
 
 
 def new_run_id(now: float) -> str:
