@@ -164,9 +164,16 @@ def private_memory_database(
 CHECKOUT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="session")
+def checkout_journal_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder for the whole session, so those runs share one journal (a process keeps
+    each journal it opened, as the checkout's single journal was before)."""
+    return tmp_path_factory.mktemp("journal-root")
+
+
 @pytest.fixture(autouse=True)
 def journal_outside_the_checkout(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+    checkout_journal_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Runs started from the checkout (programs loaded from source, or its examples) would
     journal at its root, as `agentscript run` does for a user in a git checkout; tests write
@@ -174,7 +181,7 @@ def journal_outside_the_checkout(
     from agentscript.learn import journal
 
     found_by_the_rule = journal.find_workspace_root
-    elsewhere = tmp_path_factory.mktemp("journal-root")
+    elsewhere = checkout_journal_root
 
     def outside_the_checkout(start: str | Path) -> Path:
         root = found_by_the_rule(start)
