@@ -19,6 +19,7 @@ from agentscript.lang.checker import check_program
 from agentscript.providers.llm.mock import MockLlm
 from agentscript.providers.memory.mock import MockMemory
 from agentscript.providers.tools.mock import MockTools
+from agentscript.providers.tools.workspace import Workspace
 from agentscript.runtime.interpreter import ExecutionOptions, RunResult, execute
 from agentscript.runtime.ports import (
     GenerateRequest,
@@ -130,6 +131,8 @@ def run_program(
         function_name=function,
         debug_stream=debug_stream,
         trace_sinks=list(sinks or []),
+        # `import file` reads inside the program's directory, as in a run of its own.
+        file_imports=Workspace(Path(program.source_path).parent) if program.source_path else None,
     )
     return execute(program, {} if input_value is None else input_value, options)
 

@@ -12,7 +12,7 @@ prompt of the first generate, and the run's value. After an intended change, reg
 `UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_examples.py` and review the diff.
 
 Smaller guards live here too: programs whose header claims 0.1.0 syntax use no later form, a
-header passes `--approve auto` exactly when its program needs approvals, the compensate and MCP
+header passes `--approve auto` (or `--approvals POLICY`) exactly when its program needs approvals, the compensate and MCP
 tutorials do what their headers promise, and the complete programs in docs/language.md check
 and run.
 """
@@ -27,6 +27,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -36,15 +37,18 @@ from urllib.parse import quote
 import pytest
 
 import agentscript
+from agentscript.app.run_view.page import write_run_pages
 from agentscript.composition import build_tools
 from agentscript.lang import ast
 from agentscript.lang.errors import ParseError
 from agentscript.lang.lexer import tokenize
 from agentscript.lang.parser import parse_program
 from agentscript.lang.tokens import TokenKind
+from agentscript.learn.journal import Journal
 from agentscript.providers.tools.effects import effects_in_trace
 from agentscript.runtime.ports import Closeable, GenerateRequest
 from agentscript.runtime.shapes import default_object
+from browser import Browser
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM_DIRS = ("examples", "tutorials")
@@ -111,6 +115,7 @@ class RunCommand:
     responses: str
     input: Any
     approve: str | None = None
+    approvals: str | None = None
 
 
 def _header(program: str) -> list[str]:
@@ -124,7 +129,8 @@ def _header(program: str) -> list[str]:
 
 
 def _parse_run_command(text: str) -> RunCommand:
-    """`agentscript run FILE --mock RESPONSES [--approve MODE] [--trace T] [--input JSON]`."""
+    """`agentscript run FILE --mock RESPONSES [--approve MODE] [--approvals POLICY] [--trace T]
+    [--input JSON]`."""
     words = shlex.split(text)
     assert words[:2] == ["agentscript", "run"], text
     options = dict(zip(words[3::2], words[4::2], strict=False))
@@ -134,6 +140,7 @@ def _parse_run_command(text: str) -> RunCommand:
         responses=options["--mock"],
         input=json.loads(options.get("--input", "{}")),
         approve=options.get("--approve"),
+        approvals=options.get("--approvals"),
     )
 
 
@@ -157,9 +164,14 @@ def copy_program_tree(program: str, base: Path) -> Path:
 
 
 def scripted_config(base: Path, program: str, **options: Any) -> agentscript.RunConfig:
-    """The header's run as a RunConfig: scripted mock model, real tools, writes approved."""
-    responses = base / run_command(program).responses
-    return agentscript.RunConfig(model="mock", responses=str(responses), approve="auto", **options)
+    """The header's run as a RunConfig: scripted mock model, real tools, writes approved, and
+    the header's approval policy, if it names one."""
+    command = run_command(program)
+    responses = base / command.responses
+    approvals = str(base / command.approvals) if command.approvals else None
+    return agentscript.RunConfig(
+        model="mock", responses=str(responses), approve="auto", approvals=approvals, **options
+    )
 
 
 class _FirstPrompt(Exception):
@@ -358,9 +370,14 @@ def test_header_run_line_uses_the_programs_own_responses(program: str) -> None:
 def test_header_approves_writes_exactly_when_the_program_needs_approvals(
     program: str, programs: ProgramRuns
 ) -> None:
-    asked = events(programs.scripted(program).result.trace, "approval")
-    wanted = "auto" if asked else None
-    assert run_command(program).approve == wanted, "--approve auto iff a call needs approval"
+    approvals = events(programs.scripted(program).result.trace, "approval")
+    deciders = {data.get("by") for data in approvals if data["decision"] != "pending"}
+    command = run_command(program)
+    wanted = "auto" if "auto" in deciders else None
+    assert command.approve == wanted, "--approve auto iff a call needs the mode's approval"
+    assert (command.approvals is not None) == ("policy" in deciders), (
+        "--approvals iff the policy decided something"
+    )
 
 
 @pytest.mark.parametrize("program", ENTRY_PROGRAMS)
@@ -441,10 +458,14 @@ def _run_copy(path: Path, config: agentscript.RunConfig, program: str) -> agents
     return agentscript.run(agentscript.load(path), run_command(program).input, config)
 
 
-def _undo_command(trace_file: Path, *options: str) -> subprocess.CompletedProcess[str]:
-    """`agentscript undo TRACE.json`, run as a separate process the way a reader would."""
+def _undo_command(
+    trace_file: Path, workspace: Path, *options: str
+) -> subprocess.CompletedProcess[str]:
+    """`agentscript undo TRACE.json`, run as a separate process the way a reader would: from
+    the program's directory, which is the run's workspace."""
     return subprocess.run(
         [sys.executable, "-m", "agentscript", "undo", str(trace_file), *options],
+        cwd=workspace,
         capture_output=True,
         text=True,
         timeout=120,
@@ -487,11 +508,11 @@ def test_compensate_keeps_the_good_write_and_the_cli_undoes_it(tmp_path: Path) -
 
     trace_file = tmp_path / "run.json"
     trace_file.write_text(json.dumps(result.trace, ensure_ascii=False), encoding="utf-8")
-    dry = _undo_command(trace_file, "--dry-run")
+    dry = _undo_command(trace_file, workspace, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "would restore CHANGELOG.md" in dry.stdout
     assert snapshot(workspace) == after, "a dry run changes nothing"
-    undo = _undo_command(trace_file)
+    undo = _undo_command(trace_file, workspace)
     assert undo.returncode == 0, undo.stderr
     assert undo.stdout.splitlines()[0] == "restore CHANGELOG.md"
     assert snapshot(workspace) == before
@@ -654,3 +675,31 @@ def test_some_programs_claim_0_1_0_syntax() -> None:
 @pytest.mark.parametrize("program", PROGRAMS_0_1_0)
 def test_program_claiming_0_1_0_syntax_uses_no_later_form(program: str) -> None:
     assert _later_forms(program) == []
+
+
+# ----------------------------------------------------------------------------- run pages
+
+
+@pytest.fixture(scope="module")
+def page_browser() -> Iterator[Browser]:
+    with Browser.launch() as browser:
+        yield browser
+
+
+@pytest.mark.parametrize("program", ENTRY_PROGRAMS)
+def test_every_programs_run_opens_in_the_run_viewer(
+    program: str, programs: ProgramRuns, page_browser: Browser
+) -> None:
+    run = programs.scripted(program)
+    assert run.result.journal is not None
+    assert run.result.journal.wait(30) == []
+    journal = Journal.for_workspace((run.base / program).parent)
+    try:
+        (page, *_) = write_run_pages(journal, run.result.journal.run_id, None)
+    finally:
+        journal.close()
+    page_browser.open(page.as_uri())
+    assert page_browser.evaluate("document.body.dataset.ready") == "1"
+    steps = page_browser.evaluate("document.querySelectorAll('.step').length")
+    assert steps >= len(run.result.trace)
+    assert page_browser.evaluate("document.getElementById('run-status').textContent") == "ok"

@@ -18,6 +18,9 @@ _EXPORTS = {
     "load": "agentscript.api",
     "load_source": "agentscript.api",
     "run": "agentscript.api",
+    "evaluate": "agentscript.app.evals.runner",
+    "EvalConfig": "agentscript.app.evals.runner",
+    "EvalReport": "agentscript.app.evals.report_data",
     "RunConfig": "agentscript.composition",
     "Diagnostic": "agentscript.lang.errors",
     "ParseError": "agentscript.lang.errors",
@@ -34,6 +37,8 @@ _EXPORTS = {
 __all__ = [
     "AgentScriptError",
     "Diagnostic",
+    "EvalConfig",
+    "EvalReport",
     "ExecutionError",
     "LoadError",
     "ParseError",
@@ -44,6 +49,7 @@ __all__ = [
     "TraceSink",
     "__version__",
     "check",
+    "evaluate",
     "format_trace",
     "load",
     "load_source",
@@ -52,6 +58,8 @@ __all__ = [
 
 if TYPE_CHECKING:
     from agentscript.api import check, load, load_source, run
+    from agentscript.app.evals.report_data import EvalReport
+    from agentscript.app.evals.runner import EvalConfig, evaluate
     from agentscript.composition import RunConfig
     from agentscript.lang.errors import Diagnostic, ParseError, SemanticError
     from agentscript.runtime.errors import AgentScriptError, ExecutionError, LoadError

@@ -62,10 +62,14 @@ def models(program: ast.Program, environ: Mapping[str, str] | None = None) -> li
     ]
 
 
-def tools(program: ast.Program, workspace: Path | None = None) -> list[dict[str, Any]]:
-    """Each tool import of `program` with its scheme; for an `mcp://` import, the tools its
-    server offers (name, description, input schema, annotations, risk), or the problem that
-    kept the server from answering."""
+def tools(
+    program: ast.Program, workspace: Path | None = None, start_servers: bool = True
+) -> list[dict[str, Any]]:
+    """Each tool import of `program` with its scheme; for an `mcp://` import, the server's
+    configured launch and tool risks and, when `start_servers`, the tools the server offers
+    (name, description, input schema, claimed annotations, risk), or the problem that kept the
+    server from answering. Without `start_servers` nothing is started: only the configuration
+    is read."""
     from agentscript.providers.tools.base import scheme_of
     from agentscript.runtime.errors import AgentScriptError
 
@@ -83,11 +87,16 @@ def tools(program: ast.Program, workspace: Path | None = None) -> list[dict[str,
             }
             if entry["scheme"] == "mcp":
                 if mcp is None:
-                    from agentscript.providers.tools.mcp import McpTools
+                    from agentscript.providers.tools.mcp import McpTools, approve_every_start
+                    from agentscript.providers.tools.mcp_launch import refuse_every_start
 
-                    mcp = McpTools(root)
+                    approve = approve_every_start if start_servers else refuse_every_start
+                    mcp = McpTools(root, approve_start=approve)
                 try:
-                    entry["tools"] = mcp.list_tools(decl.uri)
+                    entry["server"] = mcp.launch(decl.uri).to_json()
+                    entry["configured"] = mcp.configured_risks(decl.uri)
+                    if start_servers:
+                        entry["tools"] = mcp.list_tools(decl.uri)
                 except AgentScriptError as problem:
                     entry["problem"] = str(problem)
             listing.append(entry)

@@ -22,6 +22,7 @@ from agentscript.runtime.interpreter import (
 )
 from agentscript.runtime.ports import (
     Closeable,
+    FileImports,
     GenerateRequest,
     InputProvider,
     LlmProvider,
@@ -32,6 +33,7 @@ from agentscript.runtime.trace import TraceSink
 
 if TYPE_CHECKING:
     from agentscript.learn.journal import JournalSink
+    from agentscript.providers.telemetry.otel import OtelTraceSink
     from agentscript.providers.tools.approvals import ApprovalMode, AskUser
     from agentscript.providers.tools.base import SchemeTool
 
@@ -91,6 +93,9 @@ class RunConfig:
     # or at `journal_path`. Dry runs are never journaled.
     journal: bool = True
     journal_path: str | Path | None = None
+    # Send the run to an OpenTelemetry collector over OTLP/HTTP: True, False, or None to
+    # follow the standard OTEL_* variables (on when an OTLP endpoint is set).
+    otel: bool | None = None
     # After a journaled run ends ok or with an error, write its run memory and distil its
     # experiences into the long-term memory at `memory_db` (agentscript.learn.run_memory).
     # None (the default) learns only from runs that talked to a model: not from the mock, a
@@ -102,6 +107,9 @@ class RunConfig:
     # Let providers that can stream (OpenAI, Anthropic, Ollama) hand the answer text to the
     # trace sinks as it arrives; the answer is validated as a whole either way.
     stream: bool = False
+    # The prompt layout, "0.1.0" or "compact"; None lets the provider choose (compact for the
+    # providers that enforce shapes natively, 0.1.0 for the mock and the dry run).
+    prompt_layout: str | None = None
 
 
 def build_llm(config: RunConfig, owned: list[Closeable]) -> LlmProvider:
@@ -110,6 +118,11 @@ def build_llm(config: RunConfig, owned: list[Closeable]) -> LlmProvider:
     llm = _base_llm(config)
     if isinstance(llm, Closeable) and llm is not config.model:
         owned.append(llm)
+    if config.prompt_layout is not None:
+        from agentscript.providers.llm.layout import FixedLayout
+        from agentscript.runtime.context import PromptLayout
+
+        llm = FixedLayout(llm, PromptLayout(config.prompt_layout))
     if config.record is not None:
         from agentscript.providers.llm.recording import RecordingLlm
 
@@ -179,11 +192,51 @@ def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
         concurrency=config.concurrency,
         variants=dict(config.variants),
         stream=config.stream,
+        file_imports=_workspace_files(workspace),
     )
     journal = build_journal(config, workspace)
     if journal is not None:
         options.trace_sinks.append(journal)
+    telemetry = build_telemetry(config, program_path, journal.run_id if journal else None)
+    if telemetry is not None:
+        options.trace_sinks.append(telemetry)
+        owned.append(telemetry)
     return RunSetup(options, owned, workspace, journal)
+
+
+def build_telemetry(
+    config: RunConfig, program_path: str | None, run_id: str | None
+) -> OtelTraceSink | None:
+    """The sink that sends the run to an OpenTelemetry collector: when `otel` is on, or left
+    to the standard OTEL_* variables (an OTLP endpoint set). Asked for explicitly without the
+    `otel` extra installed, it is an error that says how to install it."""
+    environ = config.environ if config.environ is not None else os.environ
+    if config.otel is False:
+        return None
+    if config.otel is None:
+        from agentscript.providers.telemetry.settings import telemetry_requested
+
+        if not telemetry_requested(environ):
+            return None
+    from agentscript.providers.telemetry.settings import OtlpSettings
+    from agentscript.runtime.errors import LoadError
+
+    try:
+        from agentscript.providers.telemetry.otel import OtelTraceSink
+    except ImportError:
+        if config.otel:
+            raise LoadError(
+                "OpenTelemetry export needs the otel extra: pip install 'agentscript[otel]'"
+            ) from None
+        return None
+    return OtelTraceSink(OtlpSettings.from_environ(environ), run_id=run_id, program=program_path)
+
+
+def _workspace_files(workspace: Path) -> FileImports:
+    """`import file` reads through the workspace jail, like the file tools."""
+    from agentscript.providers.tools.workspace import Workspace
+
+    return Workspace(workspace)
 
 
 def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:
@@ -191,14 +244,15 @@ def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:
     learns from the run when it ends unless `learn` is off."""
     if not config.journal or config.model == "dry-run":
         return None
-    from agentscript.learn.journal import find_workspace_root, journal_path, shared_journal
+    from agentscript.learn.journal import run_journal_path, shared_journal
 
     # The same rule as `agentscript runs`: an explicit workspace, else the workspace root
     # found from the program's folder.
-    root = (
-        Path(config.workspace) if config.workspace is not None else find_workspace_root(workspace)
+    path = (
+        Path(config.journal_path)
+        if config.journal_path
+        else run_journal_path(config.workspace, workspace)
     )
-    path = Path(config.journal_path) if config.journal_path else journal_path(root)
     sink = shared_journal(path).sink()
     if learns_from(config):
         from agentscript.learn.run_memory import learner_for
@@ -254,12 +308,19 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
     from agentscript.providers.tools.approvals import ApprovalGate, ApprovalPolicy
     from agentscript.providers.tools.env import EnvTools
     from agentscript.providers.tools.files import FileTools
+    from agentscript.providers.tools.mcp_launch import McpConfigSnapshot, refuse_every_start
     from agentscript.providers.tools.registry import LazyTool, ToolRegistry
     from agentscript.providers.tools.shell import ShellTools
     from agentscript.providers.tools.workspace import Workspace
 
     environ = config.environ if config.environ is not None else os.environ
     jail = Workspace(workspace)
+    policy = ApprovalPolicy.load(config.approvals) if config.approvals is not None else None
+    # Read once, now: a configuration the run itself writes must not change what it may start.
+    mcp_config = McpConfigSnapshot.read(jail.root)
+    # Set below, before any tool is built (they are built on first use): the approval gate
+    # allows MCP server starts; a dry run has none, and starts no server.
+    gate: ApprovalGate | None = None
 
     def http_tools() -> SchemeTool:
         from agentscript.providers.tools.http import HttpTools
@@ -269,12 +330,14 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
     def mcp_tools() -> SchemeTool:
         from agentscript.providers.tools.mcp import McpTools
 
-        return McpTools(jail.root, environ=environ)
+        approve = gate.approve_start if gate is not None else refuse_every_start
+        return McpTools(jail.root, config=mcp_config, environ=environ, approve_start=approve)
 
     def memory_tools() -> SchemeTool:
         from agentscript.memory.adapter import MemoryTools
 
-        return MemoryTools.open(jail.root, config.memory_db)
+        granted = policy.memory_scopes if policy is not None else ()
+        return MemoryTools.open(jail.root, config.memory_db, granted)
 
     http = LazyTool(http_tools)
     registry = ToolRegistry(
@@ -294,7 +357,6 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
         dry = DryRunTools(registry)
         owned.append(dry)
         return dry
-    policy = ApprovalPolicy.load(config.approvals) if config.approvals is not None else None
     gate = ApprovalGate(registry, policy=policy, mode=config.approve, ask_user=config.ask_user)
     owned.append(gate)
     return gate

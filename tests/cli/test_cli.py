@@ -306,7 +306,7 @@ def test_input_file_supplies_the_input(programs: Path, capsys: pytest.CaptureFix
 def test_missing_input_file_is_reported(programs: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = cli_run(capsys, "greet.as", "--input-file", "nowhere.json")
     assert code == 1
-    assert err == "Cannot read --input-file nowhere.json: No such file or directory\n"
+    assert err == "--input-file not found: nowhere.json\n"
 
 
 def test_trace_file_receives_the_trace(programs: Path, capsys: pytest.CaptureFixture[str]) -> None:

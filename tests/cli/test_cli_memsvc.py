@@ -375,6 +375,11 @@ def test_a_bad_import_line_imports_nothing(
     assert refused([json.dumps({**good, "bucket": "2026-W19"})]) == (
         f"{source}:1: bucket: '2026-W19' is not a day bucket\n"
     )
+    # A lone surrogate (issue 13, finding 12) is refused by line and field, not by the store.
+    assert refused([valid, json.dumps({**good, "id": "other", "body": "x\ud800"})]) == (
+        f"{source}:2: body: body contains a lone surrogate (U+D800) at character 2; text must "
+        "be valid Unicode\n"
+    )
     with memory(tmp_path / "project", tmp_path / "copy.db") as service:
         assert service.stats()["active"] == 0
 

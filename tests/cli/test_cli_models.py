@@ -10,7 +10,7 @@ from pytest_httpserver import HTTPServer
 
 from agentscript.cli.main import main
 from llm_support import SECRET_KEY, program
-from trace_support import without_timings
+from timings import without_timings
 
 ANSWER = {"answer": "Rayleigh scattering", "score": 0.9}
 

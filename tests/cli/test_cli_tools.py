@@ -124,7 +124,7 @@ def test_undo_reverts_a_recorded_run_and_reports_conflicts(
     trace = tmp_path / "run.json"
     code, _, _ = cli(capsys, "run", str(path), "--mock", "--approve", "auto", "--trace", str(trace))
     assert code == 0
-    code, out, _ = cli(capsys, "undo", str(trace), "--dry-run")
+    code, out, _ = cli(capsys, "undo", str(trace), "--dry-run", "--workspace", str(tmp_path))
     assert code == 0
     assert out.splitlines() == [
         "would restore draft.md",
@@ -133,7 +133,7 @@ def test_undo_reverts_a_recorded_run_and_reports_conflicts(
     ]
     assert (tmp_path / "notes.md").read_text() == "second"
     (tmp_path / "draft.md").write_text("edited by hand after the run")
-    code, out, _ = cli(capsys, "undo", str(trace))
+    code, out, _ = cli(capsys, "undo", str(trace), "--workspace", str(tmp_path))
     assert code == 1
     assert out.splitlines() == [
         "restore notes.md",
@@ -152,7 +152,7 @@ def test_undo_reports_unreadable_traces_clearly(
     code, _, err = cli(capsys, "undo", str(bad))
     assert code == 1 and "is not valid JSON" in err
     code, _, err = cli(capsys, "undo", str(tmp_path / "missing.json"))
-    assert code == 1 and "Cannot read trace" in err
+    assert code == 1 and "Trace not found: " in err
 
 
 def test_tools_lists_mcp_server_tools_with_their_risk(
@@ -162,7 +162,11 @@ def test_tools_lists_mcp_server_tools_with_their_risk(
         json.dumps(
             {
                 "mcpServers": {
-                    "echo": {"command": "${AGENTSCRIPT_PYTHON}", "args": [str(ECHO_SERVER)]}
+                    "echo": {
+                        "command": "${AGENTSCRIPT_PYTHON}",
+                        "args": [str(ECHO_SERVER)],
+                        "tools": {"peek": {"readOnlyHint": True}},
+                    }
                 }
             }
         )
@@ -174,13 +178,18 @@ def test_tools_lists_mcp_server_tools_with_their_risk(
     )
     code, out, err = cli(capsys, "tools", str(path))
     assert code == 0, err
-    assert out.splitlines()[0] == "Echo  mcp://echo"
-    assert any(line.startswith("  wipe [destructive]") for line in out.splitlines())
-    assert any(line.startswith("  peek [read]") for line in out.splitlines())
+    lines = out.splitlines()
+    assert lines[:2] == ["Echo  mcp://echo", f"  starts: ${{AGENTSCRIPT_PYTHON}} {ECHO_SERVER}"]
+    assert any(line.startswith("  wipe [destructive]") for line in lines)
+    assert any(line.startswith("  peek [read]") for line in lines)
+    # The server claims `note` does nothing destructive; the configuration does not say so.
+    assert any(line.startswith("  note [destructive] (server claims effect)") for line in lines)
     assert "Grep  sh://grep" in out
     code, out, _ = cli(capsys, "tools", str(path), "--json")
     listing = json.loads(out)
     assert listing[1] == {"name": "Grep", "uri": "sh://grep", "scheme": "sh"}
+    assert listing[0]["configured"] == {"peek": "read"}
+    assert listing[0]["configured"] == {"peek": "read"}
     assert {tool["name"] for tool in listing[0]["tools"]} >= {"echo", "add", "wipe", "peek"}
 
 
@@ -245,6 +254,23 @@ def test_undo_removes_the_directories_a_write_created(
     path = program(tmp_path, WRITER.replace("out/report.md", "deep/er/report.md"))
     code, _, _ = cli(capsys, "run", str(path), "--mock", "--approve", "auto", "--trace", str(trace))
     assert code == 0 and (tmp_path / "deep" / "er" / "report.md").exists()
-    code, _, _ = cli(capsys, "undo", str(trace))
+    code, _, _ = cli(capsys, "undo", str(trace), "--workspace", str(tmp_path))
     assert code == 0
     assert not (tmp_path / "deep").exists()
+
+
+def test_terminal_approver_shows_the_command_a_server_start_would_run(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from agentscript.providers.tools.mcp_launch import ServerLaunch
+
+    launch = ServerLaunch("notes", "stdio", command=("python", "notes.py"), env=(("TOKEN", "x"),))
+    request = ApprovalRequest(
+        "approval-2", "Notes", "search", "mcp://notes", "destructive", [], launch=launch
+    )
+    assert TerminalApprover(lambda prompt: "y")(request) == "yes"
+    shown = capsys.readouterr().err.splitlines()
+    assert shown[1:3] == [
+        "MCP server 'notes' wants to start for Notes.search (mcp://notes):",
+        "  python notes.py (env: TOKEN)",
+    ]

@@ -64,14 +64,16 @@ def test_request_body_and_headers_follow_the_chat_completions_protocol(
         "reasoning_effort",
     ]
     assert body["model"] == "gpt-4.1-mini"
+    # The compact layout: the shape goes out as response_format only, not printed as well.
     assert body["messages"][0] == {
         "role": "system",
-        "content": "You are Asker.\nrole: Analyst\ndescription: Answers briefly.",
+        "content": "You are Asker (Analyst). Answers briefly.",
     }
-    assert body["messages"][1]["role"] == "user"
-    assert body["messages"][1]["content"].startswith(
-        "Context:\n[0] input.question:\nWhy is the sky blue?"
-    )
+    assert body["messages"][1] == {
+        "role": "user",
+        "content": "input.question:\nWhy is the sky blue?\nInstruction:\nAnswer the question."
+        "\nReply in JSON.",
+    }
     assert body["response_format"] == {
         "type": "json_schema",
         "json_schema": {
@@ -189,7 +191,8 @@ def test_shape_mismatch_is_repaired_with_the_previous_output_shown(
     )
     run(program("openai://m", attempts=3), environ)
     repaired = request_bodies(httpserver)[1]["messages"][1]["content"]
-    assert 'Previous output:\n{\n  "answer": "x",\n  "score": "high"\n}' in repaired
+    # Providers that enforce the shape get the compact layout: the output as compact JSON.
+    assert 'Previous output:\n{"answer":"x","score":"high"}' in repaired
     assert "LLM result field 'score' must be a number, got \"high\"" in repaired
 
 

@@ -11,11 +11,12 @@ from pytest_httpserver import HTTPServer
 import agentscript
 from agentscript.composition import RunConfig
 from llm_support import SECRET_KEY, Sequence, json_response, program, run
-from trace_support import without_timings
+from timings import without_timings
 
 
 def completion(content: str) -> dict[str, object]:
     return {
+        "model": "gpt-4.1-mini-2025-04-14",
         "choices": [
             {
                 "index": 0,
@@ -59,6 +60,10 @@ def test_replay_of_a_recorded_session_reproduces_value_trace_and_repairs(
     assert lines[0]["call"] == "Asker.__main"
     assert replayed.value == recorded.value == {"answer": "scattering", "score": 3}
     assert without_timings(replayed.trace) == without_timings(recorded.trace)
+    generate = recorded.trace[1]["data"]
+    assert generate["model"] == "openai://gpt-4.1-mini"
+    assert generate["response_model"] == "gpt-4.1-mini-2025-04-14"
+    assert generate["finish_reasons"] == ["stop"]  # the first answer was not JSON
     assert replayed.usage["input_tokens"] == 100
     assert httpserver.log == []
 

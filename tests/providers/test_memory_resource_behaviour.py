@@ -195,6 +195,15 @@ def test_text_finds_nul_characters(backend: MemoryBackend) -> None:
     assert texts(backend.query({"kind": "nul\x00kind"})) == ["before\x00after"]
 
 
+def test_lone_surrogates_are_stored_and_found_exactly(backend: MemoryBackend) -> None:
+    """Issue 13, finding 12: no store may die of a lone surrogate (`"\\ud800"` in JSON)."""
+    backend.add({"text": "before\ud800after", "kind": "k\udfff"})
+    backend.add({"text": "before\ufffdafter", "kind": "k\ufffd"})
+    assert texts(backend.query({"text": "e\ud800a"})) == ["before\ud800after"]
+    assert texts(backend.query({"kind": "k\udfff"})) == ["before\ud800after"]
+    assert texts(backend.query({"kind": "k\ufffd"})) == ["before\ufffdafter"]
+
+
 # ---------------------------------------------------------------------- where
 
 

@@ -14,6 +14,7 @@ import pytest
 
 import agentscript
 from agentscript.providers.memory.router import MemoryRouter
+from timings import without_timings
 
 if TYPE_CHECKING:
     from memory_support import MemoryBackend
@@ -51,7 +52,7 @@ def run_keeper(root: Path, uri: str, note: str = "First note") -> agentscript.Ru
 
 
 def memory_events(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [event["data"] for event in trace if event["kind"] == "memory"]
+    return [without_timings(event["data"]) for event in trace if event["kind"] == "memory"]
 
 
 @pytest.mark.parametrize("name", ["jsonl", "sqlite", "postgres"])

@@ -188,9 +188,31 @@ def test_effects_reach_the_trace_and_the_cli_undo_reverts_them(tmp_path: Path) -
         "file-write:draft.md",
         "file-patch:draft.md",
     ]
-    preview = undo_trace(trace, dry_run=True)
+    preview = undo_trace(trace, tmp_path, dry_run=True)
     assert [item["action"] for item in preview["undone"]] == ["restore", "delete"]
     assert (tmp_path / "draft.md").read_text() == "v2"
-    report = undo_trace(trace)
+    report = undo_trace(trace, tmp_path)
     assert report["ok"] is True
     assert not (tmp_path / "draft.md").exists()
+
+
+def test_lone_surrogates_are_refused_by_name_not_by_a_codec(
+    tmp_path: Path, tools: ToolRegistry
+) -> None:
+    """Issue 13, finding 12: `"\\ud800"` in a model's or a program's JSON has no UTF-8 form."""
+    with pytest.raises(ExecutionError) as raised:
+        call(tools, "file://workspace", "write", {"path": "a.txt", "content": "x\ud800"})
+    assert str(raised.value) == (
+        "File.write.content is not valid Unicode: a lone surrogate (U+D800) at character 2"
+    )
+    with pytest.raises(ExecutionError, match=r"Path is not a valid file name: 'n\\ud800'"):
+        call(tools, "file://workspace", "write", {"path": "n\ud800", "content": "x"})
+    with pytest.raises(ExecutionError, match=r"File\.patch\.replace is not valid Unicode"):
+        call(
+            tools,
+            "file://workspace",
+            "patch",
+            {"path": "notes.txt", "search": "a", "replace": "\udfff"},
+        )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt"]
+    assert (tmp_path / "notes.txt").read_text() == "alpha beta"

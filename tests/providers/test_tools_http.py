@@ -17,7 +17,7 @@ from agentscript.providers.tools.http import MAX_BODY_BYTES, HttpTools
 from agentscript.providers.tools.registry import ToolRegistry
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.ports import ToolCall
-from trace_support import without_timings
+from timings import without_timings
 
 
 def start_server() -> HTTPServer:
@@ -526,9 +526,7 @@ def test_a_program_calls_the_api_and_traces_the_call(server: HTTPServer, tools: 
     request, _ = server.log[0]
     assert json.loads(request.get_data()) == {"name": "Ada"}
     assert request.headers["X-Key"] == "k1"
-    tool_events = [
-        without_timings(event["data"]) for event in result.trace if event["kind"] == "tool"
-    ]
+    tool_events = [without_timings(e["data"]) for e in result.trace if e["kind"] == "tool"]
     assert tool_events == [
         {
             "tool": "Api",

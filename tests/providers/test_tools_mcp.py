@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 import agentscript
-from agentscript.providers.tools.mcp import McpTools, list_server_tools
+from agentscript.providers.tools.mcp import McpTools, approve_every_start, list_server_tools
 from agentscript.providers.tools.registry import ToolRegistry
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.ports import ToolCall
@@ -47,6 +47,14 @@ ALL_TOOLS = [
     "sleep",
     "crash",
 ]
+
+
+# How the configuration rates some of the echo server's tools (the gate decides from these).
+RATINGS = {
+    "peek": {"readOnlyHint": True},
+    "note": {"readOnlyHint": False, "destructiveHint": False},
+    "draft": {"readOnlyHint": False},
+}
 
 
 def echo_server(**extra: Any) -> dict[str, Any]:
@@ -92,7 +100,8 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
         root,
         {
             "tools/echo": echo_server(
-                env={"ECHO_TOKEN": "${MCP_TEST_TOKEN}", "ECHO_MIXED": "a-$MCP_TEST_TOKEN-b"}
+                env={"ECHO_TOKEN": "${MCP_TEST_TOKEN}", "ECHO_MIXED": "a-$MCP_TEST_TOKEN-b"},
+                tools=RATINGS,
             ),
             # Runs in sub/, with a short call timeout.
             "sub": echo_server(transport="stdio", cwd="sub", timeout=2),
@@ -120,7 +129,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def tools(workspace: Path) -> Iterator[McpTools]:
-    with McpTools(workspace, environ=ENVIRON) as shared:
+    with McpTools(workspace, environ=ENVIRON, approve_start=approve_every_start) as shared:
         yield shared
 
 
@@ -211,7 +220,7 @@ def test_missing_variable_is_an_error_naming_it(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("MCP_TEST_UNSET_VARIABLE", raising=False)
-    with McpTools(workspace) as fresh:
+    with McpTools(workspace, approve_start=approve_every_start) as fresh:
         message = failure(fresh, "mcp://missing-var", "echo", {"text": "x"})
     assert message == (
         "MCP server 'missing-var': environment variable MCP_TEST_UNSET_VARIABLE is not set "
@@ -223,7 +232,7 @@ def test_expansion_reads_the_process_environment_by_default(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MCP_TEST_UNSET_VARIABLE", "from-process")
-    with McpTools(workspace) as fresh:
+    with McpTools(workspace, approve_start=approve_every_start) as fresh:
         assert call(fresh, "mcp://missing-var", "env", {"name": "TOKEN"})["text"] == "from-process"
 
 
@@ -269,7 +278,7 @@ def test_unknown_server_names_the_key_and_the_configured_ones(
 
 
 def test_missing_config_file_says_where_it_was_looked_for(tmp_path: Path) -> None:
-    with McpTools(tmp_path) as fresh:
+    with McpTools(tmp_path, approve_start=approve_every_start) as fresh:
         message = failure(fresh, "mcp://github", "call", {"tool": "x"})
     assert message == (
         "MCP server 'github' not found in agentscript.mcp.json (looked for "
@@ -332,7 +341,7 @@ def test_malformed_config_names_the_file_and_the_problem(
     tmp_path: Path, text: str, problem: str
 ) -> None:
     (tmp_path / "agentscript.mcp.json").write_text(text)
-    with McpTools(tmp_path) as fresh:
+    with McpTools(tmp_path, approve_start=approve_every_start) as fresh:
         message = failure(fresh, "mcp://x", "call", {"tool": "x"})
     assert str(tmp_path.resolve() / "agentscript.mcp.json") in message
     assert problem in message
@@ -354,15 +363,18 @@ def test_malformed_config_names_the_file_and_the_problem(
         ("call", [{"tool": "wipe"}], "destructive"),
     ],
 )
-def test_risk_comes_from_the_tools_annotations(
-    tools: McpTools, method: str, args: list[Any], risk: str
+def test_risk_comes_from_the_configuration_without_starting_the_server(
+    workspace: Path, method: str, args: list[Any], risk: str
 ) -> None:
-    assert tools.risk(ToolCall("Echo", ECHO, method, args)) == risk
+    with McpTools(workspace, environ=ENVIRON) as unstarted:
+        assert unstarted.risk(ToolCall("Echo", ECHO, method, args)) == risk
+        # The default approver refuses every start, so nothing can have started.
+        assert "was not started" in failure(unstarted, ECHO, method, *args)
 
 
-def test_risk_of_an_unknown_tool_is_the_unknown_tool_error(tools: McpTools) -> None:
-    with pytest.raises(ExecutionError, match="has no tool 'search'"):
-        tools.risk(ToolCall("Echo", ECHO, "search", []))
+def test_a_tool_the_configuration_does_not_rate_is_destructive(tools: McpTools) -> None:
+    assert tools.risk(ToolCall("Echo", ECHO, "search", [])) == "destructive"
+    assert tools.risk(ToolCall("Echo", "mcp://sub", "peek", [])) == "destructive"
 
 
 # ---------------------------------------------------------------------- failures and timeouts
@@ -409,7 +421,7 @@ def test_an_unreachable_http_server_is_reported(tools: McpTools) -> None:
 def test_a_server_dying_mid_call_is_an_error_and_the_next_call_restarts_it(
     workspace: Path,
 ) -> None:
-    with McpTools(workspace, environ=ENVIRON) as fresh:
+    with McpTools(workspace, environ=ENVIRON, approve_start=approve_every_start) as fresh:
         first = int(call(fresh, ECHO, "pid")["text"])
         assert failure(fresh, ECHO, "crash") == (
             "MCP server 'tools/echo' closed the connection during tool 'crash' "
@@ -425,7 +437,7 @@ def test_a_server_dying_mid_call_is_an_error_and_the_next_call_restarts_it(
 
 @pytest.mark.skipif(sys.platform == "win32", reason="checks the pid with os.kill(pid, 0)")
 def test_close_terminates_the_child_and_is_idempotent(workspace: Path) -> None:
-    with McpTools(workspace, environ=ENVIRON) as fresh:
+    with McpTools(workspace, environ=ENVIRON, approve_start=approve_every_start) as fresh:
         pid = int(call(fresh, ECHO, "pid")["text"])
         assert pid_alive(pid)
         fresh.close()
@@ -439,7 +451,7 @@ def test_close_terminates_the_child_and_is_idempotent(workspace: Path) -> None:
 
 
 def test_close_without_any_server_started_does_nothing(tmp_path: Path) -> None:
-    fresh = McpTools(tmp_path)
+    fresh = McpTools(tmp_path, approve_start=approve_every_start)
     fresh.close()
     fresh.close()
 
@@ -454,11 +466,15 @@ def test_list_server_tools_describes_each_tool(workspace: Path) -> None:
     assert listed["echo"]["inputSchema"]["properties"]["text"]["type"] == "string"
     assert listed["echo"]["inputSchema"]["required"] == ["text"]
     assert listed["echo"]["annotations"] is None
-    assert listed["echo"]["risk"] == "destructive"
+    assert (listed["echo"]["risk"], listed["echo"]["claimedRisk"]) == ("destructive",) * 2
     assert listed["peek"]["annotations"] == {"readOnlyHint": True}
-    assert listed["peek"]["risk"] == "read"
+    assert (listed["peek"]["risk"], listed["peek"]["claimedRisk"]) == ("read", "read")
     assert listed["note"]["annotations"] == {"readOnlyHint": False, "destructiveHint": False}
-    assert listed["note"]["risk"] == "effect"
+    assert (listed["note"]["risk"], listed["note"]["claimedRisk"]) == ("effect", "effect")
+    # What a server claims is shown, but only the configuration rates a tool.
+    unrated = {tool["name"]: tool for tool in list_server_tools(workspace, "mcp://sub")}
+    assert unrated["peek"]["annotations"] == {"readOnlyHint": True}
+    assert (unrated["peek"]["risk"], unrated["peek"]["claimedRisk"]) == ("destructive", "read")
 
 
 def test_list_tools_on_a_running_mcp_tools(tools: McpTools) -> None:
@@ -516,11 +532,12 @@ def http_tools(http_url: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
                 "url": http_url,
                 "headers": {"X-Token": "Bearer ${MCP_TEST_TOKEN}"},
                 "startTimeout": 120,
+                "tools": RATINGS,
             },
             "web/typed": {"type": "http", "url": http_url, "startTimeout": 120},
         },
     )
-    with McpTools(root, environ=ENVIRON) as shared:
+    with McpTools(root, environ=ENVIRON, approve_start=approve_every_start) as shared:
         yield shared
 
 
@@ -541,7 +558,7 @@ def test_http_transport_can_be_given_as_claude_codes_type(http_tools: McpTools) 
     assert call(http_tools, "mcp://web/typed", "header", {"name": "x-token"})["text"] == "<none>"
 
 
-def test_http_risk_from_annotations(http_tools: McpTools) -> None:
+def test_http_risk_from_the_configuration(http_tools: McpTools) -> None:
     assert http_tools.risk(ToolCall("Web", "mcp://web", "peek", [])) == "read"
     assert http_tools.risk(ToolCall("Web", "mcp://web", "wipe", [])) == "destructive"
 

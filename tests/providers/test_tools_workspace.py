@@ -165,13 +165,21 @@ def test_catalogue_has_at_least_thirty_attempts() -> None:
 
 def test_undo_cannot_be_pointed_outside(world: tuple[Path, Path], tools: ToolRegistry) -> None:
     _root, outside = world
-    forged = {"action": "write", "path": "../outside/secret.txt", "undoable": True, "previous": "x"}
+    forged = {
+        "action": "write",
+        "path": "../outside/secret.txt",
+        "undoable": True,
+        "previous": "x",
+        "after_sha256": "0" * 64,
+    }
     with pytest.raises(ExecutionError, match="Path escapes workspace"):
         call(tools, "file://workspace", "undo", [forged])
     other = {**forged, "path": "notes.txt", "workspace": str(outside)}
     report = call(tools, "file://workspace", "undo", [other])
     assert report["ok"] is False
-    assert report["conflicts"][0]["reason"] == "the effect belongs to another workspace"
+    assert report["refused"][0]["reason"] == (
+        f"the record belongs to another workspace ({outside})"
+    )
     traversal = {**forged, "path": "notes.txt", "previous": None, "previous_ref": "sha256:../../x"}
     with pytest.raises(ExecutionError, match="Invalid previous_ref"):
         call(tools, "file://workspace", "undo", [traversal])

@@ -520,9 +520,19 @@ def test_successful_generate_after_repairs_records_the_errors(
 
 def test_first_time_success_has_no_errors(run: Run, program: Program, make_llm: MakeLlm) -> None:
     (event,) = run(program(DECIDE), llm=make_llm({"ok": False})).trace
-    original = {"instruction", "attempts", "budget", "debug", "context", "result"}
-    assert set(event["data"]) == original | {"max_attempts", "duration_ms"}
-    assert event["data"]["max_attempts"] == 2 and event["data"]["duration_ms"] >= 0
+    assert set(event["data"]) == {
+        "instruction",
+        "attempts",
+        "budget",
+        "debug",
+        "context",
+        "result",
+        "max_attempts",
+        "promptTokens",
+        "model",
+        "duration_ms",
+    }
+    assert event["data"]["max_attempts"] == 2
 
 
 def test_failed_generate_is_traced(run: Run, program: Program, make_llm: MakeLlm) -> None:
@@ -537,3 +547,12 @@ def test_failed_generate_is_traced(run: Run, program: Program, make_llm: MakeLlm
     assert data["error"] == str(caught.value)
     assert len(data["errors"]) == 2
     assert "result" not in data
+
+
+def test_a_generate_says_which_model_was_asked_and_how_long_it_took(
+    run: Run, program: Program, make_llm: MakeLlm
+) -> None:
+    (event,) = run(program(DECIDE), llm=make_llm({"ok": True})).trace
+    data = event["data"]
+    assert data["model"] == "openai://gpt-4.1-mini"
+    assert isinstance(data["duration_ms"], float | int) and data["duration_ms"] >= 0

@@ -150,3 +150,15 @@ def test_lengths_count_utf16_units(text: str, length: int) -> None:
 )
 def test_prefix_never_splits_a_character(text: str, units: int, prefix: str) -> None:
     assert utf16_prefix(text, units) == prefix
+
+
+def test_parse_refuses_json_nested_deeper_than_the_limit() -> None:
+    from agentscript.runtime.jsjson import MAX_JSON_DEPTH, parse
+
+    at_limit = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
+    assert parse(at_limit) is not None
+    with pytest.raises(ValueError, match=f"nested deeper than {MAX_JSON_DEPTH} levels"):
+        parse("[" + at_limit + "]")
+    # Brackets inside strings (escaped quotes included) are text, not nesting.
+    text = '["' + '\\"[' * 1000 + '"]'
+    assert parse(text) == ['"[' * 1000]

@@ -12,9 +12,10 @@
 // conflict instead of overwriting a file that changed since. The trace keeps every record.
 // Approvals: reads run, but writes and undo ask first, and with no terminal to ask a run
 // refuses them; pass `--approve auto` to approve them all (the workspace is this directory).
-// Undo later, from the command line: save the trace with `--trace run.json`, then
-//   agentscript undo run.json --dry-run     (say what would be put back)
-//   agentscript undo run.json               (put CHANGELOG.md back as it was)
+// Undo later, from the command line: save the trace with `--trace run.json`, then (undo acts
+// only in the workspace it is given, the current directory by default)
+//   agentscript undo run.json --workspace tutorials/compensate --dry-run   (what would be put back)
+//   agentscript undo run.json --workspace tutorials/compensate             (put CHANGELOG.md back)
 // Shows: file://workspace read / write / undo, effect records, compensation in a function,
 // a scoped `role` override, labels, string `+`, final-expression return.
 // Syntax: later forms (`->`, `+`, labels, `name: type` contracts, final expression).

@@ -7,13 +7,18 @@
 // where the tool's name is data, or directly, `Notes.get({…})`, where the method is the tool.
 // Either way the answer is `{ok, text, content, structured, isError}`: `text` joins the text
 // the server sent, `structured` is its structured result (search sends `{hits: […]}`).
-// Both tools are annotated read-only, so they run without an approval.
+// agentscript.mcp.json rates both tools read-only ("tools": {"search": {"readOnlyHint": true}}),
+// so the calls run without an approval; the gate never asks the server how risky its tools are.
+// Starting the server is an action of its own: approvals.yml pins "notes" to its exact command,
+// so it may start, and a changed command would not. Without a pin, starting it asks.
+// See what starting the server would launch, without starting it:
+//   agentscript tools tutorials/mcp/mcp.as --dry
 // List what the server offers (this starts and stops it):
 //   agentscript tools tutorials/mcp/mcp.as
 // Shows: import tool (mcp://), both call forms, a tool result used as context, labels.
 // Syntax: later forms (`name: type` contracts, `->`, labels, untyped fields).
 // Run offline (scripted model answers; the MCP server is real):
-//   agentscript run tutorials/mcp/mcp.as --mock tutorials/mcp/mcp.responses.json --input '{"question": "How do I undo a bad deploy?", "topic": "deploy"}' --trace pretty
+//   agentscript run tutorials/mcp/mcp.as --mock tutorials/mcp/mcp.responses.json --approvals tutorials/mcp/approvals.yml --input '{"question": "How do I undo a bad deploy?", "topic": "deploy"}' --trace pretty
 
 import llm Model from "openai://gpt-4.1-mini"
 import tool Notes from "mcp://notes"

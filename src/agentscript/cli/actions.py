@@ -48,6 +48,7 @@ class RunOptions:
     function: str | None = None
     model: ModelChoice = "real"
     responses: str | None = None
+    prompt_layout: str | None = None  # "0.1.0" or "compact"; None lets the provider choose
     trace: str | None = None  # a file to write the trace to, or "pretty"
     verbose: bool = False
     quiet: bool = False
@@ -67,6 +68,7 @@ class RunOptions:
     concurrency: int = 4
     variants: tuple[str, ...] = ()  # SITE=NAME
     journal: bool = True
+    otel: bool | None = None
     learn: bool | None = None  # None: only when a real model answers
     learn_model: str | None = None
     memory_db: str | None = None
@@ -167,11 +169,13 @@ def _run(options: RunOptions) -> int:
         concurrency=options.concurrency,
         variants=_variants(options.variants),
         journal=options.journal,
+        otel=options.otel,
         learn=options.learn,
         learn_model=options.learn_model,
         memory_db=options.memory_db,
         stream=stream,
         trace_sinks=list(sinks),
+        prompt_layout=options.prompt_layout,
     )
     try:
         with ExitStack() as live:
@@ -292,14 +296,15 @@ def _names(text: str | None) -> list[str] | None:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
-def undo_run(trace_path: str, workspace: str | None, dry_run: bool) -> int:
-    """`agentscript undo TRACE.json`: revert the file effects a run recorded, newest first."""
+def undo_run(trace_path: str, workspace: str | None, dry_run: bool, force: bool = False) -> int:
+    """`agentscript undo TRACE.json`: revert the file effects a run recorded, newest first, in
+    `workspace` (the current directory when not given) and nowhere else."""
 
     from agentscript.providers.tools.effects import undo_trace
 
     def undo() -> int:
         trace = read_trace_file(trace_path)
-        report = undo_trace(trace, default_root=workspace, dry_run=dry_run)
+        report = undo_trace(trace, workspace or Path.cwd(), dry_run=dry_run, force=force)
         print(render.undo_report(report, dry_run))
         return 0 if report["ok"] else 1
 
@@ -307,10 +312,12 @@ def undo_run(trace_path: str, workspace: str | None, dry_run: bool) -> int:
 
 
 def read_trace_file(path: str) -> list[Any]:
+    from agentscript.runtime.bounded_input import MIB, UnusableInput, read_regular_text
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as problem:
-        raise CliError(f"Cannot read trace {path}: {problem.strerror}") from None
+        text = read_regular_text(Path(path), 64 * MIB, "Trace")
+    except UnusableInput as problem:
+        raise CliError(str(problem)) from None
     try:
         trace = parse(text)
     except ValueError as problem:
@@ -322,12 +329,12 @@ def read_trace_file(path: str) -> list[Any]:
     return trace
 
 
-def list_tools(path: str, workspace: str | None, as_json: bool) -> int:
+def list_tools(path: str, workspace: str | None, as_json: bool, start_servers: bool = True) -> int:
     """`agentscript tools FILE`: each tool import, and for MCP servers the tools they offer."""
 
     def show() -> int:
         program = api.load(path)
-        listing = api.tools(program, Path(workspace) if workspace else None)
+        listing = api.tools(program, Path(workspace) if workspace else None, start_servers)
         if as_json:
             print(render.to_json(listing))
         else:

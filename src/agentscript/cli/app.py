@@ -15,6 +15,7 @@ import click
 from agentscript import __version__
 from agentscript.cli import actions
 from agentscript.cli.autonomy import autonomy_group
+from agentscript.cli.eval import eval_command
 from agentscript.cli.feedback import feedback_command
 from agentscript.cli.memory import memory_group
 from agentscript.cli.memory_service import add_service_commands
@@ -113,6 +114,11 @@ def cli(ctx: click.Context) -> None:
 )
 @click.option("--dry-run", is_flag=True, help="Print each prompt to stderr instead of sending it.")
 @click.option(
+    "--prompt-layout",
+    type=click.Choice(["0.1.0", "compact"]),
+    help="Prompt layout (default: compact for real providers, 0.1.0 for --mock/--dry-run).",
+)
+@click.option(
     "--trace",
     metavar="FILE|pretty",
     help="Write the trace to FILE; `pretty` prints the value, then a tree of what the run did.",
@@ -162,6 +168,13 @@ def cli(ctx: click.Context) -> None:
 )
 @click.option("--no-journal", is_flag=True, help="Do not record this run in the run journal.")
 @click.option(
+    "--otel",
+    is_flag=True,
+    default=None,
+    help="Send the run's spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT, default "
+    "localhost:4318); on by itself when that variable is set. Needs the otel extra.",
+)
+@click.option(
     "--learn/--no-learn",
     default=None,
     help="Learn a run memory and experiences from this run "
@@ -184,6 +197,7 @@ def run_command(
     function: str | None,
     responses: str | None,
     dry_run: bool,
+    prompt_layout: str | None,
     trace: str | None,
     trace_file: str | None,
     as_json: bool,
@@ -203,6 +217,7 @@ def run_command(
     concurrency: int,
     variants: tuple[str, ...],
     no_journal: bool,
+    otel: bool | None,
     learn: bool | None,
     learn_model: str | None,
     memory_db: str | None,
@@ -233,6 +248,7 @@ def run_command(
         function=function,
         model="dry-run" if dry_run else "mock" if responses is not None else "real",
         responses=responses or None,
+        prompt_layout=prompt_layout,
         trace=trace,
         trace_path=trace_file,
         tree=True,
@@ -254,6 +270,7 @@ def run_command(
         concurrency=concurrency,
         variants=variants,
         journal=not no_journal,
+        otel=otel,
         learn=learn,
         learn_model=learn_model,
         memory_db=memory_db,
@@ -274,24 +291,38 @@ def check_command(ctx: click.Context, files: tuple[str, ...], quiet: bool) -> No
 @cli.command(name="undo")
 @click.argument("trace_file", metavar="TRACE.json")
 @click.option("--dry-run", is_flag=True, help="Say what would be undone; change nothing.")
-@click.option("--workspace", metavar="DIR", help="For records that do not name their workspace.")
+@click.option(
+    "--workspace", metavar="DIR", help="The workspace to undo in (default: the current directory)."
+)
+@click.option("--force", is_flag=True, help="Also undo records that carry no content hash.")
 @click.pass_context
-def undo_command(ctx: click.Context, trace_file: str, dry_run: bool, workspace: str | None) -> None:
+def undo_command(
+    ctx: click.Context, trace_file: str, dry_run: bool, workspace: str | None, force: bool
+) -> None:
     """Revert the file effects a run recorded in its trace, newest first.
 
-    A file changed since the run is reported as a conflict and left as it is.
+    Only files of one workspace are touched: records of another workspace are refused and
+    listed. A file changed since the run is reported as a conflict and left as it is.
     """
-    ctx.exit(actions.undo_run(trace_file, workspace, dry_run))
+    ctx.exit(actions.undo_run(trace_file, workspace, dry_run, force))
 
 
 @cli.command(name="tools")
 @click.argument("file")
 @click.option("--workspace", metavar="DIR", help="Where agentscript.mcp.json is read.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a list.")
+@click.option(
+    "--dry", is_flag=True, help="Start no MCP server: show only what the configuration says."
+)
 @click.pass_context
-def tools_command(ctx: click.Context, file: str, workspace: str | None, as_json: bool) -> None:
-    """List a program's tool imports and the tools each MCP server offers."""
-    ctx.exit(actions.list_tools(file, workspace, as_json))
+def tools_command(
+    ctx: click.Context, file: str, workspace: str | None, as_json: bool, dry: bool
+) -> None:
+    """List a program's tool imports and the tools each MCP server offers.
+
+    This starts each MCP server the program imports (and stops it again); --dry does not.
+    """
+    ctx.exit(actions.list_tools(file, workspace, as_json, start_servers=not dry))
 
 
 @cli.command(name="models")
@@ -327,6 +358,7 @@ cli.add_command(feedback_command)
 cli.add_command(reflect_command)
 cli.add_command(profile_group)
 cli.add_command(autonomy_group)
+cli.add_command(eval_command)
 
 
 def invoke(args: list[str]) -> int:

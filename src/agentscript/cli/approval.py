@@ -25,17 +25,24 @@ _ANSWERS: dict[str, Answer] = {
 
 
 class TerminalApprover:
-    """Shows the call (tool, URI, risk, arguments) and reads y / n / always; anything unclear
-    is asked again, and end of input means no."""
+    """Shows the call (tool, URI, risk, arguments), or the command an MCP server start would
+    run, and reads y / n / always; anything unclear is asked again, and end of input means no."""
 
     def __init__(self, ask: Callable[[str], str] = input) -> None:
         self._ask = ask
 
     def __call__(self, request: ApprovalRequest) -> Answer:
-        sys.stderr.write(
-            f"\n{request.label} ({request.uri}) wants to run; risk: {request.risk}\n"
-            f"  arguments: {short(stringify(request.args))}\n"
-        )
+        if request.launch is not None:
+            sys.stderr.write(
+                f"\nMCP server '{request.launch.server}' wants to start for "
+                f"{request.tool}.{request.method} ({request.uri}):\n"
+                f"  {request.launch.describe()}\n"
+            )
+        else:
+            sys.stderr.write(
+                f"\n{request.label} ({request.uri}) wants to run; risk: {request.risk}\n"
+                f"  arguments: {short(stringify(request.args))}\n"
+            )
         while True:
             try:
                 reply = self._ask("Allow? [y]es / [n]o / [a]lways for this tool: ")

@@ -10,8 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from agentscript.cli.errors import CliError
+from agentscript.runtime.bounded_input import MIB, UnusableInput, read_regular_text
 from agentscript.runtime.errors import InputError
 from agentscript.runtime.jsjson import parse
+
+# An input object is data for one run; a file larger than this is a mistake.
+MAX_INPUT_FILE_BYTES = 16 * MIB
 
 
 def parse_input_object(text: str, label: str) -> dict[str, Any]:
@@ -32,11 +36,9 @@ def read_input(input_json: str | None, input_file: str | None) -> dict[str, Any]
     if input_file is None:
         return {}
     try:
-        text = Path(input_file).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise CliError(f"--input-file is not UTF-8 text: {input_file}") from None
-    except OSError as problem:
-        raise CliError(f"Cannot read --input-file {input_file}: {problem.strerror}") from None
+        text = read_regular_text(Path(input_file), MAX_INPUT_FILE_BYTES, "--input-file")
+    except UnusableInput as problem:
+        raise CliError(str(problem)) from None
     return parse_input_object(text, "--input-file")
 
 

@@ -28,6 +28,7 @@ SUBCOMMANDS = frozenset(
         "reflect",
         "profile",
         "autonomy",
+        "eval",
     }
 )
 

@@ -12,13 +12,16 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
 
 import click
 
 from agentscript.cli.actions import reporting_errors
 from agentscript.cli.render import to_json
+from agentscript.runtime.bounded_input import MIB, bounded_lines, open_lines
 from agentscript.runtime.jsjson import stringify
+
+# One line of an export holds one record or entry; a longer line is not an export.
+MAX_EXPORT_LINE = 8 * MIB
 
 
 @click.group(name="memory")
@@ -67,7 +70,7 @@ def import_resource(uri: str, source: str) -> int:
     def load() -> int:
         from agentscript.providers.memory.commands import import_records
 
-        with _lines(source) as lines:
+        with export_lines(source) as lines:
             counts = import_records(uri, lines, source="<stdin>" if source == "-" else source)
         print(f"added {counts.added}, skipped {counts.skipped}", file=sys.stderr)
         return 0
@@ -100,9 +103,12 @@ def repair_command(ctx: click.Context, target: str) -> None:
 
 
 @contextmanager
-def _lines(source: str) -> Iterator[Iterator[str] | TextIO]:
+def export_lines(source: str) -> Iterator[Iterator[str]]:
+    """The lines of an export: the file `source`, or stdin for "-". A device or directory is
+    refused, and so is a line longer than MAX_EXPORT_LINE (`/dev/zero` has no line end)."""
+    where = "<stdin>" if source == "-" else source
     if source == "-":
-        yield sys.stdin
+        yield bounded_lines(sys.stdin, MAX_EXPORT_LINE, where)
         return
-    with Path(source).open(encoding="utf-8") as handle:
-        yield handle
+    with open_lines(Path(source), "Export") as handle:
+        yield bounded_lines(handle, MAX_EXPORT_LINE, where)

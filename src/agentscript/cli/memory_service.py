@@ -27,10 +27,15 @@ import click
 
 from agentscript.cli.actions import reporting_errors
 from agentscript.cli.errors import CliError
-from agentscript.cli.memory import export_resource, import_resource
+from agentscript.cli.memory import export_lines, export_resource, import_resource
 from agentscript.cli.memory_compact import compact_command
 from agentscript.cli.render import to_json
-from agentscript.runtime.jsjson import stringify
+from agentscript.runtime.bounded_input import MIB, read_stream
+from agentscript.runtime.jsjson import parse, stringify
+
+# `memory remember -`: far more than any entry may hold (the service then says too_large),
+# far less than `/dev/zero` would feed.
+MAX_STDIN_TEXT = MIB
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -141,7 +146,7 @@ def remember_command(
     """Store TEXT as a memory ("-" reads it from stdin)."""
 
     def remember(service: MemoryService) -> int:
-        body = sys.stdin.read() if text == "-" else text
+        body = read_stream(sys.stdin, MAX_STDIN_TEXT, "The text on stdin") if text == "-" else text
         result = service.remember(
             body,
             kind=kind,
@@ -561,7 +566,7 @@ def import_command(
     origin = source or "-"
 
     def load(service: MemoryService) -> int:
-        with _input(origin) as lines:
+        with export_lines(origin) as lines:
             added, skipped = import_entries(service, lines, "<stdin>" if origin == "-" else origin)
         if as_json:
             print(to_json({"added": added, "skipped": skipped}))
@@ -742,9 +747,11 @@ def _json_lines(lines: Iterable[str], origin: str) -> Iterator[tuple[int, object
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
+            yield number, parse(line)
         except json.JSONDecodeError as error:
             raise CliError(f"{origin}:{number}: not valid JSON: {error.msg}") from None
+        except ValueError as error:
+            raise CliError(f"{origin}:{number}: not valid JSON: {error}") from None
 
 
 def _exported_entry(value: object, origin: str, number: int) -> Entry:
@@ -754,6 +761,7 @@ def _exported_entry(value: object, origin: str, number: int) -> Entry:
     from pydantic import ValidationError
 
     from agentscript.memory import Entry, MemoryServiceError
+    from agentscript.memory.entries import require_storable
     from agentscript.memory.scopes import parse_scope
     from agentscript.memory.timeline import (
         bucket_level,
@@ -793,7 +801,10 @@ def _exported_entry(value: object, origin: str, number: int) -> Entry:
     wanted = data["level"] if summary else "day"
     if bucket_level(data["bucket"]) != wanted:
         raise CliError(f"{where}: bucket: {data['bucket']!r} is not a {wanted} bucket")
-    return Entry.from_dict(data)
+    try:
+        return require_storable(Entry.from_dict(data))
+    except MemoryServiceError as error:
+        raise CliError(f"{where}: {error.field}: {error.message}") from None
 
 
 @contextmanager
@@ -802,15 +813,6 @@ def _output(target: str | None) -> Iterator[TextIO]:
         yield sys.stdout
         return
     with Path(target).open("w", encoding="utf-8") as handle:
-        yield handle
-
-
-@contextmanager
-def _input(origin: str) -> Iterator[Iterable[str]]:
-    if origin == "-":
-        yield sys.stdin
-        return
-    with Path(origin).open(encoding="utf-8") as handle:
         yield handle
 
 

@@ -82,23 +82,45 @@ def undo_report(report: dict[str, Any], dry_run: bool) -> str:
         lines.append(f"skip {item.get('path') or item.get('effect')}: {item['reason']}")
     for item in report["conflicts"]:
         lines.append(f"CONFLICT {item['path']}: {item['reason']} (left as it is)")
+    for item in report.get("refused", []):
+        lines.append(f"REFUSED {item['path']}: {item['reason']} (left as it is)")
     return "\n".join(lines) if lines else "nothing to undo"
 
 
 def tool_listing(listing: list[dict[str, Any]]) -> str:
-    """Tool imports and, for MCP servers, their tools with the risk their annotations imply."""
+    """Tool imports and, for MCP servers, what starting one launches and its tools with the
+    risk the configuration gives them (and the server's own claim when that differs)."""
     if not listing:
         return "(no tool imports)"
     lines: list[str] = []
     for entry in listing:
         lines.append(f"{entry['name']}  {entry['uri']}")
+        server = entry.get("server")
+        if server is not None:
+            lines.append(f"  starts: {_launch_line(server)}")
         if "problem" in entry:
             lines.append(f"  error: {entry['problem']}")
+        if "tools" not in entry:
+            for name, risk in entry.get("configured", {}).items():
+                lines.append(f"  {name} [{risk}] (configured)")
         for tool in entry.get("tools", []):
             description = (tool.get("description") or "").strip().splitlines()
             summary = f" - {description[0]}" if description else ""
-            lines.append(f"  {tool['name']} [{tool.get('risk', '?')}]{summary}")
+            claim = tool.get("claimedRisk")
+            claimed = f" (server claims {claim})" if claim and claim != tool.get("risk") else ""
+            lines.append(f"  {tool['name']} [{tool.get('risk', '?')}]{claimed}{summary}")
     return "\n".join(lines)
+
+
+def _launch_line(server: dict[str, Any]) -> str:
+    if server.get("transport") == "http":
+        return f"connect to {server.get('url')}"
+    text = " ".join(str(part) for part in server.get("command", []))
+    if server.get("env"):
+        text += " (env: " + ", ".join(server["env"]) + ")"
+    if server.get("cwd"):
+        text += f" in {server['cwd']}"
+    return text
 
 
 def write_trace_file(path: str, trace: list[dict[str, Any]]) -> None:
@@ -154,6 +176,20 @@ _KIND_STYLES = {
 }
 
 
+def token_line(breakdown: dict[str, Any]) -> str:
+    """`system 14 · [0] input.question 9 · [notes] 120 · instruction 15 · schema 31 · total
+    189 (estimated)`: where a prompt's tokens go, from BuiltContext.token_breakdown()."""
+    parts = [f"system {breakdown['system']}"]
+    for item in breakdown["context"]:
+        name = item.get("label", item["index"])
+        parts.append(f"[{name}] {item['tokens']}")
+    parts.append(f"instruction {breakdown['instruction']}")
+    if breakdown["schema"]:
+        parts.append(f"schema {breakdown['schema']}")
+    parts.append(f"total {breakdown['total']} (estimated)")
+    return " · ".join(parts)
+
+
 class PromptPrinter:
     """Shows each prompt of a dry run, so the exact model input can be read before paying for it.
 
@@ -171,6 +207,7 @@ class PromptPrinter:
             f"=== {title} ===\n"
             f"--- system ---\n{request.built.system}\n"
             f"--- user ---\n{request.built.final_user_message}\n"
+            f"--- tokens ---\n{token_line(request.built.token_breakdown())}\n"
             f"=== end of prompt {self._count} ===\n"
         )
         self._stream.flush()

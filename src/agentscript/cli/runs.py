@@ -1,4 +1,4 @@
-"""`agentscript runs …`: list, show, replay and draw the runs in a workspace's journal.
+"""`agentscript runs …`: list, show, replay, draw and view the runs in a workspace's journal.
 
 Each command opens `<workspace>/.agentscript/runs.db`, the workspace root found from the
 current folder by default (learn.journal.find_workspace_root, the rule `run` uses too),
@@ -136,3 +136,64 @@ def graph_command(
         return 0
 
     ctx.exit(_with_journal(draw, workspace))
+
+
+@runs_group.command(name="view")
+@click.argument("run", default="last")
+@click.option("--out", "out_file", metavar="FILE", help="Where to write the page.")
+@click.option("--open", "open_page", is_flag=True, help="Open the page in the web browser.")
+@_WORKSPACE
+@click.pass_context
+def view_command(
+    ctx: click.Context, run: str, out_file: str | None, open_page: bool, workspace: str | None
+) -> None:
+    """RUN's page (default: the last run): timeline, generates, tools, task graph, in one
+    self-contained HTML file (default .agentscript/views/<run id>.html)."""
+    from agentscript.app.run_view.page import write_run_pages
+
+    def view(journal: Journal) -> int:
+        written = write_run_pages(journal, run, out_file)
+        print(written[0])
+        if open_page:
+            import webbrowser
+
+            webbrowser.open(written[0].resolve().as_uri())
+        return 0
+
+    ctx.exit(_with_journal(view, workspace))
+
+
+@runs_group.command(name="export")
+@click.argument("run")
+@click.option("--otlp", is_flag=True, required=True, help="Send RUN as OpenTelemetry spans.")
+@click.option(
+    "--endpoint",
+    metavar="URL",
+    help="The collector (default: OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318).",
+)
+@_WORKSPACE
+@click.pass_context
+def export_command(
+    ctx: click.Context, run: str, otlp: bool, endpoint: str | None, workspace: str
+) -> None:
+    """Send RUN from the journal to an OpenTelemetry collector over OTLP/HTTP, with the times
+    it happened (needs the otel extra)."""
+    import os
+
+    from agentscript.app.telemetry import export_run
+    from agentscript.providers.telemetry.settings import OtlpSettings
+
+    def export(journal: Journal) -> int:
+        settings = OtlpSettings.from_environ(os.environ, endpoint)
+        report = export_run(journal, run, settings)
+        if not report.ok:
+            print(
+                f"error: could not send run {report.run_id} to {report.endpoint} "
+                "(is the collector running?)",
+                file=sys.stderr,
+            )
+            return 1
+        print(f"sent run {report.run_id}: {report.spans} spans to {report.endpoint}")
+        return 0
+
+    ctx.exit(_with_journal(export, workspace))

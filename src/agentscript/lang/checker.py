@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from agentscript.lang import ast
+from agentscript.lang.counts import MAX_COUNT, count_fits, too_large_count
 from agentscript.lang.errors import Diagnostic, SourceRange
 from agentscript.lang.suggest import did_you_mean
 
@@ -546,6 +547,12 @@ class _Checker:
                 self.report(
                     "INVALID_GENERATE_ATTEMPTS",
                     "generate attempts must be a positive integer",
+                    where,
+                )
+            elif not count_fits(value.raw):
+                self.report(
+                    "INVALID_GENERATE_ATTEMPTS",
+                    f"generate attempts: {too_large_count(value.raw)} (the limit is {MAX_COUNT:,})",
                     where,
                 )
         elif key in ("limit", "max_output"):

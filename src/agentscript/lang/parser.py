@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import ClassVar, TypeVar
 
 from agentscript.lang import ast
+from agentscript.lang.counts import MAX_COUNT, count_fits, too_large_count
 from agentscript.lang.errors import ParseError, SourceMap, SourceRange
 from agentscript.lang.lexer import tokenize
 from agentscript.lang.suggest import did_you_mean
@@ -571,6 +572,8 @@ class _Parser:
         token = self.current
         if token.kind is not TokenKind.NUMBER or not _INT.match(token.value):
             raise self.error(message)
+        if not count_fits(token.value):
+            raise self.error(f"{too_large_count(token.value)} (the limit is {MAX_COUNT:,})")
         self.advance()
         return int(token.value)
 

@@ -39,6 +39,7 @@ from agentscript.learn.graph import (
 from agentscript.learn.sensitive import summarise_text
 from agentscript.memory.entries import DIGEST_MARKER
 from agentscript.runtime.errors import AgentScriptError
+from agentscript.runtime.jsjson import escape_lone_surrogates
 
 if TYPE_CHECKING:
     from agentscript.lang import ast
@@ -1110,13 +1111,15 @@ def _store(
     source = {"reason": f"experience:{final.trigger}"}
     if final.evidence.run_id is not None:
         source["run"] = final.evidence.run_id
+    # Derived from runs' data, which may hold lone surrogates the memory service refuses: they
+    # are kept as their escapes.
     written = service.remember(
-        final.body(),
+        escape_lone_surrogates(final.body()),
         kind="knowledge",
         key=key,
-        title=final.title,
-        tags=final.tags(),
-        context=final.task or None,
+        title=escape_lone_surrogates(final.title),
+        tags=[escape_lone_surrogates(tag) for tag in final.tags()],
+        context=escape_lone_surrogates(final.task) if final.task else None,
         source=source,
     )
     return final, str(written["id"]), problems

@@ -83,6 +83,13 @@ def find_workspace_root(start: str | Path) -> Path:
     return folder
 
 
+def run_journal_path(workspace: str | Path | None, start: str | Path) -> Path:
+    """Where a run journals: in `workspace` when one was given explicitly, else at the
+    workspace root found from `start` (the program's folder)."""
+    root = Path(workspace) if workspace is not None else find_workspace_root(start)
+    return journal_path(root)
+
+
 def journal_folder(workspace: str | Path | None) -> Path:
     """The folder whose journal a command opens: `workspace` when given, else the workspace
     root around the current folder."""

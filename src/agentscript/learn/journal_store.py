@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 
 from agentscript.providers.storage.sqlite_files import SqliteFile
 from agentscript.runtime.errors import AgentScriptError
+from agentscript.runtime.jsjson import escape_lone_surrogates
 
 RunStatus = Literal["running", "ok", "error", "interrupted"]
 Phase = Literal["start", "end"]
@@ -120,8 +121,9 @@ _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circ
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON that reads back as the same Python value (ints stay ints, NaN stays NaN)."""
-    return _encode(value)
+    """Compact JSON that reads back as the same Python value (ints stay ints, NaN stays NaN,
+    a lone surrogate, which UTF-8 cannot hold, stays one: it is written escaped)."""
+    return escape_lone_surrogates(_encode(value))
 
 
 def pack(value: Any, limit: int = INLINE_LIMIT) -> PackedPayload:
@@ -264,7 +266,7 @@ class SqliteJournalStore:
                     run.status,
                     run.heartbeat_at,
                     run.ended_at,
-                    run.error,
+                    _text(run.error),
                     dumps(run.usage) if run.usage is not None else None,
                     added,
                     run.run_id,
@@ -413,13 +415,19 @@ def _run_row(run: RunRecord) -> tuple[Any, ...]:
         run.ended_at,
         run.pid,
         run.host,
-        run.program,
-        run.entry,
-        run.workspace,
-        run.error,
+        _text(run.program),
+        _text(run.entry),
+        _text(run.workspace),
+        _text(run.error),
         dumps(run.usage) if run.usage is not None else None,
         run.events,
     )
+
+
+def _text(value: str | None) -> str | None:
+    """A text column as SQLite can store it: a lone surrogate (from a program's data, or a file
+    name that is not UTF-8) is kept as its escape instead of failing the whole write."""
+    return None if value is None else escape_lone_surrogates(value)
 
 
 def _run_record(row: tuple[Any, ...]) -> RunRecord:

@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentscript.runtime.jsjson import escape_lone_surrogates
+
 if TYPE_CHECKING:
     from agentscript.composition import RunConfig
     from agentscript.learn.execution_trace import TaskExecutionTrace
@@ -56,12 +58,14 @@ def write_run_memory(
     signature = task_signature(run.program, run.entry)
     if signature:
         tags.append(signature_tag(signature))
+    # Derived from the run's data, which may hold lone surrogates the memory service refuses:
+    # they are kept as their escapes.
     written = service.remember(
-        run_memory_text(run, trace),
+        escape_lone_surrogates(run_memory_text(run, trace)),
         kind="episodic",
         key=key,
-        title=title[:120],
-        tags=tags,
+        title=escape_lone_surrogates(title[:120]),
+        tags=[escape_lone_surrogates(tag) for tag in tags],
         scope=scope,
         event_time=datetime.fromtimestamp(run.started_at, UTC),
         source={"run": run.run_id, "reason": RUN_MEMORY_REASON},

@@ -12,6 +12,12 @@ and results, except that `digest` returns the digest's text (so `use` shows the 
 and `experiences` returns the list of hits. A refusal of the service raises ExecutionError
 with its message, which the run reports with the program location.
 
+Scopes: a program reaches its own workspace's memory and the global scope, nothing else. An
+explicit `scope` argument may name `global` or this run's workspace; any other workspace must be
+granted by the user (`memory_scopes:` in the approval policy), because a program (or the model
+writing its arguments) must not read or archive another project's memories. The CLI and the MCP
+server take any `scope`: their caller is the user or the user's agent host.
+
 Risk, for the approval gate: reads (recall, stats, check, browse, history, digest,
 experiences) are `read`; remember, update and forget are `effect` (nothing is lost: old
 versions stay as history); forget with `purge` is `destructive`.
@@ -19,12 +25,14 @@ versions stay as history); forget with `purge` is `destructive`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from agentscript.memory.configured import open_configured
 from agentscript.memory.entries import GLOBAL_SCOPE
 from agentscript.memory.errors import MemoryServiceError
+from agentscript.memory.scopes import parse_scope
 from agentscript.memory.service import MemoryService
 from agentscript.memory.tools import TOOLS, ToolDefinition, call_tool
 from agentscript.providers.tools.base import Risk
@@ -39,19 +47,36 @@ METHODS: dict[str, ToolDefinition] = {tool.method: tool for tool in TOOLS}
 
 
 class MemoryTools:
-    """The SchemeTool for `memory://`, over one open MemoryService, which `close()` closes."""
+    """The SchemeTool for `memory://`, over one open MemoryService, which `close()` closes.
+    `granted_scopes` are the workspaces besides its own a program may name in `scope`."""
 
-    def __init__(self, service: MemoryService) -> None:
+    def __init__(self, service: MemoryService, granted_scopes: Iterable[str] = ()) -> None:
         self.service = service
+        try:
+            granted = {parse_scope(scope) for scope in granted_scopes}
+        except MemoryServiceError as error:
+            raise ExecutionError(f"memory_scopes in the approval policy: {error.message}") from None
+        own = {service.workspace} if service.workspace is not None else set()
+        self._allowed = frozenset({GLOBAL_SCOPE, *own, *granted})
 
     @classmethod
-    def open(cls, workspace: str | Path, database: str | Path | None = None) -> MemoryTools:
+    def open(
+        cls,
+        workspace: str | Path,
+        database: str | Path | None = None,
+        granted_scopes: Iterable[str] = (),
+    ) -> MemoryTools:
         """Open the service of `workspace` on `database` (default: `$AGENTSCRIPT_MEMORY_DB`,
         else ~/.agentscript/memory.db); a broken memory.yml is an ExecutionError."""
         try:
-            return cls(open_configured(workspace, database=database))
+            service = open_configured(workspace, database=database)
         except MemoryServiceError as error:
             raise ExecutionError(error.message) from None
+        try:
+            return cls(service, granted_scopes)
+        except BaseException:
+            service.close()
+            raise
 
     def risk(self, request: ToolCall) -> Risk:
         tool = _tool(request)
@@ -73,6 +98,8 @@ class MemoryTools:
                     "leave scope out, or import memory://workspace"
                 )
             arguments["scope"] = pinned
+        else:
+            self._check_scope(request, arguments.get("scope"))
         result = call_tool(self.service, tool.name, arguments)
         error = result.get("error")
         if isinstance(error, dict):
@@ -82,6 +109,22 @@ class MemoryTools:
         if tool.name == "memory_experiences":
             return result["results"]
         return result
+
+    def _check_scope(self, request: ToolCall, given: Any) -> None:
+        """Refuse a `scope` argument naming a workspace this run was not given."""
+        if given is None:
+            return
+        try:
+            scope = parse_scope(given)
+        except MemoryServiceError as error:
+            raise ExecutionError(error.message) from None
+        if scope not in self._allowed:
+            own = self.service.workspace or "none"
+            raise ExecutionError(
+                f"{request.uri} may use only this run's workspace ({own}) and global, not "
+                f"{given!r}: another workspace's memory needs a grant (memory_scopes in the "
+                "approval policy)"
+            )
 
     def close(self) -> None:
         self.service.close()

@@ -7,8 +7,9 @@ control characters, tags, keys, and the digest marker (a digest must never becom
 
 from __future__ import annotations
 
+import re
 import unicodedata
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, cast
 
 from agentscript.memory.errors import (
@@ -215,12 +216,44 @@ def require_level(value: object, field_name: str = "level") -> Level:
     return value
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def require_unicode(text: str, field_name: str) -> str:
+    """`text`, unless it holds a lone surrogate (from `"\\ud800"` in JSON, or a file name that
+    is not UTF-8), which is not a character and which no store can encode."""
+    found = _LONE_SURROGATE.search(text)
+    if found is not None:
+        raise MemoryServiceError(
+            INVALID_ARGUMENT,
+            f"{field_name} contains a lone surrogate (U+{ord(found.group()):04X}) at character "
+            f"{found.start() + 1}; text must be valid Unicode",
+            field_name,
+        )
+    return text
+
+
+def require_storable(entry: Entry) -> Entry:
+    """`entry`, unless a text field holds a lone surrogate: UTF-8 has none, so no store can
+    write one. Every store calls this before it writes, whatever path built the entry (an
+    import, a summary); the service's own arguments are refused earlier, by name."""
+    for item in fields(entry):
+        value = getattr(entry, item.name)
+        for text in value if isinstance(value, tuple) else (value,):
+            if isinstance(text, str):
+                require_unicode(text, item.name)
+    for name, text in entry.source.to_dict().items():
+        require_unicode(text, f"source.{name}")
+    return entry
+
+
 def clean_text(value: object, field_name: str, *, required: bool = False) -> str:
-    """Free text (markdown allowed): a string without NUL and without the digest marker."""
+    """Free text (markdown allowed): valid Unicode without NUL and without the digest marker."""
     if value is None and not required:
         return ""
     if not isinstance(value, str):
         raise MemoryServiceError(INVALID_ARGUMENT, f"{field_name} must be a string", field_name)
+    require_unicode(value, field_name)
     if "\x00" in value:
         raise MemoryServiceError(
             INVALID_ARGUMENT, f"{field_name} contains a NUL character", field_name

@@ -38,7 +38,7 @@ from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from agentscript.memory.entries import Entry
+from agentscript.memory.entries import Entry, require_storable
 from agentscript.memory.errors import INVALID_ARGUMENT, STORE_FAILURE, MemoryServiceError
 from agentscript.memory.store import (
     ENTRY_COLUMNS,
@@ -925,6 +925,7 @@ def _rebuild(connection: Connection, schema: str, analyzer: Analyzer) -> None:
 
 
 def _row(entry: Entry) -> dict[str, Any]:
+    require_storable(entry)
     keys = bucket_start_keys(entry.bucket)
     return {
         "id": entry.id,

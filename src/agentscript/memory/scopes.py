@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentscript.memory.config import ScopeMode
-from agentscript.memory.entries import GLOBAL_SCOPE
+from agentscript.memory.entries import GLOBAL_SCOPE, require_unicode
 from agentscript.memory.errors import INVALID_ARGUMENT, MemoryServiceError
 
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
@@ -44,6 +44,7 @@ def parse_scope(value: object) -> str:
         )
     if "\x00" in value or len(value) > MAX_SCOPE_CHARS:
         raise MemoryServiceError(INVALID_ARGUMENT, "scope is not a usable path", "scope")
+    require_unicode(value, "scope")
     if value.strip() == GLOBAL_SCOPE:
         return GLOBAL_SCOPE
     if not (os.path.isabs(value) or _WINDOWS_DRIVE.match(value)):

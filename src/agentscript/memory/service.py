@@ -38,6 +38,7 @@ from agentscript.memory.entries import (
     merge_tags,
     require_kind,
     require_level,
+    require_unicode,
     title_from_text,
 )
 from agentscript.memory.errors import (
@@ -485,6 +486,7 @@ class MemoryService:
         cut = _bounded_int(body_chars, "body_chars", 0, 1_000_000)
         if not isinstance(query, str):
             raise MemoryServiceError(INVALID_ARGUMENT, "query must be a string", "query")
+        require_unicode(query, "query")
         compaction = self._before_read(plan.read)
         terms = self.store.analyzer.unique_terms(query)
         now = self.clock.now()

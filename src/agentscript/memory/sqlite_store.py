@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
-from agentscript.memory.entries import Entry
+from agentscript.memory.entries import Entry, require_storable
 from agentscript.memory.errors import STORE_FAILURE, MemoryServiceError
 from agentscript.memory.store import (
     ENTRY_COLUMNS,
@@ -497,6 +497,7 @@ def _index(connection: sqlite3.Connection, seq: int, entry: Entry, analyzer: Ana
 
 
 def _row(entry: Entry) -> dict[str, Any]:
+    require_storable(entry)
     keys = bucket_start_keys(entry.bucket)
     return {
         "id": entry.id,

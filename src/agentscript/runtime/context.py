@@ -1,18 +1,36 @@
 """Prompt construction: context items from `use`, budget clipping, and the two messages sent.
 
-The layout is the 0.1.0 one (reference §3.7): a system message naming the agent, its role and
-description, and one user message with the context items, the instruction and the schema.
-Budgets count characters of the rendered text in UTF-16 units, as the original did.
+Two layouts. The 0.1.0 one (reference §3.7) is what programs written for the original expect
+under the mock and the dry run: a system message naming the agent, its role and description, and
+one user message with the context items as pretty JSON, the instruction and the printed schema.
+The compact one is sent to providers that enforce the shape themselves (OpenAI `json_schema`,
+Anthropic output format or forced tool, Ollama `format`): the schema is not printed a second
+time, and values are rendered compactly. Budgets count characters of the text actually sent, in
+UTF-16 units, as the original did.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from agentscript.lang.ast import Budget
-from agentscript.runtime.jsjson import stringify, utf16_length, utf16_prefix
+from agentscript.runtime.jsjson import format_number, stringify, utf16_length, utf16_prefix
+from agentscript.runtime.tokens import estimate_tokens
 from agentscript.runtime.values import LlmBinding, render_text, sanitize
+
+
+class PromptLayout(StrEnum):
+    """How a generate's prompt is laid out (docs/language.md §8.3 says which is used when)."""
+
+    ORIGINAL = "0.1.0"
+    COMPACT = "compact"
+
+
+# The short instruction that replaces the printed schema when the provider enforces the shape.
+NATIVE_SCHEMA_NOTE = "Reply in JSON."
 
 
 @dataclass(slots=True)
@@ -35,6 +53,11 @@ class ContextItem:
         name = self.label if self.label is not None else str(self.index)
         return f"[{name}] {self.source}:"
 
+    @property
+    def compact_heading(self) -> str:
+        """`input.question:`, or the label alone when there is one: `evidence:`."""
+        return f"{self.label if self.label is not None else self.source}:"
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "index": self.index,
@@ -52,19 +75,26 @@ class ContextItem:
 
 
 def make_context_item(
-    index: int, source: str | None, value: Any, budget: Budget | None, label: str | None = None
+    index: int,
+    source: str | None,
+    value: Any,
+    budget: Budget | None,
+    label: str | None = None,
+    layout: PromptLayout = PromptLayout.ORIGINAL,
 ) -> ContextItem:
-    """Render `value` for the prompt and clip it to `budget` (reference §3.7, budget clipping)."""
+    """Render `value` for the prompt and clip it to `budget` (reference §3.7, budget clipping),
+    measuring the text of the layout that is sent."""
+    render = renderer(layout)
     safe = sanitize(value)
-    text = render_text(safe)
+    text = render(safe)
     original_size = utf16_length(text)
     clipped_value = safe
     clipped_text = text
     if budget is not None:
         limit = budget.character_limit()
         if original_size > limit:
-            clipped_value = _clip(safe, limit)
-            clipped_text = render_text(clipped_value)
+            clipped_value = _clip(safe, limit, render)
+            clipped_text = render(clipped_value)
     return ContextItem(
         index=index,
         source=source,
@@ -78,55 +108,154 @@ def make_context_item(
     )
 
 
-def _clip(value: Any, limit: int) -> Any:
+Render = Callable[[Any], str]
+
+
+def renderer(layout: PromptLayout) -> Render:
+    """The text of a value in a prompt of this layout."""
+    return render_text if layout is PromptLayout.ORIGINAL else compact_text
+
+
+def compact_text(value: Any) -> str:
+    """A string as it is; a list of flat records of the same fields as a table (a header line of
+    field names, then one line of values per record) when that is shorter; anything else as
+    compact JSON. Nothing the JSON says is lost: a table is only used when every value is a
+    scalar that reads the same without quotes."""
+    if isinstance(value, str):
+        return value
+    json_text = stringify(sanitize(value))
+    table = _record_table(value)
+    if table is not None and len(table) < len(json_text):
+        return table
+    return json_text
+
+
+_TABLE_SEPARATOR = " | "
+
+
+def _record_table(value: Any) -> str | None:
+    if not isinstance(value, list) or len(value) < 2:
+        return None
+    first = value[0]
+    if not isinstance(first, dict) or not first:
+        return None
+    fields = list(first)
+    rows: list[str] = [_TABLE_SEPARATOR.join(fields)]
+    for record in value:
+        if not isinstance(record, dict) or list(record) != fields:
+            return None
+        cells = [_table_cell(record[field]) for field in fields]
+        if any(cell is None for cell in cells):
+            return None
+        rows.append(_TABLE_SEPARATOR.join(cell for cell in cells if cell is not None))
+    return "\n".join(rows)
+
+
+def _table_cell(value: Any) -> str | None:
+    """A scalar's cell text, or None when it cannot stand in a table unambiguously."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return format_number(value)
+    if isinstance(value, str):
+        if not value or "|" in value or "\n" in value or value != value.strip():
+            return None
+        if value in ("null", "true", "false") or _looks_numeric(value):
+            return None
+        return value
+    return None
+
+
+def _looks_numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _clip(value: Any, limit: int, render: Render) -> Any:
     """Strings keep their first `limit` characters; lists and objects keep the longest prefix
-    of items (entries) whose pretty JSON fits; other scalars are left as they are."""
+    of items (entries) whose rendered text fits; other scalars are left as they are."""
     if isinstance(value, str):
         return utf16_prefix(value, limit)
     if isinstance(value, list):
-        count = _longest_fitting_prefix(len(value), lambda n: value[:n], limit)
+        count = _longest_fitting_prefix(len(value), lambda n: value[:n], limit, render)
         return value[:count]
     if isinstance(value, dict):
         entries = list(value.items())
-        count = _longest_fitting_prefix(len(entries), lambda n: dict(entries[:n]), limit)
+        count = _longest_fitting_prefix(len(entries), lambda n: dict(entries[:n]), limit, render)
         return dict(entries[:count])
     return value
 
 
-def _longest_fitting_prefix(total: int, prefix: Any, limit: int) -> int:
+def _longest_fitting_prefix(total: int, prefix: Any, limit: int, render: Render) -> int:
     low, high = 0, total
     while low < high:
         middle = (low + high + 1) // 2
-        if utf16_length(stringify(prefix(middle), 2)) <= limit:
+        if utf16_length(render(prefix(middle))) <= limit:
             low = middle
         else:
             high = middle - 1
     return low
 
 
-def system_message(agent_name: str, identity: dict[str, str]) -> str:
-    return "\n".join(
-        [
-            f"You are {agent_name}.",
-            f"role: {identity.get('role', '')}",
-            f"description: {identity.get('description', '')}",
-        ]
-    )
+def system_message(
+    agent_name: str, identity: dict[str, str], layout: PromptLayout = PromptLayout.ORIGINAL
+) -> str:
+    """0.1.0: `You are A.`, `role: R`, `description: D` on three lines. Compact: `You are A
+    (R). D` on one, leaving out what is empty."""
+    role = identity.get("role", "")
+    description = identity.get("description", "")
+    if layout is PromptLayout.ORIGINAL:
+        return f"You are {agent_name}.\nrole: {role}\ndescription: {description}"
+    opening = f"You are {agent_name} ({role})." if role else f"You are {agent_name}."
+    return f"{opening} {description}" if description else opening
 
 
-def user_message(items: list[ContextItem], instruction: Any, schema: dict[str, Any] | None) -> str:
-    lines: list[str] = []
-    if items:
-        lines.append("Context:")
-        for item in items:
-            lines.append(item.heading)
-            lines.append(item.text)
-    lines.append("Instruction:")
-    lines.append(render_text(instruction))
+def user_message(
+    items: list[ContextItem],
+    instruction: Any,
+    schema: dict[str, Any] | None,
+    layout: PromptLayout = PromptLayout.ORIGINAL,
+) -> str:
+    return "\n".join(part.text for part in user_message_parts(items, instruction, schema, layout))
+
+
+@dataclass(frozen=True, slots=True)
+class PromptPart:
+    """One piece of the user message, named for the token breakdown: `context` (one item; in the
+    0.1.0 layout the first carries the `Context:` heading), `instruction` or `schema`."""
+
+    kind: str
+    text: str
+    item: ContextItem | None = None
+
+
+def user_message_parts(
+    items: list[ContextItem],
+    instruction: Any,
+    schema: dict[str, Any] | None,
+    layout: PromptLayout,
+) -> list[PromptPart]:
+    parts: list[PromptPart] = []
+    for position, item in enumerate(items):
+        if layout is PromptLayout.ORIGINAL:
+            opening = "Context:\n" if position == 0 else ""
+            parts.append(PromptPart("context", f"{opening}{item.heading}\n{item.text}", item))
+        else:
+            parts.append(PromptPart("context", f"{item.compact_heading}\n{item.text}", item))
+    parts.append(PromptPart("instruction", f"Instruction:\n{renderer(layout)(instruction)}"))
     if schema is not None:
-        lines.append("Return JSON matching this schema:")
-        lines.append(stringify(schema, 2))
-    return "\n".join(lines)
+        if layout is PromptLayout.ORIGINAL:
+            parts.append(
+                PromptPart("schema", f"Return JSON matching this schema:\n{stringify(schema, 2)}")
+            )
+        else:
+            parts.append(PromptPart("schema", NATIVE_SCHEMA_NOTE))
+    return parts
 
 
 @dataclass(slots=True)
@@ -142,9 +271,10 @@ class BuiltContext:
     return_schema: dict[str, Any] | None
     budget: Budget | None
     final_user_message: str
+    layout: PromptLayout = PromptLayout.ORIGINAL
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "agentName": self.agent_name,
             "model": {"name": self.model.name, "uri": self.model.uri} if self.model else None,
             "identity": dict(self.identity),
@@ -155,6 +285,31 @@ class BuiltContext:
             "budget": self.budget.to_json() if self.budget else None,
             "finalUserMessage": self.final_user_message,
         }
+        if self.layout is not PromptLayout.ORIGINAL:
+            data["layout"] = self.layout.value
+        return data
+
+    def token_breakdown(self) -> dict[str, Any]:
+        """Estimated tokens this prompt sends, by part (runtime/tokens.py): the system message,
+        each context item, the instruction, and the schema — printed in the message in the
+        0.1.0 layout, sent beside it (where providers count it as input too) in the compact
+        one. Message framing is not counted."""
+        parts = user_message_parts(self.context, self.instruction, self.return_schema, self.layout)
+        context: list[dict[str, Any]] = []
+        totals = {"system": estimate_tokens(self.system), "instruction": 0, "schema": 0}
+        for part in parts:
+            tokens = estimate_tokens(part.text)
+            if part.item is not None:
+                entry: dict[str, Any] = {"index": part.item.index, "tokens": tokens}
+                if part.item.label is not None:
+                    entry["label"] = part.item.label
+                context.append(entry)
+            else:
+                totals[part.kind] += tokens
+        if self.return_schema is not None and self.layout is not PromptLayout.ORIGINAL:
+            totals["schema"] += estimate_tokens(stringify(self.return_schema))
+        total = sum(totals.values()) + sum(entry["tokens"] for entry in context)
+        return {**totals, "context": context, "total": total, "estimate": True}
 
 
 def build_context(
@@ -165,15 +320,17 @@ def build_context(
     instruction: Any,
     schema: dict[str, Any] | None,
     budget: Budget | None,
+    layout: PromptLayout = PromptLayout.ORIGINAL,
 ) -> BuiltContext:
     return BuiltContext(
         agent_name=agent_name,
         model=model,
         identity=identity,
-        system=system_message(agent_name, identity),
+        system=system_message(agent_name, identity, layout),
         context=items,
         instruction=instruction,
         return_schema=schema,
         budget=budget,
-        final_user_message=user_message(items, instruction, schema),
+        final_user_message=user_message(items, instruction, schema, layout),
+        layout=layout,
     )

@@ -8,17 +8,22 @@ repair always rewrites the *original* instruction, so repairs never accumulate (
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from agentscript.lang import ast
 from agentscript.runtime.budgets import RunMeter
-from agentscript.runtime.context import BuiltContext, ContextItem, build_context
+from agentscript.runtime.context import (
+    BuiltContext,
+    ContextItem,
+    PromptLayout,
+    build_context,
+)
 from agentscript.runtime.errors import AgentScriptError, ExecutionError, ModelOutputError
 from agentscript.runtime.jsjson import stringify
-from agentscript.runtime.ports import GenerateRequest, LlmProvider
+from agentscript.runtime.ports import GenerateRequest, GenerateResponse, LlmProvider
 from agentscript.runtime.shapes import coerce, shape_schema, validate_output
-from agentscript.runtime.trace import Tracer, elapsed_ms, short
+from agentscript.runtime.trace import Tracer, short
 from agentscript.runtime.usage import Usage
 from agentscript.runtime.values import LlmBinding, sanitize
 
@@ -66,6 +71,48 @@ class GenerateCall:
     items: list[ContextItem]
     instruction: Any
     settings: GenerateSettings
+    layout: PromptLayout = PromptLayout.ORIGINAL
+
+
+def prompt_layout_of(llm: LlmProvider, model: LlmBinding | None) -> PromptLayout:
+    """The layout a provider wants: one that enforces shapes natively (the HTTP providers)
+    declares `prompt_layout(model)`; the mock, scripted answers, the dry run and any other
+    provider get the 0.1.0 layout that programs written for the original expect."""
+    choose = getattr(llm, "prompt_layout", None)
+    if choose is None:
+        return PromptLayout.ORIGINAL
+    layout = choose(model)
+    return layout if isinstance(layout, PromptLayout) else PromptLayout.ORIGINAL
+
+
+@dataclass(slots=True)
+class _Answered:
+    """What the trace says about the model calls of one generate besides the answer: which
+    model was asked, which answered and why it stopped, how long the attempts took in all.
+    (Not which provider class answered: a replayed run must trace what the recorded one did.)"""
+
+    started: float = field(default_factory=time.monotonic)
+    response_model: str | None = None
+    finish_reasons: list[str] = field(default_factory=list)
+
+    def saw(self, response: GenerateResponse) -> None:
+        model = response.details.get("response_model")
+        if isinstance(model, str):
+            self.response_model = model
+        reason = response.details.get("finish_reason")
+        if isinstance(reason, str):
+            self.finish_reasons.append(reason)
+
+    def to_json(self, call: GenerateCall) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "model": call.model.uri if call.model else None,
+            "duration_ms": round((time.monotonic() - self.started) * 1000, 3),
+        }
+        if self.response_model:
+            data["response_model"] = self.response_model
+        if self.finish_reasons:
+            data["finish_reasons"] = self.finish_reasons
+        return data
 
 
 def run_generate(
@@ -91,8 +138,8 @@ def run_generate(
     instruction = call.instruction
     failures: list[str] = []
     usage = Usage()
+    answered = _Answered()
     built: BuiltContext | None = None
-    started = time.monotonic()
     for attempt in range(1, settings.attempts + 1):
         built = build_context(
             call.agent_name,
@@ -102,6 +149,7 @@ def run_generate(
             instruction,
             schema,
             settings.budget,
+            call.layout,
         )
         if settings.debug and debug_stream is not None:
             _print_debug(
@@ -159,6 +207,7 @@ def run_generate(
                 detail = str(problem) or type(problem).__name__
                 raise ExecutionError(f"LLM provider failed: {detail}") from problem
             usage.add(response.usage)
+            answered.saw(response)
             if meter is not None:
                 meter.after_model_call(response.usage)
             raw = response.value
@@ -181,17 +230,17 @@ def run_generate(
             error.at(where, call.path)
             failures.append(str(error))
             if attempt < settings.attempts:
-                instruction = repair_instruction(call.instruction, provider_message)
+                instruction = repair_instruction(call.instruction, provider_message, call.layout)
                 continue
-            _trace_failure(tracer, call, built, attempt, failures, usage, started)
+            _trace_failure(tracer, call, built, attempt, failures, usage, answered)
             raise
         except ExecutionError as error:
             error.at(where, call.path)
             failures.append(str(error))
             if has_output and shape is not None and attempt < settings.attempts:
-                instruction = repair_instruction(call.instruction, str(error), raw)
+                instruction = repair_instruction(call.instruction, str(error), call.layout, raw)
                 continue
-            _trace_failure(tracer, call, built, attempt, failures, usage, started)
+            _trace_failure(tracer, call, built, attempt, failures, usage, answered)
             raise
         data: dict[str, Any] = {
             "instruction": sanitize(call.instruction),
@@ -201,12 +250,13 @@ def run_generate(
             "context": built.to_json(),
             "result": sanitize(value),
             "max_attempts": settings.attempts,
-            "duration_ms": elapsed_ms(started),
+            "promptTokens": built.token_breakdown(),
         }
         if failures:
             data["errors"] = failures
         if usage:
             data["usage"] = usage.to_json()
+        data.update(answered.to_json(call))
         tracer.emit("generate", data)
         return value
     raise AssertionError("the attempt loop always returns or raises")
@@ -215,12 +265,19 @@ def run_generate(
 _NO_OUTPUT: Any = object()
 
 
-def repair_instruction(original: Any, error: str, output: Any = _NO_OUTPUT) -> Any:
+def repair_instruction(
+    original: Any,
+    error: str,
+    layout: PromptLayout = PromptLayout.ORIGINAL,
+    output: Any = _NO_OUTPUT,
+) -> Any:
     """The instruction for the next attempt: the original plus a repair message. The previous
-    output is shown when there was one (a JSON null counts; a non-JSON answer does not)."""
+    output is shown when there was one (a JSON null counts; a non-JSON answer does not), as
+    pretty JSON in the 0.1.0 layout and compact JSON in the compact one."""
     parts = ["Previous generation failed."]
     if output is not _NO_OUTPUT:
-        parts.append("Previous output:\n" + stringify(sanitize(output), 2))
+        indent = 2 if layout is PromptLayout.ORIGINAL else None
+        parts.append("Previous output:\n" + stringify(sanitize(output), indent))
     parts.append("Error:\n" + error)
     parts.append("Return corrected JSON matching the requested schema only.")
     message = "\n\n".join(parts)
@@ -238,7 +295,7 @@ def _trace_failure(
     attempt: int,
     failures: list[str],
     usage: Usage,
-    started: float,
+    answered: _Answered,
 ) -> None:
     """Failed generates are traced too (a later addition), so an audit shows what was tried."""
     data: dict[str, Any] = {
@@ -251,10 +308,10 @@ def _trace_failure(
         "error": failures[-1],
         "errors": failures,
         "max_attempts": call.settings.attempts,
-        "duration_ms": elapsed_ms(started),
     }
     if usage:
         data["usage"] = usage.to_json()
+    data.update(answered.to_json(call))
     tracer.emit("generate", data)
 
 

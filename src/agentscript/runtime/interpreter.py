@@ -26,10 +26,16 @@ from agentscript.runtime.context import make_context_item
 from agentscript.runtime.entry import resolve_entry_input
 from agentscript.runtime.errors import AgentScriptError, ExecutionError
 from agentscript.runtime.files import load_file_import
-from agentscript.runtime.generate import GenerateCall, GenerateSettings, run_generate
+from agentscript.runtime.generate import (
+    GenerateCall,
+    GenerateSettings,
+    prompt_layout_of,
+    run_generate,
+)
 from agentscript.runtime.jsjson import utf16_length
 from agentscript.runtime.operators import BINARY, negate
 from agentscript.runtime.ports import (
+    FileImports,
     InputProvider,
     LlmProvider,
     MemoryProvider,
@@ -88,6 +94,8 @@ class ExecutionOptions:
     variants: dict[str, str] = field(default_factory=dict)
     # Let providers that can stream pass the answer text to the trace sinks as it arrives.
     stream: bool = False
+    # Where `import file` reads (the workspace jail); None: file imports fail.
+    file_imports: FileImports | None = None
 
 
 class _Return:
@@ -141,11 +149,17 @@ class Interpreter:
             error = ExecutionError("Values or calls are nested too deeply to evaluate")
             error.trace = self.tracer.to_json()
             error.spent = self.options.meter.summary()
+            self.tracer.end_run("error", str(error))
             raise error from None
         except AgentScriptError as error:
             error.trace = self.tracer.to_json()
             error.spent = self.options.meter.summary()
+            self.tracer.end_run("error", str(error))
             raise
+        except KeyboardInterrupt:
+            self.tracer.end_run("interrupted")
+            raise
+        self.tracer.end_run("ok")
         return result
 
     def _entry(self) -> tuple[ast.AgentDecl, ast.FuncDecl]:
@@ -190,7 +204,9 @@ class Interpreter:
             elif kind == "memory":
                 shared[decl.name] = MemoryBinding(decl.name, decl.uri)
             elif kind == "file":
-                shared[decl.name] = load_file_import(decl, self.program.source_path)
+                shared[decl.name] = load_file_import(
+                    decl, self.program.source_path, self.options.file_imports
+                )
             elif kind == "agent":
                 shared[decl.name] = AgentBinding(decl.name)
         return shared
@@ -400,21 +416,11 @@ class Interpreter:
         self.declare_use(use, scope, variant)
 
     def site_id(self, stmt: ast.UseOneOfStmt, scope: Scope) -> str:
-        """`<file>#<Agent>.<func>[<label>]`, the function part left out for agent-level sites;
-        the file is relative to the entry program's directory."""
         frame = scope.frame
         assert frame is not None
-        entry = self.program.source_path
-        own = frame.agent.source_path or entry
-        if own is None:
-            file = "<source>"
-        elif entry is None:
-            file = os.path.basename(own)
-        else:
-            file = os.path.relpath(own, os.path.dirname(entry)).replace(os.sep, "/")
         agent_level = any(use is stmt for use in frame.agent.uses or ())
-        where = frame.agent.name if agent_level else f"{frame.agent.name}.{frame.function.name}"
-        return f"{file}#{where}[{stmt.label}]"
+        function = None if agent_level else frame.function.name
+        return use_site_id(self.program.source_path, frame.agent, function, stmt.label)
 
     def exec_return(self, stmt: ast.ReturnStmt, scope: Scope) -> _Return:
         return _Return(self.evaluate(stmt.value, scope))
@@ -689,7 +695,7 @@ class Interpreter:
                 "args": sanitize(args),
                 "result": sanitize(result),
                 "effects": sanitize(effects) if isinstance(effects, list) else None,
-                "duration_ms": elapsed_ms(started),
+                "duration_ms": round((time.monotonic() - started) * 1000, 3),
             },
         )
         return result
@@ -707,6 +713,7 @@ class Interpreter:
         if provider is None:
             raise self.error(label + "no memory provider is configured", where, scope)
         request = MemoryRequest(memory.name, memory.uri, method, args[0])
+        started = time.monotonic()
         try:
             result = provider.add(request) if method == "add" else provider.query(request)
         except ExecutionError as problem:
@@ -720,6 +727,7 @@ class Interpreter:
             "args": sanitize(args[0]),
             "result": sanitize(result),
             "count": len(result) if isinstance(result, list) else None,
+            "duration_ms": round((time.monotonic() - started) * 1000, 3),
         }
         if method == "add" and isinstance(result, dict):
             data["id"] = result.get("id")
@@ -813,14 +821,17 @@ class Interpreter:
         frame = scope.frame
         assert frame is not None
         instruction = self.evaluate(options.input, scope) if options.input is not None else None
+        model = scope.config_value("model")
+        layout = prompt_layout_of(self.options.llm, model if model is not MISSING else None)
         items = []
         for index, use in enumerate(scope.visible_uses()):
             statement = use.statement
             value = self.evaluate(statement.value, use.scope)
             items.append(
-                make_context_item(index, use.source, value, statement.budget, statement.label)
+                make_context_item(
+                    index, use.source, value, statement.budget, statement.label, layout
+                )
             )
-        model = scope.config_value("model")
         if model is MISSING:
             raise self.error("generate requires model in the current scope", expr.range, scope)
         identity: dict[str, str] = {}
@@ -839,6 +850,7 @@ class Interpreter:
             items=items,
             instruction=instruction,
             settings=GenerateSettings.from_options(options),
+            layout=layout,
         )
         return run_generate(
             call,
@@ -866,3 +878,20 @@ def _describe(problem: Exception) -> str:
         where = f": {os.fsdecode(problem.filename)}" if problem.filename else ""
         return f"{problem.strerror}{where}"
     return str(problem) or type(problem).__name__
+
+
+def use_site_id(
+    entry_path: str | None, agent: ast.AgentDecl, function: str | None, label: str
+) -> str:
+    """`<file>#<Agent>.<func>[<label>]`, the id `--variant` names a `use one of` site by; the
+    function part is left out for agent-level sites; the file is relative to the entry
+    program's directory."""
+    own = agent.source_path or entry_path
+    if own is None:
+        file = "<source>"
+    elif entry_path is None:
+        file = os.path.basename(own)
+    else:
+        file = os.path.relpath(own, os.path.dirname(entry_path)).replace(os.sep, "/")
+    where = agent.name if function is None else f"{agent.name}.{function}"
+    return f"{file}#{where}[{label}]"

@@ -22,9 +22,16 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 def _encode_string(text: str) -> str:
     encoded = _encode_json_string(text)
-    if text.isascii() or not _LONE_SURROGATE.search(encoded):
-        return encoded
-    return _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", encoded)
+    return encoded if text.isascii() else escape_lone_surrogates(encoded)
+
+
+def escape_lone_surrogates(text: str) -> str:
+    """`text` with each lone surrogate written as its six-character JSON escape. In JSON text
+    that is lossless (it parses back to the same string); in any text it makes the string
+    encodable as UTF-8, which every file and database needs."""
+    if not _LONE_SURROGATE.search(text):
+        return text
+    return _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 # Below 2**53 every integer is exact in a double, so its decimal digits are what JavaScript prints.
@@ -150,9 +157,34 @@ def _write(value: Any, out: list[str], newline: str, step: str) -> None:
         raise TypeError(f"not JSON-safe: {type(value).__name__}")
 
 
+# JSON nested deeper than this is refused: no real input nests so deep, and the code that walks
+# values (sanitising, printing, comparing) recurses, so it must never meet a value that deep.
+MAX_JSON_DEPTH = 256
+# Strings (skipped whole, so brackets inside them do not count) and brackets.
+_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
 def parse(text: str) -> Any:
-    """JSON.parse: like json.loads but without NaN/Infinity, which JavaScript rejects."""
+    """JSON.parse: like json.loads but without NaN/Infinity, which JavaScript rejects, and
+    without values nested deeper than MAX_JSON_DEPTH (a ValueError, like any bad JSON)."""
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH:
+        _check_depth(text)
     return json.loads(text, parse_constant=_reject_constant)
+
+
+def _check_depth(text: str) -> None:
+    depth = 0
+    for match in _STRUCTURE.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                raise ValueError(
+                    f"JSON is nested deeper than {MAX_JSON_DEPTH} levels "
+                    f"(at character {match.start() + 1})"
+                )
+        elif token in "]}":
+            depth -= 1
 
 
 def _reject_constant(name: str) -> Any:

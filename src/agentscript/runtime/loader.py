@@ -15,6 +15,7 @@ from urllib.parse import quote, unquote
 from agentscript.lang import ast
 from agentscript.lang.errors import ParseError
 from agentscript.lang.parser import parse_program
+from agentscript.runtime.bounded_input import UnusableInput, read_regular_text
 from agentscript.runtime.errors import LoadError
 from agentscript.runtime.files import resolve_import_path
 
@@ -23,19 +24,12 @@ MAX_PROGRAM_BYTES = 8 * 1024 * 1024
 
 
 def read_source(path: Path) -> str:
+    """A program's text: a regular UTF-8 file of at most MAX_PROGRAM_BYTES (a FIFO or a device
+    is refused before anything waits on it)."""
     try:
-        size = path.stat().st_size
-        if size > MAX_PROGRAM_BYTES:
-            raise LoadError(f"Program file is too large ({size} bytes): {path}")
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise LoadError(f"Program file not found: {path}") from None
-    except IsADirectoryError:
-        raise LoadError(f"Program path is a directory: {path}") from None
-    except UnicodeDecodeError:
-        raise LoadError(f"Program file is not UTF-8 text: {path}") from None
-    except OSError as problem:
-        raise LoadError(f"Cannot read program file {path}: {problem.strerror}") from None
+        return read_regular_text(path, MAX_PROGRAM_BYTES, "Program file")
+    except UnusableInput as problem:
+        raise LoadError(str(problem)) from None
 
 
 def load_program(path: str | Path) -> ast.Program:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from agentscript.lang import ast
@@ -128,6 +129,16 @@ class MemoryProvider(Protocol):
     def add(self, request: MemoryRequest) -> Any: ...
 
     def query(self, request: MemoryRequest) -> Any: ...
+
+
+class FileImports(Protocol):
+    """Where `import file` resources are read from. The composition root hands in the run's
+    workspace jail, so a program cannot import `/etc/passwd`, `../secrets` or `/dev/zero`."""
+
+    def read_file(self, path: Path, limit: int) -> bytes:
+        """The bytes of the regular file at absolute `path`, at most `limit` of them; an
+        ExecutionError saying why not (outside the confinement, missing, too large, special)."""
+        ...
 
 
 class InputProvider(Protocol):

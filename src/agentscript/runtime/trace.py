@@ -60,6 +60,9 @@ class TraceSink:
     def text_delta(self, text: str) -> None:
         """A piece of a model answer arrived while it streams (already redacted)."""
 
+    def run_ended(self, status: str, error: str | None = None) -> None:
+        """The run is over: "ok", "error" (with its message, redacted) or "interrupted"."""
+
 
 @dataclass(slots=True)
 class _Frame:
@@ -132,6 +135,14 @@ class Tracer:
         frame.events.append(event)
         self._notify(event)
         return event
+
+    def end_run(self, status: str, error: str | None = None) -> None:
+        """Tell the sinks how the run ended."""
+        if error is not None and self._secrets:
+            error = _scrub(error, self._secrets)
+        with self._sink_lock:
+            for sink in self.sinks:
+                sink.run_ended(status, error)
 
     def _notify(self, event: TraceEvent, started: bool = False) -> None:
         if not self.sinks:

@@ -42,6 +42,7 @@ def supports_structured_outputs(model: str) -> bool:
 
 class AnthropicModel(HttpModel):
     protocol = "anthropic"
+    finish_reason_path = ("stop_reason",)
 
     def build(
         self, request: GenerateRequest, endpoint: ModelEndpoint

@@ -27,6 +27,8 @@ class HttpModel(ABC):
     """Base of the HTTP providers; subclasses build the body and parse the answer."""
 
     protocol: ClassVar[str]
+    # Where the answer says why the model stopped (keys and list indexes into the payload).
+    finish_reason_path: ClassVar[tuple[str | int, ...]]
 
     def __init__(
         self,
@@ -66,7 +68,26 @@ class HttpModel(ABC):
             payload = self.transport.post_json(url, headers, body, timeout_ms, report_retry=report)
         if not isinstance(payload, dict):
             raise self.failure("response is not a JSON object")
-        return self.parse(payload, request)
+        response = self.parse(payload, request)
+        response.details.update(self.describe(payload))
+        return response
+
+    def describe(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """What the trace keeps about an answer besides its text: the model that answered and
+        why it stopped, when the provider says so."""
+        details: dict[str, Any] = {}
+        model = payload.get("model")
+        if isinstance(model, str) and model:
+            details["response_model"] = model
+        reason: Any = payload
+        for step in self.finish_reason_path:
+            if isinstance(step, int):
+                reason = reason[step] if isinstance(reason, list) and len(reason) > step else None
+            else:
+                reason = reason.get(step) if isinstance(reason, dict) else None
+        if isinstance(reason, str) and reason:
+            details["finish_reason"] = reason
+        return details
 
     @abstractmethod
     def build(

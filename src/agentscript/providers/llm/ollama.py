@@ -19,6 +19,7 @@ THINKING_ONLY = (
 
 class OllamaModel(HttpModel):
     protocol = "ollama"
+    finish_reason_path = ("done_reason",)
 
     def build(
         self, request: GenerateRequest, endpoint: ModelEndpoint

@@ -35,6 +35,7 @@ def _strict_compatible(schema: dict[str, Any]) -> bool:
 
 class OpenAiModel(HttpModel):
     protocol = "openai"
+    finish_reason_path = ("choices", 0, "finish_reason")
 
     def build(
         self, request: GenerateRequest, endpoint: ModelEndpoint

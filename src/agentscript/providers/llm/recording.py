@@ -17,19 +17,22 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
+from agentscript.runtime.context import PromptLayout
 from agentscript.runtime.errors import ExecutionError, LoadError, ModelOutputError
+from agentscript.runtime.generate import prompt_layout_of
 from agentscript.runtime.jsjson import parse, stringify
 from agentscript.runtime.ports import GenerateRequest, GenerateResponse, LlmProvider
 from agentscript.runtime.usage import Usage
-from agentscript.runtime.values import sanitize
+from agentscript.runtime.values import LlmBinding, sanitize
 
 FORMAT_VERSION = 1
 SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 
 
 def request_material(request: GenerateRequest) -> dict[str, Any]:
-    """Everything that decides the model's answer, and nothing else (no keys, no endpoints)."""
-    return {
+    """Everything that decides the model's answer, and nothing else (no keys, no endpoints).
+    The layout is named only when it is not the 0.1.0 one, so older recordings keep matching."""
+    material: dict[str, Any] = {
         "model": request.model.uri if request.model else None,
         "system": request.built.system,
         "user": request.built.final_user_message,
@@ -39,6 +42,9 @@ def request_material(request: GenerateRequest) -> dict[str, Any]:
         "think": request.think,
         "strict": request.strict,
     }
+    if request.built.layout is not PromptLayout.ORIGINAL:
+        material["layout"] = request.built.layout.value
+    return material
 
 
 def request_digest(request: GenerateRequest) -> str:
@@ -61,6 +67,9 @@ class RecordingLlm:
         except OSError as problem:
             raise LoadError(f"Cannot write recording {self._path}: {problem.strerror}") from None
 
+    def prompt_layout(self, model: LlmBinding | None) -> PromptLayout:
+        return prompt_layout_of(self._inner, model)
+
     def generate(self, request: GenerateRequest) -> GenerateResponse:
         entry: dict[str, Any] = {
             "version": FORMAT_VERSION,
@@ -82,6 +91,8 @@ class RecordingLlm:
         entry["value"] = sanitize(response.value)
         entry["raw_text"] = response.raw_text
         entry["usage"] = response.usage.to_json() if response.usage else None
+        if response.details:
+            entry["details"] = sanitize(response.details)
         self._write(entry)
         return response
 
@@ -109,9 +120,16 @@ class ReplayLlm:
         self._path = Path(path)
         self._lock = threading.Lock()
         self._answers: dict[str, deque[dict[str, Any]]] = {}
+        self._layout = PromptLayout.ORIGINAL
         self._recorded = _read_recording(self._path)
         for entry in self._recorded:
             self._answers.setdefault(str(entry["digest"]), deque()).append(entry)
+            if _recorded_layout(entry) is PromptLayout.COMPACT:
+                self._layout = PromptLayout.COMPACT
+
+    def prompt_layout(self, model: LlmBinding | None) -> PromptLayout:
+        """The layout the recording was made with, so replayed prompts are the recorded ones."""
+        return self._layout
 
     def generate(self, request: GenerateRequest) -> GenerateResponse:
         digest = request_digest(request)
@@ -136,6 +154,7 @@ class ReplayLlm:
             raw_text=entry.get("raw_text"),
             usage=usage,
             provider=f"replay:{entry.get('provider')}",
+            details=dict(entry.get("details") or {}),
         )
 
     def _what_changed(self, request: GenerateRequest) -> str:
@@ -191,6 +210,12 @@ def _read_recording(path: Path) -> list[dict[str, Any]]:
             raise LoadError(f"Invalid recording line {path}:{number}: not an exchange")
         entries.append(entry)
     return entries
+
+
+def _recorded_layout(entry: dict[str, Any]) -> PromptLayout:
+    material = entry.get("request")
+    layout = material.get("layout") if isinstance(material, dict) else None
+    return PromptLayout.COMPACT if layout == PromptLayout.COMPACT.value else PromptLayout.ORIGINAL
 
 
 def _usage(raw: Any) -> Usage | None:

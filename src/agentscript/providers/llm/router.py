@@ -14,8 +14,10 @@ from agentscript.providers.llm.http_model import HttpModel
 from agentscript.providers.llm.ollama import OllamaModel
 from agentscript.providers.llm.openai import OpenAiModel
 from agentscript.providers.llm.transport import HttpTransport
+from agentscript.runtime.context import PromptLayout
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.ports import GenerateRequest, GenerateResponse
+from agentscript.runtime.values import LlmBinding
 
 _MODELS: dict[str, type[HttpModel]] = {
     "openai": OpenAiModel,
@@ -36,6 +38,11 @@ class ModelRouter:
         self._sleep = sleep
         self._providers: dict[str, HttpModel] = {}
         self._lock = threading.Lock()
+
+    def prompt_layout(self, model: LlmBinding | None) -> PromptLayout:
+        """Every protocol here enforces the shape itself (OpenAI `json_schema`, Anthropic output
+        format or forced tool, Ollama `format`), so none needs the schema printed as well."""
+        return PromptLayout.COMPACT
 
     def generate(self, request: GenerateRequest) -> GenerateResponse:
         if request.model is None:

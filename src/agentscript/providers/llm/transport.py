@@ -12,6 +12,7 @@ from __future__ import annotations
 import email.utils
 import html
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -48,16 +49,21 @@ class HttpTransport:
     # How often a 429/5xx answer is retried; a caller that must not wait (a recall) says 0.
     max_retries: int = MAX_RETRIES
     _client: httpx.Client | None = None
+    # Threads sharing the transport (`parallel for`, eval cells) must create one client, not
+    # one each: a client loads the CA certificates (tens of ms), and the extras would leak.
+    _client_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def client(self) -> httpx.Client:
-        if self._client is None:
-            self._client = httpx.Client(follow_redirects=False)
-        return self._client
+        with self._client_lock:
+            if self._client is None:
+                self._client = httpx.Client(follow_redirects=False)
+            return self._client
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        with self._client_lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
 
     def post_json(
         self,

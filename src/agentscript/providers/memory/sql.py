@@ -10,6 +10,7 @@ narrows candidates; `MemoryQuery.select` decides, so the result equals the JSONL
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,10 +21,12 @@ from agentscript.runtime.jsjson import parse, stringify
 
 _COLUMNS = "namespace, id, created_at, updated_at, kind, text, record_json, search_text"
 _SELECTED = "id, created_at, updated_at, record_json"
-# PostgreSQL text cannot hold NUL, and SQLite's string functions stop at it. The same
-# character-for-character replacement on both sides of a comparison keeps every true match
-# (and the exact check in Python drops any false one).
-_NUL_STANDIN = "\ufffd"
+# PostgreSQL text cannot hold NUL, and SQLite's string functions stop at it; neither can hold a
+# lone surrogate (UTF-8 has none). The same character-for-character replacement on both sides
+# of a comparison keeps every true match (and the exact check in Python, on the record itself,
+# which `stringify` keeps exact, drops any false one).
+_STANDIN = "\ufffd"
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,4 +127,4 @@ def envelopes(dialect: SqlDialect, rows: Iterable[tuple[Any, ...]]) -> Iterator[
 
 
 def _column_text(value: str) -> str:
-    return value.replace("\x00", _NUL_STANDIN)
+    return _UNSTORABLE.sub(_STANDIN, value)

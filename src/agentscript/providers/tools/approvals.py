@@ -8,6 +8,12 @@ nobody watches (agentscript.learn.autonomy): only reads the policy lets run are 
 other call is refused without asking, whatever the policy says. Every call that is not a
 plain read leaves two `approval` trace events with one approval id: the request (`pending`)
 and the decision (`approved` or `refused`, and by whom).
+
+Starting an MCP server is an action of its own, approved before the server runs (its process
+runs whatever the configuration says). A policy's `servers` rules pin a server by name and by
+its whole launch (command and arguments, env and cwd, or URL); a pinned server starts in every
+mode, a server whose launch differs from its pin never starts, and any other start is decided
+by the mode: `auto` starts it, `ask` asks, `deny` and `autonomous` refuse.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentscript.providers.tools.base import Risk, scheme_of
+from agentscript.providers.tools.mcp_launch import ServerLaunch, StartRefused
 from agentscript.providers.tools.registry import ToolRegistry
 from agentscript.runtime.errors import ExecutionError, LoadError
 from agentscript.runtime.ports import ToolCall
@@ -53,18 +60,51 @@ class ApprovalRule:
 
 
 @dataclass(frozen=True, slots=True)
+class ServerRule:
+    """A pin: server `server` may start (or never, with decision "deny") when its configured
+    launch is exactly this one. For stdio, `command` is the command then its arguments, and
+    `env` and `cwd` must match as well (an env such as LD_PRELOAD changes what a command does);
+    for http, `url`."""
+
+    server: str
+    decision: Decision
+    command: tuple[str, ...] | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: str | None = None
+    url: str | None = None
+
+    def pins(self, launch: ServerLaunch) -> bool:
+        if launch.transport == "http":
+            return self.url is not None and self.url == launch.url
+        return self.command == launch.command and self.env == launch.env and self.cwd == launch.cwd
+
+
+@dataclass(frozen=True, slots=True)
 class ApprovalPolicy:
-    """Rules (first match wins), then the default decision for the call's risk."""
+    """Rules (first match wins), then the default decision for the call's risk; server pins;
+    grants of other workspaces' memory."""
 
     mode: ApprovalMode | None = None
     defaults: dict[Risk, Decision] = field(default_factory=dict)
     rules: tuple[ApprovalRule, ...] = ()
+    servers: tuple[ServerRule, ...] = ()
+    # Workspaces (absolute paths) besides the run's own whose memory `memory://` may reach.
+    memory_scopes: tuple[str, ...] = ()
 
     def decide(self, request: ToolCall, risk: Risk) -> Decision:
         for rule in self.rules:
             if rule.matches(request, risk):
                 return rule.decision
         return self.defaults.get(risk, DEFAULT_DECISIONS[risk])
+
+    def decide_start(self, launch: ServerLaunch) -> Decision | Literal["mismatch"] | None:
+        """The pin's decision for this launch; "mismatch" when the server is pinned to another
+        launch; None when no rule names the server."""
+        named = [rule for rule in self.servers if rule.server == launch.server]
+        for rule in named:
+            if rule.pins(launch):
+                return rule.decision
+        return "mismatch" if named else None
 
     @classmethod
     def from_data(cls, data: Any, source: str = "Approval policy") -> ApprovalPolicy:
@@ -101,6 +141,8 @@ class ApprovalRequest:
     uri: str
     risk: Risk
     args: list[Any]
+    # Set when what is asked is starting an MCP server, not a tool call.
+    launch: ServerLaunch | None = None
 
     @property
     def label(self) -> str:
@@ -125,6 +167,8 @@ class ApprovalGate:
         self.mode: ApprovalMode = mode or self.policy.mode or "ask"
         self.ask_user = ask_user
         self._always: set[tuple[str, str, str]] = set()
+        # Launches approved once in this run: a server that died may start again.
+        self._started: set[ServerLaunch] = set()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -148,6 +192,46 @@ class ApprovalGate:
             raise ExecutionError(_refusal(approval, by))
         return self.registry.call(request)
 
+    def approve_start(self, request: ToolCall, launch: ServerLaunch) -> None:
+        """The StartApprover of `mcp://`: returns when the server may start, else raises
+        StartRefused. Leaves the same pair of `approval` events as a call, with the launch."""
+        with self._lock:
+            if launch in self._started:
+                return
+        approval = ApprovalRequest(
+            approval_id=f"approval-{next(self._ids)}",
+            tool=request.tool_name,
+            method=request.method,
+            uri=request.uri,
+            risk="destructive",
+            args=[],
+            launch=launch,
+        )
+        self._report(request, approval, "pending", None)
+        pinned = self.policy.decide_start(launch)
+        if pinned == "mismatch":
+            approved, by = False, "pin"
+        elif pinned is not None:
+            approved, by = self._decide_pinned(approval, pinned)
+        elif self.mode == "autonomous":
+            approved, by = False, "autonomous"
+        else:
+            approved, by = self._decide(approval, "ask")
+        self._report(request, approval, "approved" if approved else "refused", by)
+        if not approved:
+            raise StartRefused(_refusal(approval, by))
+        with self._lock:
+            self._started.add(launch)
+
+    def _decide_pinned(self, approval: ApprovalRequest, decision: Decision) -> tuple[bool, str]:
+        """A pin is the user's own word on this exact launch, so "run" and "deny" hold in every
+        mode; a pin that says "ask" asks whoever can answer (nobody, in autonomous runs)."""
+        if decision != "ask":
+            return decision == "run", "policy"
+        if self.mode == "autonomous":
+            return False, "autonomous"
+        return self._decide(approval, "ask")
+
     def _decide(self, approval: ApprovalRequest, decision: Decision) -> tuple[bool, str]:
         if self.mode == "autonomous":
             # Reads the policy lets run never get here. An unattended run may change nothing and
@@ -161,7 +245,12 @@ class ApprovalGate:
             return True, "auto"
         if self.mode == "deny":
             return False, "mode"
-        key = (approval.tool, approval.method, approval.uri)
+        # "always" for a server start approves that start, never the calls that follow it.
+        key = (
+            (approval.tool, approval.method, approval.uri)
+            if approval.launch is None
+            else ("start", approval.launch.server, approval.uri)
+        )
         with self._lock:
             if key in self._always:
                 return True, "always"
@@ -186,6 +275,8 @@ class ApprovalGate:
         }
         if by is not None:
             data["by"] = by
+        if approval.launch is not None:
+            data["start"] = approval.launch.to_json()
         request.report("approval", data)
 
     def close(self) -> None:
@@ -193,6 +284,8 @@ class ApprovalGate:
 
 
 def _refusal(approval: ApprovalRequest, by: str) -> str:
+    if approval.launch is not None:
+        return _start_refusal(approval.launch, by)
     label = approval.label
     if by == "autonomous":
         if approval.risk == "read":
@@ -211,3 +304,24 @@ def _refusal(approval: ApprovalRequest, by: str) -> str:
     if by == "policy":
         return f"{label} was refused by the approval policy"
     return f"{label} was refused by the user"
+
+
+def _start_refusal(launch: ServerLaunch, by: str) -> str:
+    what = f"MCP server '{launch.server}' ({launch.describe()}) was not started"
+    if by == "pin":
+        return (
+            f"{what}: the approval policy pins '{launch.server}' to another launch, and "
+            "agentscript.mcp.json does not match it"
+        )
+    if by == "autonomous":
+        return f"{what}: autonomous runs start only servers the approval policy pins"
+    if by == "no-terminal":
+        return (
+            f"{what}: starting it needs approval and there is no terminal to ask; pin it under "
+            "`servers:` in an approval policy, or run with --approve auto"
+        )
+    if by == "mode":
+        return f"{what} (--approve deny)"
+    if by == "policy":
+        return f"{what}: refused by the approval policy"
+    return f"{what}: refused by the user"

@@ -6,12 +6,19 @@ Every write or patch returns an effect record saying what changed and how to put
 and `previous_ref` when the previous content was too large to inline and went to the side store
 (`.agentscript/effects/<sha256>` in the workspace). Undo runs newest first and reports a
 conflict instead of overwriting a file that changed since.
+
+A record is data anyone can write (a saved trace, a model's answer passed to `File.undo`), so
+undo trusts none of it: it acts only inside the workspace it was given, refuses a record that
+names another workspace, and refuses one without `after_sha256` (nothing to tell a changed file
+by) unless forced.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+from pathlib import Path
 from typing import Any
 
 from agentscript.providers.tools.workspace import Workspace
@@ -98,41 +105,69 @@ def is_file_effect(effect: Any) -> bool:
 
 
 # A dry run's picture of the files it would have changed: path → content (None = deleted).
-Overlay = dict[tuple[str, str], bytes | None]
+Overlay = dict[str, bytes | None]
 
 
 def undo_effects(
     workspace: Workspace,
     effects: list[Any],
     dry_run: bool = False,
-    overlay: Overlay | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
-    """Revert file effects newest first. Returns `{ok, undone, conflicts, skipped}`; `ok` is
-    false when any effect could not be undone because the file changed since. A dry run changes
-    nothing but judges each effect as if the newer ones had been undone."""
-    overlay = {} if overlay is None else overlay
-    undone: list[dict[str, Any]] = []
-    conflicts: list[dict[str, Any]] = []
-    skipped: list[dict[str, Any]] = []
+    """Revert file effects newest first. Returns `{ok, undone, conflicts, skipped, refused}`;
+    `ok` is false when any effect could not be undone because the file changed since or the
+    record was refused (another workspace's, or without `after_sha256` and not `force`d). A dry
+    run changes nothing but judges each effect as if the newer ones had been undone."""
+    overlay: Overlay = {}
+    report: dict[str, Any] = {"undone": [], "conflicts": [], "skipped": [], "refused": []}
     for effect in reversed(effects):
         if not is_file_effect(effect) or not effect["undoable"]:
-            skipped.append({"effect": _effect_id(effect), "reason": "not an undoable file effect"})
+            report["skipped"].append(
+                {"effect": _effect_id(effect), "reason": "not an undoable file effect"}
+            )
             continue
-        outcome = _undo_one(workspace, effect, dry_run, overlay)
-        {"undone": undone, "conflict": conflicts, "skipped": skipped}[outcome["status"]].append(
-            outcome
-        )
-    return {"ok": not conflicts, "undone": undone, "conflicts": conflicts, "skipped": skipped}
+        outcome = _undo_one(workspace, effect, dry_run, overlay, force)
+        report[_OUTCOMES[outcome["status"]]].append(outcome)
+    return {"ok": not report["conflicts"] and not report["refused"], **report}
+
+
+_OUTCOMES = {
+    "undone": "undone",
+    "conflict": "conflicts",
+    "skipped": "skipped",
+    "refused": "refused",
+}
+
+
+def belongs_elsewhere(effect: dict[str, Any], workspace: Workspace) -> bool:
+    """Whether the record names a workspace other than `workspace` (compared resolved, so
+    `/w/./x` and a symlink to the root are the same place)."""
+    recorded = effect.get("workspace")
+    if recorded is None:
+        return False
+    if not isinstance(recorded, str) or "\0" in recorded:
+        return True
+    return recorded != str(workspace.root) and os.path.realpath(recorded) != str(workspace.root)
 
 
 def _undo_one(
-    workspace: Workspace, effect: dict[str, Any], dry_run: bool, overlay: Overlay
+    workspace: Workspace, effect: dict[str, Any], dry_run: bool, overlay: Overlay, force: bool
 ) -> dict[str, Any]:
     path: str = effect["path"]
     report: dict[str, Any] = {"effect": effect.get("id"), "path": path}
-    recorded_root = effect.get("workspace")
-    if recorded_root is not None and recorded_root != str(workspace.root):
-        return {**report, "status": "conflict", "reason": "the effect belongs to another workspace"}
+    if belongs_elsewhere(effect, workspace):
+        return {
+            **report,
+            "status": "refused",
+            "reason": f"the record belongs to another workspace ({effect.get('workspace')})",
+        }
+    after = effect.get("after_sha256")
+    if not isinstance(after, str) and not force:
+        return {
+            **report,
+            "status": "refused",
+            "reason": "the record has no after_sha256, so a later change could not be detected",
+        }
     previous: bytes | None = None
     if isinstance(effect.get("previous"), str):
         previous = effect["previous"].encode("utf-8")
@@ -141,7 +176,7 @@ def _undo_one(
     delete = previous is None and effect.get("existed") is False
     if previous is None and not delete:
         return {**report, "status": "skipped", "reason": "the record has nothing to restore"}
-    key = (str(workspace.root), workspace.relative(path))
+    key = workspace.relative(path)
     if key in overlay:
         current = overlay[key]
     else:
@@ -149,7 +184,6 @@ def _undo_one(
     wanted = None if delete else previous
     if current == wanted:
         return {**report, "status": "skipped", "reason": "already in the recorded previous state"}
-    after = effect.get("after_sha256")
     if isinstance(after, str) and (current is None or digest(current) != after):
         return {**report, "status": "conflict", "reason": "the file changed since the effect"}
     if dry_run:
@@ -185,25 +219,9 @@ def effects_in_trace(trace: list[Any]) -> list[dict[str, Any]]:
 
 
 def undo_trace(
-    trace: list[Any], default_root: str | None = None, dry_run: bool = False
+    trace: list[Any], root: str | Path, dry_run: bool = False, force: bool = False
 ) -> dict[str, Any]:
-    """Revert every file effect of a recorded run, newest first, each in the workspace it was
-    recorded in (or `default_root` for records that do not say)."""
-    report: dict[str, Any] = {"ok": True, "undone": [], "conflicts": [], "skipped": []}
-    workspaces: dict[str, Workspace] = {}
-    overlay: Overlay = {}
-    for effect in reversed(effects_in_trace(trace)):
-        root = effect.get("workspace") or default_root
-        if not isinstance(root, str):
-            report["skipped"].append(
-                {"effect": effect.get("id"), "reason": "the record does not name its workspace"}
-            )
-            continue
-        workspace = workspaces.get(root) or workspaces.setdefault(root, Workspace(root))
-        outcome = undo_effects(
-            workspace, [{**effect, "workspace": str(workspace.root)}], dry_run, overlay
-        )
-        for key in ("undone", "conflicts", "skipped"):
-            report[key].extend(outcome[key])
-    report["ok"] = not report["conflicts"]
-    return report
+    """Revert every file effect of a recorded run, newest first, inside the workspace `root`
+    only: the trace says what to revert, never where. Records naming another workspace are
+    refused and listed; so are records without `after_sha256`, unless `force`."""
+    return undo_effects(Workspace(root), effects_in_trace(trace), dry_run, force=force)

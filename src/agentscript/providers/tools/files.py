@@ -51,7 +51,7 @@ class FileTools:
         content = required_string(arguments, "content", "File.write")
         existed = self.workspace.exists(path)
         previous = self.workspace.read_bytes(path) if existed else None
-        data = content.encode("utf-8")
+        data = _utf8(content, "File.write.content")
         created = self.workspace.write_bytes(path, data)
         effect = file_effect(
             self.workspace, request.tool_name, "write", path, existed, previous, data
@@ -72,9 +72,22 @@ class FileTools:
         text = previous.decode("utf-8", errors="replace")
         if search not in text:
             return {"ok": False, "error": "patch search text not found", "effects": []}
-        patched = text.replace(search, replace, 1).encode("utf-8")
+        patched = _utf8(text.replace(search, replace, 1), "File.patch.replace")
         self.workspace.write_bytes(path, patched)
         effect = file_effect(
             self.workspace, request.tool_name, "patch", path, True, previous, patched
         )
         return {"ok": True, "effects": [effect]}
+
+
+def _utf8(text: str, label: str) -> bytes:
+    """`text` as the bytes of a UTF-8 file; a lone surrogate (from `"\\ud800"` in JSON) has no
+    UTF-8 form, so it is refused with the argument's name instead of a codec error."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as problem:
+        bad = ord(text[problem.start])
+        raise ExecutionError(
+            f"{label} is not valid Unicode: a lone surrogate (U+{bad:04X}) at character "
+            f"{problem.start + 1}"
+        ) from None

@@ -12,9 +12,12 @@ A tool that reports isError answers normally with `ok: false`: that is the tool'
 input, nothing found), which a program may handle. Protocol errors, transport failures,
 timeouts and a server that went away raise ExecutionError.
 
-Risk comes from the tool's annotations in `tools/list`, read with the MCP spec's defaults:
-read-only → "read"; not destructive → "effect"; anything else → "destructive". Annotations are
-the server's own claims; they can lower the gate only for servers the user chose to configure.
+Risk comes from the configuration, never from the server: `"tools": {"peek": {"readOnlyHint":
+true}}` in the server's entry, read with MCP's defaults (read-only → "read"; not destructive →
+"effect"; a tool the entry does not rate → "destructive"). Deciding it never starts a server.
+A server starts only when the `approve_start` port allows its launch (the approval gate in a
+run); the default approves nothing. The annotations a server claims in `tools/list` are shown
+by `agentscript tools`, as its claims.
 """
 
 from __future__ import annotations
@@ -27,8 +30,23 @@ from typing import Any
 from mcp.types import CallToolResult, TextContent, Tool
 
 from agentscript.providers.tools.base import Risk
-from agentscript.providers.tools.mcp_client import DEFAULT_START_TIMEOUT, McpConnections
-from agentscript.providers.tools.mcp_config import server_key
+from agentscript.providers.tools.mcp_client import (
+    DEFAULT_START_TIMEOUT,
+    ApproveLaunch,
+    McpConnections,
+)
+from agentscript.providers.tools.mcp_config import (
+    configured_risk,
+    launch_of,
+    risk_from_hints,
+    server_key,
+)
+from agentscript.providers.tools.mcp_launch import (
+    McpConfigSnapshot,
+    ServerLaunch,
+    StartApprover,
+    refuse_every_start,
+)
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.ports import ToolCall
 from agentscript.runtime.values import sanitize
@@ -38,35 +56,68 @@ class McpTools:
     """The SchemeTool for `mcp://`. Servers start on first use and stay up until `close()`,
     which the run calls at its end (or use the object as a context manager).
 
-    `workspace` holds `agentscript.mcp.json` and is where stdio servers run; `environ` is where
-    `$VAR` in that file is looked up (the process environment by default); `start_timeout`
-    bounds the start of servers whose entry sets no `startTimeout`.
+    `workspace` holds `agentscript.mcp.json` and is where stdio servers run; `config` is that
+    file as read at run start (read now when not given); `environ` is where `$VAR` in that file
+    is looked up (the process environment by default); `start_timeout` bounds the start of
+    servers whose entry sets no `startTimeout`; `approve_start` is asked before any server
+    starts.
     """
 
     def __init__(
         self,
         workspace: Path,
         *,
+        config: McpConfigSnapshot | None = None,
         environ: Mapping[str, str] | None = None,
         start_timeout: float = DEFAULT_START_TIMEOUT,
+        approve_start: StartApprover = refuse_every_start,
     ) -> None:
-        self._servers = McpConnections(workspace, environ, start_timeout)
+        self._servers = McpConnections(workspace, environ, start_timeout, config)
+        self._approve_start = approve_start
 
     def risk(self, request: ToolCall) -> Risk:
-        """From the named tool's annotations; reading them may start the server."""
+        """From the server's configuration; no server is started to decide it."""
         name, _ = _target(request)
-        return risk_of(self._tool(server_key(request.uri), name))
+        return configured_risk(self._servers.server(server_key(request.uri)), name)
+
+    def launch(self, uri: str) -> ServerLaunch:
+        """What using `uri` would start, as configured."""
+        key = server_key(uri)
+        return launch_of(key, self._servers.server(key))
+
+    def configured_risks(self, uri: str) -> dict[str, Risk]:
+        """The tools the configuration rates, with their risk; any other tool is destructive."""
+        return {
+            name: rating.risk
+            for name, rating in self._servers.server(server_key(uri)).tools.items()
+        }
 
     def call(self, request: ToolCall) -> Any:
         key = server_key(request.uri)
         name, arguments = _target(request)
-        self._tool(key, name)
-        return normalise(self._servers.call_tool(key, name, sanitize(arguments)))
+
+        def approve(launch: ServerLaunch) -> None:
+            self._approve_start(request, launch)
+
+        self._tool(key, name, approve)
+        return normalise(self._servers.call_tool(key, name, sanitize(arguments), approve))
 
     def list_tools(self, uri: str) -> list[dict[str, Any]]:
         """What the server of `uri` offers, for `agentscript tools`: each tool's name,
-        description, input schema, annotations and the risk they imply."""
-        return [describe_tool(tool) for tool in self._servers.tools(server_key(uri)).values()]
+        description, input schema, the annotations the server claims, and the risk the
+        configuration gives it. Starts the server if `approve_start` allows it."""
+        key = server_key(uri)
+        config = self._servers.server(key)
+        # The start is asked for as if a tool `list` of the server were called.
+        asking = ToolCall(key, uri, "list", [])
+
+        def approve(launch: ServerLaunch) -> None:
+            self._approve_start(asking, launch)
+
+        return [
+            describe_tool(tool, configured_risk(config, tool.name))
+            for tool in self._servers.tools(key, approve).values()
+        ]
 
     def close(self) -> None:
         self._servers.close()
@@ -82,8 +133,8 @@ class McpTools:
     ) -> None:
         self.close()
 
-    def _tool(self, key: str, name: str) -> Tool:
-        tools = self._servers.tools(key)
+    def _tool(self, key: str, name: str, approve: ApproveLaunch) -> Tool:
+        tools = self._servers.tools(key, approve)
         tool = tools.get(name)
         if tool is None:
             known = ", ".join(tools) or "none"
@@ -91,12 +142,17 @@ class McpTools:
         return tool
 
 
+def approve_every_start(request: ToolCall, launch: ServerLaunch) -> None:
+    """For `agentscript tools` without `--dry`: the person asked to see what the servers
+    offer, which takes starting them."""
+
+
 def list_server_tools(
     workspace: Path, uri: str, *, environ: Mapping[str, str] | None = None
 ) -> list[dict[str, Any]]:
     """The tools of the server `uri` names, without running a program: starts the server,
     lists its tools and stops it again."""
-    with McpTools(workspace, environ=environ) as tools:
+    with McpTools(workspace, environ=environ, approve_start=approve_every_start) as tools:
         return tools.list_tools(uri)
 
 
@@ -126,14 +182,12 @@ def _target(request: ToolCall) -> tuple[str, dict[str, Any]]:
     return request.method, argument
 
 
-def risk_of(tool: Tool) -> Risk:
-    """The risk a tool's annotations claim; without annotations MCP assumes the worst."""
+def claimed_risk(tool: Tool) -> Risk:
+    """The risk a tool's own annotations claim; without annotations MCP assumes the worst."""
     hints = tool.annotations
-    if hints is not None and hints.read_only_hint is True:
-        return "read"
-    if hints is not None and hints.destructive_hint is False:
-        return "effect"
-    return "destructive"
+    if hints is None:
+        return "destructive"
+    return risk_from_hints(hints.read_only_hint, hints.destructive_hint)
 
 
 def normalise(result: CallToolResult) -> dict[str, Any]:
@@ -150,7 +204,9 @@ def normalise(result: CallToolResult) -> dict[str, Any]:
     }
 
 
-def describe_tool(tool: Tool) -> dict[str, Any]:
+def describe_tool(tool: Tool, risk: Risk) -> dict[str, Any]:
+    """A tool as `agentscript tools` lists it: `risk` is what the gate uses (from the
+    configuration), `claimedRisk` what the server's annotations would make it."""
     annotations = tool.annotations
     return {
         "name": tool.name,
@@ -161,5 +217,6 @@ def describe_tool(tool: Tool) -> dict[str, Any]:
             if annotations is not None
             else None
         ),
-        "risk": risk_of(tool),
+        "risk": risk,
+        "claimedRisk": claimed_risk(tool),
     }

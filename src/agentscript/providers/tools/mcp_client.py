@@ -1,5 +1,8 @@
 """Live MCP servers for a run: started on first use, kept open, closed together at the end.
 
+A server starts only after the `approve` callback its caller passes has allowed that launch,
+called right before the start: there is no path that starts a server without asking.
+
 The MCP SDK is async (anyio), and each connection lives inside task groups that must be entered
 and left by the same task. So every server runs as one long-lived task on a private event loop
 thread (an anyio blocking portal) that connects, lists the server's tools, then waits to be
@@ -19,7 +22,7 @@ import os
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from contextlib import AsyncExitStack, ExitStack, suppress
 from dataclasses import dataclass
@@ -37,14 +40,14 @@ from mcp.types import CONNECTION_CLOSED, CallToolResult, Implementation, Tool
 
 from agentscript import __version__
 from agentscript.providers.tools.mcp_config import (
-    CONFIG_FILE,
     HttpServer,
     ServerConfig,
     StdioServer,
-    config_path,
     expand,
+    launch_of,
     load_servers,
 )
+from agentscript.providers.tools.mcp_launch import CONFIG_FILE, McpConfigSnapshot, ServerLaunch
 from agentscript.runtime.errors import ExecutionError
 
 # Seconds a server has to start, answer the handshake and list its tools.
@@ -88,12 +91,17 @@ class _Live:
     done: Future[None] | None = None
 
 
+# Called before a server starts; raises when the start is not allowed.
+ApproveLaunch = Callable[[ServerLaunch], None]
+
+
 class McpConnections:
     """The MCP servers of one workspace, each connected on first use until `close()`.
 
+    `config` is the workspace's configuration as read at run start (read now when not given).
     `environ` is where `$VAR` in the config file is looked up (the process environment by
     default); a stdio child gets the SDK's safe default variables plus its configured `env`.
-    After `close()` the object can be used again: servers then start afresh.
+    After `close()` the object can be used again: servers then start afresh (approved again).
     """
 
     def __init__(
@@ -101,8 +109,10 @@ class McpConnections:
         workspace: Path,
         environ: Mapping[str, str] | None = None,
         start_timeout: float = DEFAULT_START_TIMEOUT,
+        config: McpConfigSnapshot | None = None,
     ) -> None:
         self.workspace = workspace.resolve()
+        self._snapshot = config or McpConfigSnapshot.read(self.workspace)
         self._environ = environ
         self._start_timeout = start_timeout
         self._lock = threading.Lock()
@@ -116,14 +126,22 @@ class McpConnections:
 
     # ------------------------------------------------------------------ public
 
-    def tools(self, key: str) -> dict[str, Tool]:
-        """The server's tools by name, starting the server if it is not running yet."""
-        return self._connect(key).tools
+    def server(self, key: str) -> ServerConfig:
+        """The configuration of server `key`; an error when the file does not configure it."""
+        with self._lock:
+            return self._config(key)
 
-    def call_tool(self, key: str, name: str, arguments: dict[str, Any]) -> CallToolResult:
+    def tools(self, key: str, approve: ApproveLaunch) -> dict[str, Tool]:
+        """The server's tools by name, starting the server (once `approve` allows it) if it is
+        not running yet."""
+        return self._connect(key, approve).tools
+
+    def call_tool(
+        self, key: str, name: str, arguments: dict[str, Any], approve: ApproveLaunch
+    ) -> CallToolResult:
         """Run one `tools/call`. A result with isError is returned; only protocol and
         transport failures, timeouts and a server that went away raise ExecutionError."""
-        live = self._connect(key)
+        live = self._connect(key, approve)
         try:
             result: CallToolResult | None = live.portal.call(self._call, live, name, arguments)
         except Exception as raised:
@@ -159,8 +177,6 @@ class McpConnections:
             loop = self._loop
             self._live.clear()
             self._starting.clear()
-            self._servers = None
-            self._config_loaded = False
             self._loop = None
         for live in servers:
             live.portal.call(live.stop.set)
@@ -171,9 +187,9 @@ class McpConnections:
 
     # ------------------------------------------------------------------ starting
 
-    def _connect(self, key: str) -> _Live:
+    def _connect(self, key: str, approve: ApproveLaunch) -> _Live:
         """The running server for `key`, started now if need be (one start per server even
-        when several threads ask at once)."""
+        when several threads ask at once), and only once `approve` has allowed it."""
         with self._lock:
             live = self._live.get(key)
             if live is not None:
@@ -185,6 +201,8 @@ class McpConnections:
                 if live is not None:
                     return live
                 config = self._config(key)
+            approve(launch_of(key, config))
+            with self._lock:
                 loop = self._running_loop()
                 stderr = None
                 if isinstance(config, StdioServer):
@@ -196,9 +214,9 @@ class McpConnections:
 
     def _config(self, key: str) -> ServerConfig:
         if not self._config_loaded:
-            self._servers = load_servers(self.workspace)
+            self._servers = load_servers(self._snapshot)
             self._config_loaded = True
-        path = config_path(self.workspace)
+        path = self._snapshot.path
         if self._servers is None:
             raise ExecutionError(
                 f"MCP server '{key}' not found in {CONFIG_FILE} (looked for {path}, which "

@@ -11,6 +11,10 @@ The format is the Claude-style one users already have for other MCP clients:
 A server with `command` runs as a child process over stdio, one with `url` is reached over
 Streamable HTTP; `"transport": "stdio" | "http"` (or Claude Code's `"type"`) says so explicitly.
 `"timeout"` bounds each tool call and `"startTimeout"` the server's start, in seconds.
+`"tools": {"<tool>": {"readOnlyHint": true}}` rates a server's tools with MCP's annotation
+names; the approval gate decides from these, before the server runs, and a tool not rated here
+is destructive (what MCP assumes of an unannotated tool). The server's own annotations are
+never consulted by the gate: they arrive only after the server has started.
 Keys other clients add (`disabled`, `autoApprove`, …) are ignored so one file can serve them
 all. `$VAR` and `${VAR}` in the command, args, env and header values are expanded when the server
 starts (`${AGENTSCRIPT_PYTHON}` is the Python running AgentScript), so a
@@ -28,9 +32,11 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from agentscript.providers.tools.base import Risk
+from agentscript.providers.tools.mcp_launch import CONFIG_FILE, McpConfigSnapshot, ServerLaunch
 from agentscript.runtime.errors import ExecutionError
+from agentscript.runtime.jsjson import parse
 
-CONFIG_FILE = "agentscript.mcp.json"
 # Seconds a tool call may take unless the server's entry sets `timeout`.
 DEFAULT_CALL_TIMEOUT = 60.0
 
@@ -45,10 +51,26 @@ _TRANSPORTS: dict[str, Literal["stdio", "http"]] = {
 }
 
 
+class ToolRating(BaseModel):
+    """How risky one server tool is, in the words of MCP's tool annotations."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    read_only_hint: bool | None = Field(default=None, alias="readOnlyHint")
+    destructive_hint: bool | None = Field(default=None, alias="destructiveHint")
+
+    @property
+    def risk(self) -> Risk:
+        return risk_from_hints(self.read_only_hint, self.destructive_hint)
+
+
 class _ServerEntry(BaseModel):
     """What both transports share. Unknown keys belong to other clients and are ignored."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
+
+    # The risk of each tool, decided here rather than by the server (see the module doc).
+    tools: dict[str, ToolRating] = Field(default_factory=dict)
 
     # Seconds one tool call may take before it fails.
     timeout: float = Field(default=DEFAULT_CALL_TIMEOUT, gt=0)
@@ -100,30 +122,55 @@ def server_key(uri: str) -> str:
     return key
 
 
-def config_path(workspace: Path) -> Path:
-    return workspace / CONFIG_FILE
+def risk_from_hints(read_only: bool | None, destructive: bool | None) -> Risk:
+    """MCP's reading of tool annotations: read-only → read; not destructive → effect; anything
+    else (no annotation included) → destructive."""
+    if read_only is True:
+        return "read"
+    if destructive is False:
+        return "effect"
+    return "destructive"
 
 
-def load_servers(workspace: Path) -> dict[str, ServerConfig] | None:
-    """Every server of the workspace's config file, or None when there is no such file.
+def configured_risk(config: ServerConfig, tool: str) -> Risk:
+    """The risk of calling `tool`, from the configuration alone."""
+    rating = config.tools.get(tool)
+    return rating.risk if rating is not None else "destructive"
+
+
+def launch_of(key: str, config: ServerConfig) -> ServerLaunch:
+    """What starting the server would launch, as configured (unexpanded)."""
+    if isinstance(config, HttpServer):
+        return ServerLaunch(key, "http", url=config.url)
+    return ServerLaunch(
+        key,
+        "stdio",
+        command=(config.command, *config.args),
+        env=tuple(sorted(config.env.items())),
+        cwd=config.cwd,
+    )
+
+
+def load_servers(snapshot: McpConfigSnapshot) -> dict[str, ServerConfig] | None:
+    """Every server of the configuration read at run start, or None when there was no file.
 
     A malformed file is an error naming the file and the problem, even if the broken entry is
     not the one asked for: a config file is fixed once, not discovered one server at a time.
     """
-    path = config_path(workspace)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    path, text = snapshot.path, snapshot.text
+    if snapshot.problem is not None:
+        raise ExecutionError(snapshot.problem)
+    if text is None:
         return None
-    except OSError as problem:
-        raise ExecutionError(f"Cannot read {path}: {problem.strerror or problem}") from None
     try:
-        raw = json.loads(text)
+        raw = parse(text)
     except json.JSONDecodeError as problem:
         raise ExecutionError(
             f"{path} is not valid JSON: {problem.msg} at line {problem.lineno} "
             f"column {problem.colno}"
         ) from None
+    except ValueError as problem:
+        raise ExecutionError(f"{path} is not valid JSON: {problem}") from None
     try:
         entries = _ConfigFile.model_validate(raw).servers
     except ValidationError as problem:

@@ -61,6 +61,11 @@ class Workspace:
         Missing trailing components are allowed (a file about to be written)."""
         if not isinstance(path, str) or path == "" or "\x00" in path:
             raise self.escape(str(path))
+        try:
+            os.fsencode(path)
+        except UnicodeEncodeError:
+            # A lone surrogate that is not an undecodable file-name byte: no file has this name.
+            raise WorkspaceError(f"Path is not a valid file name: {path!r}") from None
         if path.startswith(("/", "\\")) or (len(path) > 1 and path[1] == ":"):
             raise self.escape(path)
         pending = [part for part in path.replace("\\", "/").split("/")]
@@ -224,6 +229,14 @@ class Workspace:
         if len(data) > cap:
             raise WorkspaceError(f"File is larger than the workspace limit of {cap} bytes: {path}")
         return data
+
+    def read_file(self, path: Path, limit: int) -> bytes:
+        """The file at absolute `path`, which must lie inside the root (runtime's FileImports
+        port, for `import file`): jailed exactly like `read_bytes`."""
+        inside = self._inside_root(os.path.abspath(path))
+        if inside is None:
+            raise WorkspaceError(f"Path escapes workspace {self.root}: {path}")
+        return self.read_bytes("/".join(inside) or ".", limit)
 
     def read_text(self, path: str, limit: int | None = None) -> str:
         return self.read_bytes(path, limit).decode("utf-8", errors="replace")

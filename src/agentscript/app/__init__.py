@@ -1,0 +1,1 @@
+"""The application layer: one module (or package) per use case, built on the public API."""

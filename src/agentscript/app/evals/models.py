@@ -1,0 +1,152 @@
+"""The model each cell of an eval talks to: the program's own or a `--model`, a mock, a
+recording or a replay, always behind the eval's meter, which enforces the budgets of the whole
+eval (every cell and every judge run share it) and prices each call.
+
+Cassettes live in `DIR/<configuration>/<case id>.jsonl` (the judge's in `….judge.jsonl`), one
+file per cell, so cells recorded at any concurrency replay in any order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentscript.runtime.budgets import BudgetExceeded, RunBudget, RunMeter
+from agentscript.runtime.errors import LoadError, ModelOutputError
+from agentscript.runtime.jsjson import parse
+from agentscript.runtime.ports import GenerateRequest, GenerateResponse, LlmProvider
+from agentscript.runtime.usage import Usage
+from agentscript.runtime.values import LlmBinding
+
+
+class EvalBudgetExceeded(BudgetExceeded):
+    """The budget of the whole eval is spent: no further model call is made."""
+
+
+class EvalMeter:
+    """Counts the model calls and tokens of a whole eval against its budget (thread-safe)."""
+
+    def __init__(self, max_tokens: int | None = None, max_calls: int | None = None) -> None:
+        self._meter = RunMeter(RunBudget(max_tokens, max_calls))
+        self.exhausted = threading.Event()
+
+    def before_call(self) -> None:
+        try:
+            self._meter.before_model_call()
+        except BudgetExceeded as error:
+            self.exhausted.set()
+            raise EvalBudgetExceeded(error.budget, str(error).replace("Run", "Eval", 1)) from None
+
+    def after_call(self, usage: Usage | None) -> None:
+        try:
+            self._meter.after_model_call(usage)
+        except BudgetExceeded:
+            # The call is done and paid for: its answer is used, the next call is refused.
+            self.exhausted.set()
+
+    @property
+    def summary(self) -> dict[str, float | int]:
+        return self._meter.summary()
+
+
+class CellModel:
+    """One cell's provider: the inner model (maybe with its URI replaced), metered and priced.
+    `cost` is None while any call's price is unknown (or the model is a mock)."""
+
+    def __init__(
+        self, inner: LlmProvider, meter: EvalMeter, model_uri: str | None, priced: bool
+    ) -> None:
+        self._inner = inner
+        self._meter = meter
+        self._model_uri = model_uri
+        self._priced = priced
+        self._lock = threading.Lock()
+        self.cost: float | None = 0.0 if priced else None
+
+    def generate(self, request: GenerateRequest) -> GenerateResponse:
+        if self._model_uri is not None:
+            # The program's name for its model stays (traces still say `Model`); the URI is
+            # the configuration's.
+            name = request.model.name if request.model is not None else "model"
+            request = dataclasses.replace(request, model=LlmBinding(name, self._model_uri))
+        self._meter.before_call()
+        try:
+            response = self._inner.generate(request)
+        except ModelOutputError as error:
+            self._account(request, error.usage)
+            raise
+        self._account(request, response.usage)
+        return response
+
+    def _account(self, request: GenerateRequest, usage: Usage | None) -> None:
+        self._meter.after_call(usage)
+        if not self._priced:
+            return
+        from agentscript.providers.llm.prices import model_cost
+
+        uri = request.model.uri if request.model else None
+        tokens_in = usage.input_tokens if usage else 0
+        tokens_out = usage.output_tokens if usage else 0
+        price = model_cost(uri, tokens_in, tokens_out)
+        with self._lock:
+            self.cost = None if price is None or self.cost is None else self.cost + price
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSource:
+    """Where the eval's answers come from: "real" (the router), "mock" (shape defaults, or a
+    scripted-answers file) — recorded to, or replayed from, a cassette folder."""
+
+    kind: str = "real"
+    responses: Path | None = None
+    record: Path | None = None
+    replay: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.record is not None and self.replay is not None:
+            raise LoadError("Use either --record or --replay, not both")
+        if self.replay is not None and not self.replay.is_dir():
+            raise LoadError(f"Replay folder {self.replay} does not exist")
+
+
+def cassette(folder: Path, configuration_slug: str, case_id: str, judge: bool) -> Path:
+    name = re.sub(r"[^A-Za-z0-9._=-]+", "_", case_id) or "case"
+    return folder / configuration_slug / (name + (".judge.jsonl" if judge else ".jsonl"))
+
+
+class MockScripts:
+    """Scripted answers for an eval. The file is either one run's script (every case runs
+    with a fresh copy of it) or `{"cases": {"<case id>": <script>, "*": <script>}}`, a script
+    per case (`*` for the cases not listed). A script is what `run --mock FILE` takes."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            data = parse(path.read_text(encoding="utf-8"))
+        except OSError as problem:
+            raise LoadError(f"Cannot read scripted responses {path}: {problem.strerror}") from None
+        except ValueError as problem:
+            raise LoadError(f"Scripted responses {path} are not valid JSON: {problem}") from None
+        self._path = path
+        per_case = isinstance(data, dict) and set(data) == {"cases"}
+        if per_case and not isinstance(data["cases"], Mapping):
+            raise LoadError(f"Scripted responses {path}: 'cases' must map case ids to scripts")
+        self._cases: Mapping[str, Any] | None = data["cases"] if per_case else None
+        self._shared = None if per_case else data
+
+    def for_case(self, case_id: str) -> LlmProvider:
+        from agentscript.providers.llm.mock import ScriptedLlm
+
+        if self._cases is None:
+            return ScriptedLlm(self._shared, str(self._path))
+        script = self._cases.get(case_id, self._cases.get("*"))
+        if script is None:
+            raise LoadError(
+                f"Scripted responses {self._path} have no script for case {case_id!r} (add it "
+                'under "cases", or a "*" script for every case not listed)'
+            )
+        return ScriptedLlm(script, f"{self._path} case {case_id}")

@@ -1,0 +1,1 @@
+"""Telemetry providers: trace sinks that send a run to observability tools."""

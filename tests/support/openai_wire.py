@@ -1,0 +1,126 @@
+"""A local server that speaks the OpenAI chat-completions wire format, for evals: each "model"
+is a function from the request to the answer's text, and every answer can wait a fixed time
+first (a model's latency). Threaded, so concurrent cells really overlap; 127.0.0.1 only."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+# (model name, request body) -> the assistant message's content.
+Answer = Callable[[str, dict[str, Any]], str]
+
+
+def user_message(body: dict[str, Any]) -> str:
+    return str(body["messages"][-1]["content"])
+
+
+class _Server(ThreadingHTTPServer):
+    # The listen backlog must hold every concurrent cell (the default of 5 refuses the rest).
+    request_queue_size = 128
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that gave up (its time budget ran out) is not the server's error.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class OpenAiWireServer:
+    def __init__(self, answer: Answer, latency: float = 0.0) -> None:
+        self.answer = answer
+        self.latency = latency
+        self.requests: list[dict[str, Any]] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            # Headers and body leave in separate writes: without this, Nagle's algorithm and
+            # the client's delayed ACK hold every answer back by about 40 ms.
+            disable_nagle_algorithm = True
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length", "0"))
+                body = json.loads(self.rfile.read(length))
+                with server._lock:
+                    server.requests.append(body)
+                    server.in_flight += 1
+                    server.most_in_flight = max(server.most_in_flight, server.in_flight)
+                try:
+                    if server.latency:
+                        time.sleep(server.latency)
+                    content = server.answer(str(body["model"]), body)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+                payload = json.dumps(
+                    {
+                        "id": "chatcmpl-eval",
+                        "object": "chat.completion",
+                        "model": body["model"],
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": content},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                        "usage": {"prompt_tokens": 100, "completion_tokens": 10},
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+        self.httpd = _Server(("127.0.0.1", 0), Handler)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def environ(self) -> dict[str, str]:
+        """What a run needs to reach this server as its OpenAI endpoint."""
+        return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": "sk-local-test"}
+
+
+@contextmanager
+def serving(answer: Answer, latency: float = 0.0) -> Iterator[OpenAiWireServer]:
+    server = OpenAiWireServer(answer, latency)
+    thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.httpd.shutdown()
+        server.httpd.server_close()
+
+
+def main() -> None:
+    """Serve in a process of its own (benchmarks: the server must not share the client's
+    GIL): print the base URL, answer `{"label": "bug"}` after --latency-ms, stop on EOF."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--latency-ms", type=float, default=50.0)
+    options = parser.parse_args()
+    with serving(lambda model, body: '{"label": "bug"}', options.latency_ms / 1000) as server:
+        print(server.base_url, flush=True)
+        sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()
