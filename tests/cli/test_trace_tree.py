@@ -247,7 +247,7 @@ def test_make_demo_is_short_question_tree_answer_usage(tmp_path: Path) -> None:
     assert "Which Python release added the match statement?" in text
     assert '"answer": "Python 3.10 added the match statement' in text
     assert "loop until done  [3 rounds" in text and "tool Search.run" in text
-    assert lines[-1].startswith("usage: 4 model calls")
+    assert lines[-1].startswith("usage: 3 model calls")
     assert not (tmp_path / ".agentscript" / "memory.db").exists()  # a mock run learns nothing
 
 
