@@ -55,7 +55,9 @@ class Terminal:
         chunks: list[bytes] = []
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.master], [], [], 0.2)
+            waiting = select.poll()  # not select: a long session may pass fd 1024
+            waiting.register(self.master, select.POLLIN)
+            ready = waiting.poll(200)
             if ready:
                 try:
                     data = os.read(self.master, 65536)

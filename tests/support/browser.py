@@ -274,7 +274,10 @@ class Browser:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise BrowserError(f"timed out waiting for {waiting_for}")
-            ready, _, _ = select.select([self._from_browser], [], [], remaining)
+            # poll, not select: a long test session may hold descriptors past select's 1024.
+            waiting = select.poll()
+            waiting.register(self._from_browser, select.POLLIN)
+            ready = waiting.poll(remaining * 1000)
             if not ready:
                 continue
             chunk = os.read(self._from_browser, 1 << 20)
