@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 import agentscript
+from agentscript.app.configuration import RunConfig, learns_from
 from agentscript.cli.main import main
 from agentscript.cli.repl import BANNER, run_lines
-from agentscript.composition import RunConfig, learns_from
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.ports import ToolCall
 
@@ -183,7 +183,7 @@ def test_models_says_the_key_is_optional_with_a_custom_base_url(
 
 
 def test_a_shell_is_refused_as_forbidden_before_any_approval_is_asked(tmp_path: Path) -> None:
-    from agentscript.composition import build_tools
+    from agentscript.app.composition import build_tools
 
     asked: list[Any] = []
     config = RunConfig(ask_user=lambda request: asked.append(request) or "yes", approve="ask")

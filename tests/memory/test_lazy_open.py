@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from pytest_httpserver import HTTPServer
 
+from agentscript.app.memory_service import open_memory_service
 from agentscript.cli.main import main
-from agentscript.memory.configured import open_configured
 
 
 def completion(text: str) -> dict[str, object]:
@@ -34,7 +34,7 @@ def workspace(tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.Monkey
 def test_reading_summarises_ended_days_through_the_configured_model(
     workspace: Path, httpserver: HTTPServer
 ) -> None:
-    with open_configured(workspace) as service:
+    with open_memory_service(workspace) as service:
         service.remember("Fixed the cache bug", kind="episodic", event_time="2026-01-05")
         service.remember("Shipped 2.3", kind="episodic", event_time="2026-01-05")
         result = service.recall("cache")
@@ -45,7 +45,7 @@ def test_reading_summarises_ended_days_through_the_configured_model(
 
 
 def test_without_a_model_reads_never_call_one(tmp_path: Path, httpserver: HTTPServer) -> None:
-    with open_configured(tmp_path) as service:
+    with open_memory_service(tmp_path) as service:
         service.remember("Old event", kind="episodic", event_time="2026-01-05")
         assert "compaction" not in service.recall("event")
     assert httpserver.log == []
@@ -57,7 +57,7 @@ def test_the_cli_reads_with_lazy_compaction(
     args = ["--workspace", str(workspace), "--json"]
     assert main(["memory", "remember", "Rolled back 2.2", "--kind", "episodic", *args]) == 0
     capsys.readouterr()
-    with open_configured(workspace) as service:
+    with open_memory_service(workspace) as service:
         # Move the entry into an ended day, as if it had been written last week.
         service.remember("Old incident", kind="episodic", event_time="2026-01-05")
     httpserver.clear_log()

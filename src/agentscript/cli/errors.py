@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
+from agentscript.app.errors import AppError
 from agentscript.cli.source_excerpt import excerpt
 from agentscript.lang.errors import Diagnostic, ParseError, SemanticError
 from agentscript.runtime.errors import AgentScriptError, ExecutionError
@@ -21,7 +22,15 @@ class CliError(Exception):
 
 
 # The errors a command reports and survives; anything else is a bug and should show its traceback.
-REPORTED_ERRORS = (CliError, ParseError, SemanticError, AgentScriptError, OSError, ValueError)
+REPORTED_ERRORS = (
+    CliError,
+    AppError,
+    ParseError,
+    SemanticError,
+    AgentScriptError,
+    OSError,
+    ValueError,
+)
 
 
 def error_lines(error: BaseException, with_source: bool = False) -> list[str]:

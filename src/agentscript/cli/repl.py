@@ -12,11 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from agentscript import api
+from agentscript.app import programs
+from agentscript.app.configuration import ModelChoice, RunConfig
+from agentscript.app.run import run
 from agentscript.cli import render
 from agentscript.cli.errors import REPORTED_ERRORS, CliError, error_lines
 from agentscript.cli.input import PromptedInput, parse_input_object
-from agentscript.composition import ModelChoice, RunConfig
 from agentscript.lang import ast
 from agentscript.lang.errors import ParseError, SemanticError
 from agentscript.lang.parser import parse_program
@@ -183,7 +184,7 @@ class ReplSession:
         if len(parsed.imports) != 1 or parsed.agents:
             raise CliError("Expected one import statement")
         # Loading resolves an agent import now, so a wrong path is reported at once.
-        api.load_source(statement, base_dir=self._base_dir())
+        programs.load_source(statement, base_dir=self._base_dir())
         if statement not in self.imports:
             self.imports.append(statement)
         self._say("imported")
@@ -227,7 +228,7 @@ class ReplSession:
         self._say(render.to_json(self._program().to_json()))
 
     def _check(self, argument: str) -> None:
-        diagnostics = api.check(self._program())
+        diagnostics = programs.check(self._program())
         for diagnostic in diagnostics:
             self._complain(diagnostic.format())
         if not any(diagnostic.severity == "error" for diagnostic in diagnostics):
@@ -255,7 +256,7 @@ class ReplSession:
             agent=agent,
         )
         try:
-            result = api.run(program, input_value, config)
+            result = run(program, input_value, config)
         except AgentScriptError as error:
             if error.trace is not None:
                 self.last_trace = error.trace
@@ -289,7 +290,7 @@ class ReplSession:
             + "".join(f"  {line}\n" for line in lines)
             + f"    return ({expression})\n  }}\n  main func(input) {{ return run(input) }}\n}}\n"
         )
-        return api.load_source(self._source() + "\n" + scratch, base_dir=self._base_dir())
+        return programs.load_source(self._source() + "\n" + scratch, base_dir=self._base_dir())
 
     def _choose_model(self, argument: str) -> None:
         if argument not in ("", "mock", "real"):
@@ -351,7 +352,7 @@ class ReplSession:
 
     def _program(self) -> ast.Program:
         # Locations in errors refer to the session text that :show prints, so no file is named.
-        return api.load_source(self._source(), base_dir=self._base_dir())
+        return programs.load_source(self._source(), base_dir=self._base_dir())
 
     def _guarded(self, action: Callable[..., None], *args: str) -> None:
         """Run one command or paste; an error is printed and the session goes on."""

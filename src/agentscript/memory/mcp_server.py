@@ -136,7 +136,7 @@ def build_server(service: MemoryService) -> Server[Any]:
 
 
 def _digest_text(service: MemoryService) -> str:
-    text: str = service.digest()["text"]
+    text = service.digest().text
     return text
 
 
