@@ -25,6 +25,7 @@ from agentscript.runtime.ports import (
     MemoryProvider,
     ToolProvider,
 )
+from agentscript.runtime.secrets import SecretSet
 
 if TYPE_CHECKING:
     from agentscript.learn.journal import JournalSink
@@ -32,9 +33,23 @@ if TYPE_CHECKING:
     from agentscript.providers.tools.base import SchemeTool
 
 
-def build_llm(config: RunConfig, owned: list[Closeable]) -> LlmProvider:
+def run_secrets(config: RunConfig) -> SecretSet:
+    """The redaction set a run starts with: the provider keys and base-URL passwords it may
+    send, and the password of the memory database it may open (see runtime/secrets.py)."""
+    from agentscript.providers.llm.endpoints import endpoint_secrets
+    from agentscript.runtime.uris import uri_password
+
+    environ = config.environ if config.environ is not None else os.environ
+    memory_db = config.memory_db or environ.get("AGENTSCRIPT_MEMORY_DB")
+    return SecretSet([*endpoint_secrets(environ), uri_password(str(memory_db or ""))])
+
+
+def build_llm(
+    config: RunConfig, owned: list[Closeable], secrets: SecretSet | None = None
+) -> LlmProvider:
     """The model provider for a run: replay, mock, dry-run or the real router, maybe recorded.
-    Providers created here are appended to `owned`, to be closed when the run ends."""
+    Providers created here are appended to `owned`, to be closed when the run ends; a
+    recording is scrubbed with `secrets` (the run's redaction set)."""
     llm = _base_llm(config)
     if isinstance(llm, Closeable) and llm is not config.model:
         owned.append(llm)
@@ -46,9 +61,9 @@ def build_llm(config: RunConfig, owned: list[Closeable]) -> LlmProvider:
     if config.record is not None:
         from agentscript.providers.llm.recording import RecordingLlm
 
-        environ = config.environ if config.environ is not None else os.environ
-        secrets = [environ.get(name, "") for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")]
-        recording = RecordingLlm(llm, config.record, secrets=[s for s in secrets if s])
+        recording = RecordingLlm(
+            llm, config.record, secrets if secrets is not None else run_secrets(config)
+        )
         owned.append(recording)
         llm = recording
     return llm
@@ -98,9 +113,10 @@ def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
     budget = RunBudget(config.max_tokens, config.max_calls, config.max_seconds)
     workspace = workspace_root(config, program_path)
     program_dir = Path(program_path).parent if program_path is not None else None
+    secrets = run_secrets(config)
     options = ExecutionOptions(
-        llm=build_llm(config, owned),
-        tools=build_tools(config, workspace, owned),
+        llm=build_llm(config, owned, secrets),
+        tools=build_tools(config, workspace, owned, secrets),
         memory=build_memory(config, workspace, program_dir, owned),
         input_provider=config.input_provider,
         agent_name=config.agent,
@@ -113,9 +129,11 @@ def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
         variants=dict(config.variants),
         stream=config.stream,
         file_imports=_workspace_files(workspace),
+        secrets=secrets,
     )
     journal = build_journal(config, workspace)
     if journal is not None:
+        journal.secrets = secrets
         options.trace_sinks.append(journal)
     telemetry = build_telemetry(config, program_path, journal.run_id if journal else None)
     if telemetry is not None:
@@ -214,9 +232,12 @@ def build_memory(
     return router
 
 
-def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> ToolProvider:
+def build_tools(
+    config: RunConfig, workspace: Path, owned: list[Closeable], secrets: SecretSet | None = None
+) -> ToolProvider:
     """The host tools by URI scheme, behind the approval gate; in a dry run reads run for real
-    and every other call is only reported, so walking a program changes nothing."""
+    and every other call is only reported, so walking a program changes nothing. The memory
+    service refuses to store any of `secrets` (the run's redaction set)."""
     if config.tools is not None:
         return config.tools
     if config.mock_tools:
@@ -255,7 +276,7 @@ def build_tools(config: RunConfig, workspace: Path, owned: list[Closeable]) -> T
         from agentscript.app.memory_service import memory_tools
 
         granted = policy.memory_scopes if policy is not None else ()
-        return memory_tools(jail.root, config.memory_db, environ, granted)
+        return memory_tools(jail.root, config.memory_db, environ, granted, secrets)
 
     http = LazyTool(http_tools)
     registry = ToolRegistry(

@@ -19,6 +19,7 @@ from agentscript.memory.errors import MemoryServiceError
 from agentscript.memory.semantic import SemanticRanker
 from agentscript.memory.service import MemoryService
 from agentscript.runtime.errors import ExecutionError
+from agentscript.runtime.secrets import SecretSet
 
 
 def open_memory_service(
@@ -44,10 +45,12 @@ def memory_tools(
     database: str | Path | None,
     environ: Mapping[str, str] | None,
     granted_scopes: Iterable[str] = (),
+    secrets: SecretSet | None = None,
 ) -> MemoryTools:
     """The `memory://` tools of a run, over the configured service of `workspace`, whose
     reads first learn from the runs waiting in the workspace's journal; `granted_scopes` are
-    the other workspaces the approval policy lets the program name. A broken memory.yml is an
+    the other workspaces the approval policy lets the program name; the service refuses to
+    store any of `secrets` (the run's redaction set). A broken memory.yml is an
     ExecutionError, reported at the program's call."""
     from agentscript.app.learning import LearningBeforeReads
 
@@ -55,6 +58,8 @@ def memory_tools(
         service = open_memory_service(workspace, database=database, environ=environ)
     except MemoryServiceError as error:
         raise ExecutionError(error.message) from None
+    if secrets is not None:
+        service.secret_sets.append(secrets)
     try:
         tools = MemoryTools(service, granted_scopes)
     except BaseException:

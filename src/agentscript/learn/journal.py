@@ -37,7 +37,8 @@ from agentscript.learn.journal_store import (
     dumps,
 )
 from agentscript.learn.locks import host_name, process_alive
-from agentscript.runtime.trace import REDACTED, TraceEvent, TraceSink, format_trace
+from agentscript.runtime.secrets import SecretSet
+from agentscript.runtime.trace import TraceEvent, TraceSink, format_trace
 
 if TYPE_CHECKING:
     from agentscript.learn.execution_trace import TaskExecutionTrace
@@ -239,7 +240,9 @@ class JournalSink(TraceSink):
         self._records: list[_Record] = []
         self._written = 0
         self._seq = 0
-        self._secrets: list[str] = []
+        # The run's redaction set (build_run shares the run's own): the start's input, the
+        # value and the error are scrubbed with it; events arrive scrubbed by the tracer.
+        self.secrets = SecretSet()
         self._record: RunRecord | None = None
         self._finished = False
         self._broken = False
@@ -271,6 +274,7 @@ class JournalSink(TraceSink):
             workspace=str(workspace) if workspace is not None else None,
         )
         data = {"program": program, "entry": entry, "workspace": self._record.workspace}
+        input = self._scrub(input)
         # Written with the first batch: by the background thread within FLUSH_SECONDS, or
         # after `finish_run` for a shorter run, which then costs one transaction in all.
         with self._lock:
@@ -356,8 +360,7 @@ class JournalSink(TraceSink):
     def redact(self, secret: str) -> None:
         """From now on `secret` is stored as "[REDACTED]" in the run's value and error too (the
         trace events arrive redacted already)."""
-        if secret and secret not in self._secrets:
-            self._secrets.append(secret)
+        self.secrets.add(secret)
 
     # ------------------------------------------------------------------ TraceSink
 
@@ -428,17 +431,7 @@ class JournalSink(TraceSink):
         return self._record
 
     def _scrub(self, value: Any) -> Any:
-        if not self._secrets:
-            return value
-        if isinstance(value, str):
-            for secret in self._secrets:
-                value = value.replace(secret, REDACTED)
-            return value
-        if isinstance(value, list):
-            return [self._scrub(item) for item in value]
-        if isinstance(value, dict):
-            return {key: self._scrub(item) for key, item in value.items()}
-        return value
+        return self.secrets.scrub(value)
 
 
 class _Background:

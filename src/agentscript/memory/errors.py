@@ -20,6 +20,7 @@ DIGEST_FEEDBACK = "digest_feedback"
 CONFLICT = "conflict"
 INVALID_CONFIG = "invalid_config"
 STORE_FAILURE = "store_failure"
+CONTAINS_SECRET = "contains_secret"
 
 
 class MemoryServiceError(AgentScriptError):

@@ -43,6 +43,7 @@ from agentscript.memory.entries import (
 )
 from agentscript.memory.errors import (
     CONFLICT,
+    CONTAINS_SECRET,
     DISABLED_KIND,
     INVALID_ARGUMENT,
     NOT_FOUND,
@@ -84,6 +85,8 @@ from agentscript.memory.timeline import (
     require_bucket,
     resolve_moment,
 )
+from agentscript.providers.tools.env import environment_secrets
+from agentscript.runtime.secrets import SecretSet
 
 MAX_RECALL_LIMIT = 200
 DEFAULT_RECALL_LIMIT = 10
@@ -147,6 +150,9 @@ class MemoryService:
         self.before_read: ReadHook | None = None
         # What else to release with the store (e.g. the model client lazy compaction uses).
         self.on_close: list[Callable[[], None]] = []
+        # Secrets no memory may contain: those of this process's environment (by the
+        # secret-name rule), and a run's redaction set when a program uses the service.
+        self.secret_sets: list[SecretSet] = [SecretSet(environment_secrets(os.environ))]
 
     @classmethod
     def open(
@@ -245,6 +251,7 @@ class MemoryService:
             source=Source.from_value(source),
         )
         check_size(candidate, self.config.max_entry_bytes)
+        self.refuse_secrets_in(candidate)
         with self.store.transaction() as tx:
             if candidate.key is not None:
                 entry, action = self._remember_keyed(tx, candidate, now)
@@ -317,6 +324,29 @@ class MemoryService:
         tx.replace(merged)
         return merged, "merged"
 
+    def refuse_secrets_in(self, entry: Entry) -> None:
+        """Refuse an entry (an imported one) that holds a known secret, as `remember` would."""
+        self._refuse_secrets(
+            text=entry.body,
+            title=entry.title,
+            key=entry.key,
+            tags=entry.tags,
+            context=entry.context,
+        )
+
+    def _refuse_secrets(self, **fields: Any) -> None:
+        """Refuse a write whose fields contain a known secret: credentials are never
+        remembered, and a memory outlives the run that could have redacted it."""
+        for field, value in fields.items():
+            if value is not None and any(known.found_in(value) for known in self.secret_sets):
+                raise MemoryServiceError(
+                    CONTAINS_SECRET,
+                    f"{field} contains a secret (a provider key, an allowed environment secret "
+                    "or a password from a URI): credentials are never remembered; leave it out "
+                    "and note where it is kept instead",
+                    field,
+                )
+
     def _require_room(self, tx: StoreReader, scope: str) -> None:
         active = tx.count(EntryFilter(scopes=(scope,)))
         if active >= self.config.max_entries:
@@ -371,6 +401,12 @@ class MemoryService:
             event = self._event_time(event_time)
             changes["event_time"] = format_timestamp(event)
             changes["bucket"] = bucket_of("day", local_day(event, self.clock))
+        self._refuse_secrets(
+            text=changes.get("body"),
+            title=changes.get("title"),
+            tags=changes.get("tags"),
+            context=changes.get("context"),
+        )
         now = format_timestamp(self.clock.now())
         with self.store.transaction() as tx:
             current = self._get(tx, plan, entry_id)
@@ -913,6 +949,7 @@ class MemoryService:
         bucket has at most one active summary: to rebuild one (late sources arrived), pass
         its id as `replaces`; it is archived and listed in the new summary's archive_ref.
         """
+        self._refuse_secrets(title=title, body=body, tags=tags)
         where = self._sources_filter(scope, level, bucket)
         unit = cast(Level, where.bucket[0] if where.bucket else level)
         wanted = tuple(dict.fromkeys(source_ids))

@@ -34,10 +34,11 @@ def export_entries(service: MemoryService, scopes: tuple[str, ...]) -> Iterator[
 
 
 class ImportConflict(MemoryServiceError):
-    """An imported entry clashes with a stored one; `number` says which of the input's."""
+    """An imported entry clashes with a stored one, or holds a known secret (code
+    `contains_secret`); `number` says which of the input's."""
 
-    def __init__(self, number: int, message: str) -> None:
-        super().__init__(CONFLICT, message)
+    def __init__(self, number: int, message: str, code: str = CONFLICT) -> None:
+        super().__init__(code, message)
         self.number = number
 
 
@@ -45,7 +46,14 @@ def import_entries(service: MemoryService, entries: Sequence[tuple[int, Entry]])
     """Insert `entries` (numbered as the input numbers them) as they are; returns (added,
     skipped). All are written in one transaction, so a conflict (an active entry of the same
     key or summary bucket with another id) imports nothing. Ids the database already holds,
-    in any scope, and ids repeated in the input are skipped."""
+    in any scope, and ids repeated in the input are skipped. An entry holding a secret the
+    service knows imports nothing either: credentials are never remembered, imported ones
+    neither."""
+    for number, entry in entries:
+        try:
+            service.refuse_secrets_in(entry)
+        except MemoryServiceError as refused:
+            raise ImportConflict(number, refused.message, refused.code) from None
     known = {count.scope for count in service.store.scopes()}
     added = skipped = 0
     seen: set[str] = set()

@@ -4,6 +4,10 @@ The meter counts every model call and the tokens each one reported. A limit is c
 each model call (calls, tokens, time), after each call (tokens) and at every loop iteration and
 function call (time). Exceeding one raises BudgetExceeded naming the budget; it is never
 repaired or retried, and the run's trace up to that point is kept on the error.
+
+A tool call is bounded too: it receives a CallDeadline (when the run's time ends, and an event
+set when the run is interrupted), caps every wait it makes by `seconds_left` and calls `check`
+between steps, so neither `--max-seconds` nor Ctrl-C waits for a slow tool to finish.
 """
 
 from __future__ import annotations
@@ -22,6 +26,46 @@ class BudgetExceeded(ExecutionError):
     def __init__(self, budget: str, message: str) -> None:
         super().__init__(message)
         self.budget = budget
+
+
+class Interrupted(ExecutionError):
+    """The run was interrupted (Ctrl-C) while a tool was working; the tool stopped."""
+
+
+def seconds_exceeded(limit: float) -> BudgetExceeded:
+    return BudgetExceeded(
+        "seconds", f"Run budget exceeded: more than {limit:g} seconds (--max-seconds)"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CallDeadline:
+    """How long one tool call may take: until `at` (time.monotonic(); None: no run limit) and
+    only while `stopped` is not set. `max_seconds` is the run budget, for the message."""
+
+    at: float | None = None
+    max_seconds: float | None = None
+    stopped: threading.Event = field(default_factory=threading.Event)
+
+    def seconds_left(self, cap: float) -> float:
+        """`cap` seconds, or less when the run ends sooner; never negative."""
+        if self.at is None:
+            return cap
+        return max(0.0, min(cap, self.at - time.monotonic()))
+
+    def binds(self, cap: float) -> bool:
+        """Whether the run's end, not `cap`, is what limits a wait starting now."""
+        return self.at is not None and self.at - time.monotonic() < cap
+
+    def check(self) -> None:
+        """Raise Interrupted after Ctrl-C, BudgetExceeded once the run's time is up."""
+        if self.stopped.is_set():
+            raise Interrupted("Interrupted while the tool was running")
+        if self.at is not None and time.monotonic() > self.at:
+            raise self.exceeded()
+
+    def exceeded(self) -> BudgetExceeded:
+        return seconds_exceeded(self.max_seconds if self.max_seconds is not None else 0.0)
 
 
 @dataclass(slots=True)
@@ -61,9 +105,13 @@ class RunMeter:
     def check_time(self) -> None:
         limit = self.budget.max_seconds
         if limit is not None and self.elapsed > limit:
-            raise BudgetExceeded(
-                "seconds", f"Run budget exceeded: more than {limit:g} seconds (--max-seconds)"
-            )
+            raise seconds_exceeded(limit)
+
+    def call_deadline(self, stopped: threading.Event) -> CallDeadline:
+        """The deadline of a tool call starting now: the run's end, and its interrupt."""
+        limit = self.budget.max_seconds
+        at = self.started + limit if limit is not None else None
+        return CallDeadline(at, limit, stopped)
 
     def before_model_call(self) -> None:
         self.check_time()

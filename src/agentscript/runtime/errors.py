@@ -6,6 +6,7 @@ CLI. All runtime errors derive from AgentScriptError so callers can catch ours a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from agentscript.lang.errors import Position
@@ -25,6 +26,10 @@ class AgentScriptError(Exception):
     # The failed run's journal record (a RunJournal), when the run was journaled.
     journal: Any = None
 
+    def redact(self, scrub: Callable[[str], str]) -> None:
+        """Rewrite the message with `scrub` (the run's redaction), so no secret is shown."""
+        self.args = tuple(scrub(arg) if isinstance(arg, str) else arg for arg in self.args)
+
 
 class ExecutionError(AgentScriptError):
     """A failure while evaluating a program (the original's RuntimeError)."""
@@ -41,6 +46,10 @@ class ExecutionError(AgentScriptError):
         if self.position is None:
             return self.bare_message
         return f"{self.bare_message} at {self.position.line}:{self.position.column}"
+
+    def redact(self, scrub: Callable[[str], str]) -> None:
+        self.bare_message = scrub(self.bare_message)
+        self.args = (self._text(),)
 
     def at(self, position: Position | None, path: str | None) -> ExecutionError:
         """Give the error a location if it has none yet (the innermost location wins)."""

@@ -21,7 +21,7 @@ from typing import Any, TextIO
 from agentscript.lang import ast
 from agentscript.lang.errors import SourceRange
 from agentscript.lang.formatter import format_expr
-from agentscript.runtime.budgets import RunMeter
+from agentscript.runtime.budgets import BudgetExceeded, Interrupted, RunMeter
 from agentscript.runtime.context import make_context_item
 from agentscript.runtime.entry import resolve_entry_input
 from agentscript.runtime.errors import AgentScriptError, ExecutionError
@@ -45,8 +45,9 @@ from agentscript.runtime.ports import (
     ToolProvider,
 )
 from agentscript.runtime.scope import MISSING, CallFrame, Scope, UseDeclaration
+from agentscript.runtime.secrets import SecretSet
 from agentscript.runtime.trace import TraceEvent, Tracer, TraceSink, elapsed_ms, event_json
-from agentscript.runtime.uris import scrub_uri
+from agentscript.runtime.uris import scrub_uri, uri_password
 from agentscript.runtime.values import (
     AgentBinding,
     FunctionBinding,
@@ -96,6 +97,10 @@ class ExecutionOptions:
     stream: bool = False
     # Where `import file` reads (the workspace jail); None: file imports fail.
     file_imports: FileImports | None = None
+    # The run's redaction set (runtime/secrets.py): the trace, errors and memory writes are
+    # scrubbed with it; the run adds the passwords of the URIs it imports and what tools hand
+    # out as secrets.
+    secrets: SecretSet = field(default_factory=SecretSet)
 
 
 class _Return:
@@ -117,13 +122,16 @@ class Interpreter:
     def __init__(self, program: ast.Program, options: ExecutionOptions) -> None:
         self.program = program
         self.options = options
-        self.tracer = Tracer(options.trace_sinks)
+        self.tracer = Tracer(options.trace_sinks, options.secrets)
+        options.secrets.update(uri_password(decl.uri) for decl in program.imports)
         self.agents = {agent.name: agent for agent in program.agents}
         self._local = threading.local()
         self._statement_rules = self._statement_table()
         self._expression_rules = self._expression_table()
         self._shared = self._shared_bindings()
         self._agent_fixed: dict[str, dict[str, Any]] = {}
+        # Set when the run is interrupted, so tool calls still working in other threads stop.
+        self._stopped = threading.Event()
 
     # ------------------------------------------------------------------ entry
 
@@ -154,9 +162,11 @@ class Interpreter:
         except AgentScriptError as error:
             error.trace = self.tracer.to_json()
             error.spent = self.options.meter.summary()
+            error.redact(self.options.secrets.scrub_text)
             self.tracer.end_run("error", str(error))
             raise
         except KeyboardInterrupt:
+            self._stopped.set()
             self.tracer.end_run("interrupted")
             raise
         self.tracer.end_run("ok")
@@ -663,11 +673,13 @@ class Interpreter:
         self, tool: ToolBinding, method: str, args: list[Any], where: SourceRange, scope: Scope
     ) -> Any:
         provider = self.options.tools
-        label = f"Tool {tool.name}.{method} ({tool.uri}) failed: "
+        shown_uri = scrub_uri(tool.uri)
+        label = f"Tool {tool.name}.{method} ({shown_uri}) failed: "
         if provider is None:
             raise self.error(label + "no tool provider is configured", where, scope)
-        self.options.meter.check_time()
-        self.tracer.step_started("tool", {"tool": tool.name, "method": method, "uri": tool.uri})
+        meter = self.options.meter
+        meter.check_time()
+        self.tracer.step_started("tool", {"tool": tool.name, "method": method, "uri": shown_uri})
         started = time.monotonic()
         try:
             result = provider.call(
@@ -678,8 +690,12 @@ class Interpreter:
                     args,
                     on_event=self.tracer.emit,
                     on_secret=self.tracer.redact,
+                    deadline=meter.call_deadline(self._stopped),
                 )
             )
+        except (BudgetExceeded, Interrupted) as problem:
+            # The run's limit, not the tool's failure: reported as such, at the call.
+            raise problem.at(where.start, scope.frame.path if scope.frame else None) from None
         except ExecutionError as problem:
             raise self.error(label + problem.bare_message, where, scope) from problem
         except Exception as problem:  # a provider bug or an OS error must not become a traceback
@@ -691,7 +707,7 @@ class Interpreter:
                 "tool": tool.name,
                 "method": method,
                 "scheme": _scheme(tool.uri),
-                "uri": tool.uri,
+                "uri": shown_uri,
                 "args": sanitize(args),
                 "result": sanitize(result),
                 "effects": sanitize(effects) if isinstance(effects, list) else None,
@@ -712,7 +728,9 @@ class Interpreter:
         label = f"Memory {memory.name}.{method} ({shown_uri}) failed: "
         if provider is None:
             raise self.error(label + "no memory provider is configured", where, scope)
-        request = MemoryRequest(memory.name, memory.uri, method, args[0])
+        # A memory outlives the run and its redaction set: what it keeps is scrubbed first.
+        argument = self.options.secrets.scrub(args[0]) if method == "add" else args[0]
+        request = MemoryRequest(memory.name, memory.uri, method, argument)
         started = time.monotonic()
         try:
             result = provider.add(request) if method == "add" else provider.query(request)
@@ -769,8 +787,16 @@ class Interpreter:
         if len(chosen) <= 1 or concurrency == 1:
             outcomes = [iteration(index) for index in range(len(chosen))]
         else:
-            with ThreadPoolExecutor(max_workers=min(concurrency, len(chosen))) as pool:
+            pool = ThreadPoolExecutor(max_workers=min(concurrency, len(chosen)))
+            try:
                 outcomes = list(pool.map(iteration, range(len(chosen))))
+            except BaseException:
+                # Ctrl-C: tool calls still running in the other iterations see the stop and
+                # end; iterations not started yet never start.
+                self._stopped.set()
+                raise
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
         records: list[dict[str, Any]] = []
         for index, (value, error, events) in enumerate(outcomes):
             record: dict[str, Any] = {

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from agentscript.lang import ast
+from agentscript.runtime.budgets import CallDeadline
 from agentscript.runtime.context import BuiltContext, ContextItem
 from agentscript.runtime.usage import Usage
 from agentscript.runtime.values import LlmBinding
@@ -96,6 +97,9 @@ class ToolCall:
     # A tool that hands out a secret (an allowed secret environment variable) registers it
     # here, so the trace and everything fed from it shows "[REDACTED]" instead.
     on_secret: Callable[[str], object] | None = None
+    # The run's remaining time and its interrupt: a tool caps its waits by it and checks it
+    # between steps (see CallDeadline).
+    deadline: CallDeadline = field(default_factory=CallDeadline)
 
     def report(self, kind: str, data: dict[str, Any]) -> None:
         if self.on_event is not None:

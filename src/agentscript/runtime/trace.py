@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentscript.runtime.jsjson import stringify
-
-REDACTED = "[REDACTED]"
+from agentscript.runtime.secrets import SecretSet
 
 
 @dataclass(slots=True)
@@ -49,8 +48,9 @@ class TraceSink:
         """A finished event, in execution order."""
 
     def redact(self, secret: str) -> None:
-        """`secret` was handed out during the run: events already arrive redacted, but a sink
-        that also stores the run's value or error must hide it there too."""
+        """`secret` was learned during the run: events already arrive redacted, but a sink
+        that also stores the run's value or error must hide it there too (or share the run's
+        SecretSet, as the journal does)."""
 
     def step_started(self, kind: str, data: dict[str, Any]) -> None:
         """A slow step begins (a `generate` attempt or a tool call), so a live view can show it
@@ -86,12 +86,15 @@ class BranchPoint:
 class Tracer:
     """Collects the nested trace of one run and forwards every event to the sinks.
 
-    Frames are per thread, so concurrent branches of a run each nest their own events.
+    Frames are per thread, so concurrent branches of a run each nest their own events. Every
+    event is scrubbed with the run's SecretSet as it is recorded.
     """
 
-    def __init__(self, sinks: list[TraceSink] | None = None) -> None:
+    def __init__(
+        self, sinks: list[TraceSink] | None = None, secrets: SecretSet | None = None
+    ) -> None:
         self.sinks: list[TraceSink] = list(sinks or [])
-        self._secrets: list[str] = []
+        self.secrets = secrets if secrets is not None else SecretSet()
         self._root = _Frame(call=None)
         self._ids = itertools.count(1)
         self._local = threading.local()
@@ -111,18 +114,19 @@ class Tracer:
         return self._root.events
 
     def to_json(self) -> list[dict[str, Any]]:
-        return [event_json(event) for event in self._root.events]
+        """The trace, scrubbed again: a secret learned late may occur in earlier events."""
+        trace = [event_json(event) for event in self._root.events]
+        scrubbed: list[dict[str, Any]] = self.secrets.scrub(trace)
+        return scrubbed
 
     def redact(self, secret: str) -> None:
         """From now on, `secret` appears as "[REDACTED]" in every event recorded."""
-        if secret and secret not in self._secrets:
-            self._secrets.append(secret)
+        if self.secrets.add(secret):
             for sink in self.sinks:
                 sink.redact(secret)
 
     def emit(self, kind: str, data: dict[str, Any]) -> TraceEvent:
-        if self._secrets:
-            data = _scrub(data, self._secrets)
+        data = self.secrets.scrub(data)
         stack = self._stack
         frame = stack[-1]
         event = TraceEvent(
@@ -138,8 +142,8 @@ class Tracer:
 
     def end_run(self, status: str, error: str | None = None) -> None:
         """Tell the sinks how the run ended."""
-        if error is not None and self._secrets:
-            error = _scrub(error, self._secrets)
+        if error is not None:
+            error = self.secrets.scrub_text(error)
         with self._sink_lock:
             for sink in self.sinks:
                 sink.run_ended(status, error)
@@ -160,7 +164,7 @@ class Tracer:
     def text_delta(self, text: str) -> None:
         """Pass a streamed piece of a model answer to the sinks (not recorded in the trace)."""
         if self.sinks and text:
-            shown = _scrub(text, self._secrets) if self._secrets else text
+            shown = self.secrets.scrub_text(text)
             self._broadcast(lambda sink: sink.text_delta(shown))
 
     def _broadcast(self, notify: Callable[[TraceSink], object]) -> None:
@@ -189,8 +193,7 @@ class Tracer:
         stack = self._stack
         frame = stack[-1]
         parent = frame.call
-        if self._secrets:
-            args = _scrub(args, self._secrets)
+        args = self.secrets.scrub(args)
         call = TraceEvent(
             started=time.monotonic(),
             kind="agent",
@@ -209,9 +212,9 @@ class Tracer:
         frame = stack.pop()
         assert frame.call is call, "agent calls must close in order"
         call.data["duration_ms"] = elapsed_ms(call.started)
-        call.data["result"] = _scrub(result, self._secrets) if self._secrets else result
+        call.data["result"] = self.secrets.scrub(result)
         if error is not None:
-            call.data["error"] = _scrub(error, self._secrets) if self._secrets else error
+            call.data["error"] = self.secrets.scrub_text(error)
         call.data["trace"] = frame.events
         stack[-1].events.append(call)
         self._notify(call)
@@ -220,19 +223,6 @@ class Tracer:
 def elapsed_ms(started: float) -> int:
     """Whole milliseconds since `started` (a time.monotonic() reading), for `duration_ms`."""
     return round((time.monotonic() - started) * 1000)
-
-
-def _scrub(value: Any, secrets: list[str]) -> Any:
-    """A copy of JSON data with every occurrence of a secret replaced by "[REDACTED]"."""
-    if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, REDACTED)
-        return value
-    if isinstance(value, list):
-        return [_scrub(item, secrets) for item in value]
-    if isinstance(value, dict):
-        return {key: _scrub(item, secrets) for key, item in value.items()}
-    return value
 
 
 def event_json(event: TraceEvent) -> dict[str, Any]:

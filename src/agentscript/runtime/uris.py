@@ -22,6 +22,13 @@ def scrub_uri(uri: str) -> str:
     return f"{parts.scheme}://{parts.shown_userinfo}{parts.shown_address}{fragment}"
 
 
+def uri_password(uri: str) -> str | None:
+    """The password a URI carries (user part or `password=` parameter), or None."""
+    if "://" not in uri:
+        return None
+    return SplitUri.split(uri).password or None
+
+
 @dataclass(frozen=True, slots=True)
 class SplitUri:
     """A connection URI cut into credentials and the rest, erring towards hiding.

@@ -64,6 +64,19 @@ class ModelEndpoint:
             raise ExecutionError(f"{self.key_variable} is required for {self.protocol}:// models")
 
 
+def endpoint_secrets(environ: Mapping[str, str]) -> list[str]:
+    """What a run could send to a model provider that must never be written down: the API keys
+    and any password in a base URL from the environment."""
+    found = [environ.get(variable, "") for variable in KEY_VARIABLES.values()]
+    for variables in BASE_URL_VARIABLES.values():
+        for variable in variables:
+            try:
+                found.append(urlsplit(environ.get(variable, "")).password or "")
+            except ValueError:
+                continue
+    return [secret for secret in found if secret]
+
+
 def parse_llm_uri(uri: str) -> tuple[str, str, str | None]:
     """(protocol, model, base URL named by the URI or None); errors as reference §4.1."""
     if "://" not in uri:

@@ -3,7 +3,9 @@
 A recording is JSONL, one exchange per line: the request digest, the prompt that produced it,
 and the answer (value, raw text, usage) or the not-JSON failure (so repairs replay too). Replay
 serves answers by digest, in recorded order for identical requests, and fails loudly on a miss.
-Keys never enter a recording: the digest covers only the prompt and the generate options.
+Keys never enter a recording: the digest covers only the prompt and the generate options, and
+each line is scrubbed with the run's redaction set (provider keys, allowed environment secrets,
+URI passwords) before it is written.
 """
 
 from __future__ import annotations
@@ -13,20 +15,20 @@ import hashlib
 import os
 import threading
 from collections import deque
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
+from agentscript.providers.llm.endpoints import endpoint_secrets
 from agentscript.runtime.context import PromptLayout
 from agentscript.runtime.errors import ExecutionError, LoadError, ModelOutputError
 from agentscript.runtime.generate import prompt_layout_of
 from agentscript.runtime.jsjson import parse, stringify
 from agentscript.runtime.ports import GenerateRequest, GenerateResponse, LlmProvider
+from agentscript.runtime.secrets import SecretSet
 from agentscript.runtime.usage import Usage
 from agentscript.runtime.values import LlmBinding, sanitize
 
 FORMAT_VERSION = 1
-SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 
 
 def request_material(request: GenerateRequest) -> dict[str, Any]:
@@ -52,15 +54,16 @@ def request_digest(request: GenerateRequest) -> str:
 
 
 class RecordingLlm:
-    """Wraps a provider and appends every exchange to a JSONL file as it happens."""
+    """Wraps a provider and appends every exchange to a JSONL file as it happens, scrubbed
+    with `secrets` (the run's redaction set; by default the provider keys of the process)."""
 
-    def __init__(self, inner: LlmProvider, path: str | Path, secrets: Iterable[str] = ()) -> None:
+    def __init__(
+        self, inner: LlmProvider, path: str | Path, secrets: SecretSet | None = None
+    ) -> None:
         self._inner = inner
         self._path = Path(path)
         self._lock = threading.Lock()
-        self._secrets = [s for s in secrets if s] or [
-            os.environ[name] for name in SECRET_VARIABLES if os.environ.get(name)
-        ]
+        self._secrets = secrets if secrets is not None else SecretSet(endpoint_secrets(os.environ))
         try:
             self._path.parent.mkdir(parents=True, exist_ok=True)
             self._file: TextIO | None = self._path.open("w", encoding="utf-8")
@@ -97,9 +100,7 @@ class RecordingLlm:
         return response
 
     def _write(self, entry: dict[str, Any]) -> None:
-        line = stringify(entry)
-        for secret in self._secrets:
-            line = line.replace(secret, "[REDACTED]")
+        line = stringify(self._secrets.scrub(entry))
         with self._lock:
             if self._file is not None:
                 self._file.write(line + "\n")

@@ -4,18 +4,23 @@ An append is one write of a whole line, so a crash can only leave a torn last li
 line is reported by every read with its line number, never skipped, because skipping would
 hide lost data; `repair_jsonl` moves unreadable lines into `<file>.corrupt` on request. A new
 append after a torn line starts on a fresh line, so the torn text never swallows a new record.
+
+A program's memory file lies in its workspace, and every file of it (the records, `.lock`,
+`.corrupt`) is opened through the workspace jail: directories walked and files opened without
+following symlinks, so a directory swapped for a link after the path was checked cannot send a
+record outside. A file named on the command line (`memory repair FILE`) is opened as named.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import threading
 import uuid
 from collections.abc import Iterator
-from contextlib import AbstractContextManager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-
-from filelock import FileLock
 
 from agentscript.providers.memory.rules import (
     Envelope,
@@ -26,10 +31,11 @@ from agentscript.providers.memory.rules import (
     timestamp,
 )
 from agentscript.providers.memory.store import MemoryStoreError
+from agentscript.providers.tools.workspace import Workspace, WorkspaceError
 from agentscript.runtime.jsjson import parse, stringify
 
-LOCK_POLL_SECONDS = 0.001
 _APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,18 +58,85 @@ class RepairReport:
     corrupt_path: Path | None
 
 
+class _Files:
+    """Opens the memory file and its companions: through the jail when there is one, else by
+    name. Paths are absolute; inside a jail they must lie below its root."""
+
+    def __init__(self, jail: Workspace | None) -> None:
+        self.jail = jail
+
+    def open(self, path: Path, flags: int, mode: int = 0o644) -> int:
+        if self.jail is None:
+            if flags & os.O_CREAT:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(path, flags, mode)
+        return self.jail.open_file(self._inside(path), flags, mode)
+
+    def read_if_exists(self, path: Path) -> bytes:
+        try:
+            descriptor = self.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return b""
+        with os.fdopen(descriptor, "rb") as handle:
+            return handle.read()
+
+    def append(self, path: Path, data: bytes) -> None:
+        """Append `data` (whole lines) with one write and fsync it; the caller holds the lock.
+        When the file ends in a torn line, a newline goes first so the new lines stay whole.
+        A new file's directory entry is fsynced too, or a crash could lose the file itself."""
+        created = self.jail is None and not path.exists()
+        descriptor = self.open(path, _APPEND_FLAGS)
+        try:
+            size = os.fstat(descriptor).st_size
+            if size and os.pread(descriptor, 1, size - 1) != b"\n":
+                data = b"\n" + data
+            _write_all(descriptor, data)
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        if created:
+            _fsync_directory(path.parent)
+
+    def replace(self, path: Path, data: bytes) -> None:
+        """Atomically replace the file at `path` with `data`, keeping its permissions."""
+        if self.jail is not None:
+            self.jail.write_bytes(self._inside(path), data)
+            return
+        _replace(path, data)
+
+    def _inside(self, path: Path) -> str:
+        """`path` relative to the jail's root, its directory's symlinks resolved now (the jail
+        refuses any link met later)."""
+        assert self.jail is not None
+        try:
+            parent = os.path.realpath(path.parent)
+        except OSError as problem:  # a link changing while it is resolved
+            raise WorkspaceError(
+                f"Memory path '{path}' cannot be resolved: {problem.strerror}"
+            ) from None
+        relative = os.path.relpath(os.path.join(parent, path.name), self.jail.root)
+        if relative.startswith(".."):
+            raise WorkspaceError(
+                f"Memory path '{path}' is outside workspace root '{self.jail.root}'"
+            )
+        return relative
+
+
 class JsonlStore:
     """A MemoryStore over one JSONL file. Writers in any process take `<file>.lock` first;
-    readers read without it unless the file does not end with a newline (see `_read`)."""
+    readers read without it unless the file does not end with a newline (see `_read`). With a
+    `jail` (the run's workspace), every file is opened through it."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, jail: Workspace | None = None) -> None:
         self.path = path
-        self._lock = FileLock(f"{path}.lock")
+        self._files = _Files(jail)
+        self._lock_path = path.with_name(path.name + ".lock")
+        # The lock is a flock on `<file>.lock` (what filelock takes too), held per thread.
+        self._held = threading.local()
 
     def add(self, envelope: Envelope) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._locked():
-            _append(self.path, (stringify(envelope) + "\n").encode("utf-8"))
+            self._files.append(self.path, (stringify(envelope) + "\n").encode("utf-8"))
 
     def query(self, query: MemoryQuery) -> list[Envelope]:
         return query.select(newest_first(self._envelopes()))
@@ -72,7 +145,6 @@ class JsonlStore:
         return iter(oldest_first(self._envelopes()))
 
     def import_envelopes(self, envelopes: list[Envelope]) -> int:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._locked():
             seen = {envelope["id"] for envelope in self._envelopes()}
             lines = []
@@ -81,16 +153,15 @@ class JsonlStore:
                     seen.add(envelope["id"])
                     lines.append((stringify(envelope) + "\n").encode("utf-8"))
             if lines:
-                _append(self.path, b"".join(lines))
+                self._files.append(self.path, b"".join(lines))
             return len(lines)
 
     def repair(self) -> RepairReport:
         """Move every unreadable line into `<file>.corrupt` (appended, each with its line
         number and the reason), then atomically rewrite the file with the readable ones."""
         with self._locked():
-            try:
-                data = self.path.read_bytes()
-            except FileNotFoundError:
+            data = self._files.read_if_exists(self.path)
+            if not data:
                 return RepairReport(self.path, 0, (), None)
             lines = list(_scan(self.path, data))
             good = [line for line in lines if line.envelope is not None]
@@ -108,17 +179,36 @@ class JsonlStore:
                 }
                 for line in bad
             ]
-            _append(corrupt, "".join(stringify(entry) + "\n" for entry in entries).encode())
-            _replace(self.path, b"".join(line.raw + b"\n" for line in good))
+            self._files.append(
+                corrupt, "".join(stringify(entry) + "\n" for entry in entries).encode()
+            )
+            self._files.replace(self.path, b"".join(line.raw + b"\n" for line in good))
             return RepairReport(self.path, len(good), tuple(line.number for line in bad), corrupt)
 
     def close(self) -> None:
         """Nothing stays open between operations."""
 
-    def _locked(self) -> AbstractContextManager[object]:
-        """The cross-process lock. filelock retries a non-blocking flock; a short interval keeps
-        a waiting writer from sleeping long after the holder released it."""
-        return self._lock.acquire(poll_interval=LOCK_POLL_SECONDS)
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The cross-process lock: an exclusive flock on `<file>.lock`, opened like the file
+        itself. Re-entrant within a thread (a locked read may need it again)."""
+        if getattr(self._held, "depth", 0):
+            self._held.depth += 1
+            try:
+                yield
+            finally:
+                self._held.depth -= 1
+            return
+        descriptor = self._files.open(self._lock_path, _LOCK_FLAGS)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            self._held.depth = 1
+            try:
+                yield
+            finally:
+                self._held.depth = 0
+        finally:
+            os.close(descriptor)
 
     def _envelopes(self) -> list[Envelope]:
         """Every envelope in file order, or the error for the first unreadable line."""
@@ -137,10 +227,10 @@ class JsonlStore:
         now or was torn by a crash. Only then is the lock taken and the file read again: a
         torn line that is still there under the lock is a real one and will be reported.
         """
-        data = _read_if_exists(self.path)
+        data = self._files.read_if_exists(self.path)
         if data and not data.endswith(b"\n"):
             with self._locked():
-                data = _read_if_exists(self.path)
+                data = self._files.read_if_exists(self.path)
         return data
 
 
@@ -165,33 +255,6 @@ def _scan(path: Path, data: bytes) -> Iterator[_Line]:
             yield _Line(index, raw, value, None)
         else:
             yield _Line(index, raw, None, f"Invalid memory JSONL envelope at {path}:{index}")
-
-
-def _read_if_exists(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return b""
-
-
-def _append(path: Path, data: bytes) -> None:
-    """Append `data` (whole lines) with one write and fsync it; the caller holds the lock.
-
-    When the file ends in a torn line, a newline goes first so the new lines stay whole. A new
-    file's directory entry is fsynced too, or a crash could lose the file itself.
-    """
-    created = not path.exists()
-    descriptor = os.open(path, _APPEND_FLAGS, 0o644)
-    try:
-        size = os.fstat(descriptor).st_size
-        if size and os.pread(descriptor, 1, size - 1) != b"\n":
-            data = b"\n" + data
-        _write_all(descriptor, data)
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-    if created:
-        _fsync_directory(path.parent)
 
 
 def _replace(path: Path, data: bytes) -> None:

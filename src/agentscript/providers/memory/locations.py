@@ -81,8 +81,13 @@ def _local_path(location: str, base_dir: Path, workspace_root: Path | None) -> P
     workspace root with symlinks resolved, so a link cannot lead a write outside it."""
     path = Path(os.path.abspath(base_dir / unquote(location)))
     if workspace_root is not None:
-        root = os.path.realpath(workspace_root)
-        real = os.path.realpath(path)
+        try:
+            root = os.path.realpath(workspace_root)
+            real = os.path.realpath(path)
+        except OSError as problem:  # a link changing while it is resolved
+            raise ExecutionError(
+                f"Memory path '{path}' cannot be resolved: {problem.strerror}"
+            ) from None
         if os.path.commonpath([root, real]) != root:
             raise ExecutionError(
                 f"Memory path '{path}' is outside workspace root '{os.path.abspath(workspace_root)}'"

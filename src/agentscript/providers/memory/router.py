@@ -23,16 +23,22 @@ from agentscript.providers.memory.locations import (
 from agentscript.providers.memory.rules import MemoryQuery, new_envelope
 from agentscript.providers.memory.store import MemoryStore
 from agentscript.providers.storage.postgres_connections import PostgresServer
+from agentscript.providers.tools.workspace import Workspace
 from agentscript.runtime.ports import MemoryRequest
 
 if TYPE_CHECKING:
     from agentscript.providers.storage.postgres_connections import ConnectionPool
 
+# Memory files are not capped by the jail's per-file limit (which is for tool reads).
+MAX_MEMORY_FILE_BYTES = 1 << 40
+
 
 class OpenStores:
-    """The stores opened so far, reused for every later operation on the same location."""
+    """The stores opened so far, reused for every later operation on the same location. JSONL
+    files are opened through `jail` (the workspace) when one is given."""
 
-    def __init__(self) -> None:
+    def __init__(self, jail: Workspace | None = None) -> None:
+        self._jail = jail
         self._stores: dict[MemoryLocation, MemoryStore] = {}
         # The namespaces of one PostgreSQL database share its pool.
         self._pools: dict[PostgresServer, ConnectionPool] = {}
@@ -59,7 +65,7 @@ class OpenStores:
         if isinstance(location, JsonlLocation):
             from agentscript.providers.memory.jsonl import JsonlStore
 
-            return JsonlStore(location.path)
+            return JsonlStore(location.path, self._jail)
         if isinstance(location, SqliteLocation):
             from agentscript.providers.memory.sqlite import SqliteStore
 
@@ -83,7 +89,9 @@ class MemoryRouter:
     def __init__(self, workspace_root: str | Path, program_dir: str | Path | None = None) -> None:
         self.workspace_root = Path(workspace_root).absolute()
         self.program_dir = Path(program_dir).absolute() if program_dir is not None else Path.cwd()
-        self._stores = OpenStores()
+        self._stores = OpenStores(
+            Workspace(self.workspace_root, MAX_MEMORY_FILE_BYTES, windows_paths=False)
+        )
 
     def __repr__(self) -> str:
         return f"MemoryRouter(workspace_root={str(self.workspace_root)!r})"

@@ -31,6 +31,7 @@ from agentscript.providers.tools.mcp_launch import ServerLaunch, StartRefused
 from agentscript.providers.tools.registry import ToolRegistry
 from agentscript.runtime.errors import ExecutionError, LoadError
 from agentscript.runtime.ports import ToolCall
+from agentscript.runtime.uris import scrub_uri
 from agentscript.runtime.values import sanitize
 
 ApprovalMode = Literal["auto", "ask", "deny", "autonomous"]
@@ -181,7 +182,7 @@ class ApprovalGate:
             approval_id=f"approval-{next(self._ids)}",
             tool=request.tool_name,
             method=request.method,
-            uri=request.uri,
+            uri=scrub_uri(request.uri),  # shown to the user and traced: no password
             risk=risk,
             args=sanitize(request.args),
         )

@@ -16,16 +16,21 @@ from agentscript.providers.tools.base import Risk, object_argument, required_str
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.ports import ToolCall
 
-# Word parts that mark a name as holding a secret (OPENAI_API_KEY, GITHUB_TOKEN, SENTRY_DSN,
-# MYSQL_PWD, clientSecret). KEY and PASS only count as whole parts: KEYBOARD and PASSENGER are
-# not secrets.
-SECRET_WORDS = frozenset(
-    "KEY KEYS APIKEY SECRET SECRETS TOKEN TOKENS PASSWORD PASSWORDS PASSWD PASS PWD PASSPHRASE "
-    "CREDENTIAL CREDENTIALS CREDS PRIVATE AUTH COOKIE COOKIES SESSION CERT CERTS DSN JWT BEARER "
-    "PAT WEBHOOK SALT".split()
+# The rule for secret-like names (docs/tools.md, docs/security.md): the name is split into word
+# parts (on `_`, `-`, `.`, camelCase and digits) and compared in upper case. A part is secret-like
+# when it starts with a marker, or ends with one once a plural `S` is dropped: OPENAIKEY,
+# APIKEYS, AUTHORIZATION, CONNECTION, PASSCODE, PGPASSWORD, ACCESSTOKEN all are.
+SECRET_MARKERS = (
+    "KEY SECRET TOKEN PASS PASSWORD PASSWD PASSPHRASE AUTH CREDENTIAL CREDS PRIVATE CONN DSN "
+    "HOOK SEED COOKIE SESSION CERT JWT BEARER SALT".split()
 )
-# Words distinctive enough to mark a part that merely ends with them (PGPASSWORD, ACCESSTOKEN).
-SECRET_SUFFIXES = ("PASSWORD", "PASSWD", "PASSPHRASE", "SECRET", "TOKEN", "APIKEY", "CREDENTIALS")
+# Short words that mark a name only when they are a whole part (MYSQL_PWD, GITHUB_PAT, OTP).
+SECRET_PARTS = frozenset({"PWD", "PAT", "OTP"})
+# Ordinary words that merely begin or end with a marker; as a whole part they are not secrets.
+ORDINARY_WORDS = frozenset(
+    "KEYBOARD KEYBOARDS MONKEY DONKEY TURKEY HOCKEY JOCKEY WHISKEY PASSENGER PASSENGERS PASSAGE "
+    "PASSIVE COMPASS BYPASS AUTHOR AUTHORS".split()
+)
 # The shell's working directories: PWD as a word part is a password (MYSQL_PWD), but not these.
 NOT_SECRETS = frozenset({"PWD", "OLDPWD"})
 # Word parts: runs of capitals, capitalised or lower-case words, digits (`apiKey` → api, Key).
@@ -72,6 +77,25 @@ class EnvTools:
         return value
 
 
+# Environment values shorter than this are not taken as secrets to refuse in memory: a
+# RANDOM_SEED=42 must not make every "42" unrememberable.
+MIN_ENVIRONMENT_SECRET = 8
+
+
+def environment_secrets(environ: Mapping[str, str]) -> list[str]:
+    """The values in `environ` that are secrets by the rule above and look like credentials:
+    at least MIN_ENVIRONMENT_SECRET characters, not a plain word (`AUTH_MODE=disabled`) and
+    not an absolute path (`SSH_AUTH_SOCK=/tmp/…`), which point at secrets but are not ones."""
+    return [
+        value
+        for name, value in environ.items()
+        if len(value) >= MIN_ENVIRONMENT_SECRET
+        and not value.isalpha()
+        and not value.startswith("/")
+        and secret_reason(name, value) is not None
+    ]
+
+
 def secret_reason(name: str, value: str | None) -> str | None:
     """Why the variable looks like a secret, or None when it does not.
 
@@ -87,10 +111,19 @@ def secret_reason(name: str, value: str | None) -> str | None:
 
 
 def looks_like_secret_name(name: str) -> bool:
+    """Whether `name` follows the secret-name rule (see SECRET_MARKERS)."""
     if name.upper() in NOT_SECRETS:
         return False
-    parts = [part.upper() for part in WORD_PART.findall(name)]
-    return any(part in SECRET_WORDS or part.endswith(SECRET_SUFFIXES) for part in parts)
+    return any(_secret_part(part.upper()) for part in WORD_PART.findall(name))
+
+
+def _secret_part(part: str) -> bool:
+    if part in SECRET_PARTS:
+        return True
+    if part in ORDINARY_WORDS:
+        return False
+    singular = part[:-1] if part.endswith("S") else part
+    return any(part.startswith(marker) or singular.endswith(marker) for marker in SECRET_MARKERS)
 
 
 def has_url_password(value: str) -> bool:

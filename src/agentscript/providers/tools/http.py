@@ -3,7 +3,9 @@
 The method name is the HTTP verb. A call can only reach the origin it was imported from: its URL
 and every redirect must stay there, so a program cannot be steered to another host. The tool sends
 only what the program gives it (no stored cookies, no .netrc or proxy settings from the
-environment) and reads at most 1 MiB of an answer, so a huge response cannot exhaust memory.
+environment) and reads at most 1 MiB of an answer, decompressed while it streams, so neither a
+huge response nor a gzip bomb can exhaust memory. A call's `timeout` is capped at
+MAX_TIMEOUT_MS and never outlasts the run's `--max-seconds`; Ctrl-C stops it between chunks.
 """
 
 from __future__ import annotations
@@ -23,12 +25,21 @@ from agentscript.providers.tools.base import (
     positive_integer,
     required_string,
 )
+from agentscript.providers.tools.content_decoding import (
+    ACCEPT_ENCODING,
+    BodyTooLarge,
+    UnsupportedEncoding,
+    decoded_chunks,
+)
+from agentscript.runtime.budgets import CallDeadline, Interrupted
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.jsjson import parse, stringify
 from agentscript.runtime.ports import ToolCall
 from agentscript.runtime.values import sanitize
 
 DEFAULT_TIMEOUT_MS = 10_000
+# The longest `timeout` a call may ask for; a longer one is cut to it.
+MAX_TIMEOUT_MS = 120_000
 MAX_BODY_BYTES = 1024 * 1024
 MAX_REDIRECTS = 5
 # Verbs that only observe; every other verb may change something on the server.
@@ -95,17 +106,19 @@ class HttpTools:
         arguments = object_argument(request, f"Http.{request.method}")
         base = parse_url(request.uri)
         url = resolve(base, required_string(arguments, "url", "Http"))
+        if url.password:
+            request.secret(url.password)  # a password a program put in a URL is a secret
         import_origin = origin(base)
         if origin(url) != import_origin:
             raise ExecutionError(
                 f"HTTP tool URL origin '{origin(url)}' does not match import origin "
                 f"'{import_origin}'"
             )
-        timeout_ms = positive_integer(arguments, "timeout", DEFAULT_TIMEOUT_MS)
+        timeout_ms = min(positive_integer(arguments, "timeout", DEFAULT_TIMEOUT_MS), MAX_TIMEOUT_MS)
         if verb in FORBIDDEN_VERBS:
             raise ExecutionError(f"HTTP method '{verb}' is not allowed")
         outgoing = HttpRequest(verb, url, header_pairs(arguments), body_bytes(arguments))
-        answer = self._exchange(outgoing, import_origin, timeout_ms)
+        answer = self._exchange(outgoing, import_origin, timeout_ms, request.deadline)
         text = decode(answer.content, answer.charset)
         return {
             "ok": 200 <= answer.status < 300,
@@ -134,13 +147,19 @@ class HttpTools:
                 )
             return self._client
 
-    def _exchange(self, request: HttpRequest, allowed_origin: str, timeout_ms: int) -> HttpAnswer:
+    def _exchange(
+        self, request: HttpRequest, allowed_origin: str, timeout_ms: int, run: CallDeadline
+    ) -> HttpAnswer:
         """Send the request and follow redirects within `allowed_origin`, all under one deadline
-        of `timeout_ms`, as the original's abort timer covered the whole fetch."""
-        deadline = time.monotonic() + timeout_ms / 1000
+        of `timeout_ms` (as the original's abort timer covered the whole fetch), or the run's
+        end when that comes first."""
+        seconds = timeout_ms / 1000
+        deadline = _Deadline(
+            time.monotonic() + run.seconds_left(seconds), timeout_ms, run, run.binds(seconds)
+        )
         first = request
         for _ in range(MAX_REDIRECTS + 1):
-            answer = self._send(request, deadline, timeout_ms)
+            answer = self._send(request, deadline)
             if answer.location is None:
                 return answer
             target = join(request.url, answer.location)
@@ -156,33 +175,31 @@ class HttpTools:
             request = request.redirected(answer.status, target)
         raise ExecutionError(f"{first.label} was redirected more than {MAX_REDIRECTS} times")
 
-    def _send(self, request: HttpRequest, deadline: float, timeout_ms: int) -> HttpAnswer:
+    def _send(self, request: HttpRequest, deadline: _Deadline) -> HttpAnswer:
         """One round trip. A redirect's body is not read; the final body is read up to the cap."""
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise ExecutionError(f"{request.label} timed out after {timeout_ms}ms")
+        remaining = deadline.remaining(request)
         client = self._http()
+        headers = [(n.encode("latin-1"), v.encode("latin-1")) for n, v in request.headers]
+        if not any(name.lower() == "accept-encoding" for name, _ in request.headers):
+            # Only what content_decoding can decompress under the cap.
+            headers.append((b"Accept-Encoding", ACCEPT_ENCODING.encode("ascii")))
         try:
             outgoing = client.build_request(
-                request.verb,
-                request.url,
-                headers=[(n.encode("latin-1"), v.encode("latin-1")) for n, v in request.headers],
-                content=request.body,
-                timeout=remaining,
+                request.verb, request.url, headers=headers, content=request.body, timeout=remaining
             )
             response = client.send(outgoing, stream=True)
             try:
                 location = response.headers.get("location")
                 if response.status_code in REDIRECT_STATUSES and location is not None:
                     return HttpAnswer(response.status_code, location=location)
-                content = read_capped(response, request, deadline, timeout_ms)
+                content = read_capped(response, request, deadline)
                 return HttpAnswer(
                     response.status_code, charset=response.charset_encoding, content=content
                 )
             finally:
                 response.close()
         except httpx.TimeoutException:
-            raise ExecutionError(f"{request.label} timed out after {timeout_ms}ms") from None
+            raise deadline.timed_out(request) from None
         except httpx.ConnectError as problem:
             raise ExecutionError(
                 f"{request.label} failed: could not connect ({describe(problem)})"
@@ -191,11 +208,38 @@ class HttpTools:
             raise ExecutionError(f"{request.label} failed: {describe(problem)}") from None
 
 
-def read_capped(
-    response: httpx.Response, request: HttpRequest, deadline: float, timeout_ms: int
-) -> bytes:
-    """The (decompressed) body, refusing more than MAX_BODY_BYTES and checking the deadline
-    between chunks, so neither a huge nor a trickling answer holds the run."""
+@dataclass(frozen=True, slots=True)
+class _Deadline:
+    """When one call (with its redirects) must be done: `at` (time.monotonic()), which is the
+    call's own `timeout_ms` or the run's end, whichever comes first."""
+
+    at: float
+    timeout_ms: int
+    run: CallDeadline
+    # Whether the run ends before the call's own timeout would.
+    by_run: bool
+
+    def remaining(self, request: HttpRequest) -> float:
+        self.check(request)
+        return self.at - time.monotonic()
+
+    def check(self, request: HttpRequest) -> None:
+        self.run.check()
+        if time.monotonic() > self.at:
+            raise self.timed_out(request)
+
+    def timed_out(self, request: HttpRequest) -> ExecutionError:
+        if self.run.stopped.is_set():
+            return Interrupted("Interrupted while the tool was running")
+        if self.by_run:
+            return self.run.exceeded()
+        return ExecutionError(f"{request.label} timed out after {self.timeout_ms}ms")
+
+
+def read_capped(response: httpx.Response, request: HttpRequest, deadline: _Deadline) -> bytes:
+    """The body, decompressed while it streams, refusing more than MAX_BODY_BYTES and checking
+    the deadline between chunks, so neither a huge, a trickling nor a compressed-bomb answer
+    holds the run."""
     too_large = ExecutionError(
         f"{request.label} response body is larger than the 1 MiB cap "
         f"({MAX_BODY_BYTES} bytes) of the HTTP tool"
@@ -205,14 +249,20 @@ def read_capped(
     compressed = "content-encoding" in response.headers
     if declared.isdigit() and int(declared) > MAX_BODY_BYTES and not compressed:
         raise too_large
-    content = bytearray()
-    for chunk in response.iter_bytes():
-        content += chunk
-        if len(content) > MAX_BODY_BYTES:
-            raise too_large
-        if time.monotonic() > deadline:
-            raise ExecutionError(f"{request.label} timed out after {timeout_ms}ms")
-    return bytes(content)
+    encoding = response.headers.get("content-encoding", "")
+    try:
+        return decoded_chunks(
+            response.iter_raw(), encoding, MAX_BODY_BYTES, lambda: deadline.check(request)
+        )
+    except BodyTooLarge:
+        raise too_large from None
+    except UnsupportedEncoding as problem:
+        raise ExecutionError(
+            f"{request.label} answered in content-encoding '{problem}', which the HTTP tool "
+            f"does not decode (it asks for {ACCEPT_ENCODING})"
+        ) from None
+    except ValueError as problem:
+        raise ExecutionError(f"{request.label} failed: {problem}") from None
 
 
 def parse_url(uri: str) -> httpx.URL:

@@ -100,7 +100,9 @@ class McpTools:
             self._approve_start(request, launch)
 
         self._tool(key, name, approve)
-        return normalise(self._servers.call_tool(key, name, sanitize(arguments), approve))
+        return normalise(
+            self._servers.call_tool(key, name, sanitize(arguments), approve, request.deadline)
+        )
 
     def list_tools(self, uri: str) -> list[dict[str, Any]]:
         """What the server of `uri` offers, for `agentscript tools`: each tool's name,

@@ -48,12 +48,15 @@ from agentscript.providers.tools.mcp_config import (
     load_servers,
 )
 from agentscript.providers.tools.mcp_launch import CONFIG_FILE, McpConfigSnapshot, ServerLaunch
-from agentscript.runtime.errors import ExecutionError
+from agentscript.runtime.budgets import CallDeadline, Interrupted
+from agentscript.runtime.errors import AgentScriptError, ExecutionError
 
 # Seconds a server has to start, answer the handshake and list its tools.
 DEFAULT_START_TIMEOUT = 20.0
 # Seconds a server has to shut down once asked (a stdio child is then killed by the SDK).
 _CLOSE_TIMEOUT = 10.0
+# How often a waiting call looks whether the run was interrupted from another thread.
+_POLL_SECONDS = 0.1
 # HTTP: connecting and sending are quick or broken; reading waits on the tool itself, which
 # the call timeout bounds, so the read limit only guards the server's event stream.
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
@@ -137,13 +140,27 @@ class McpConnections:
         return self._connect(key, approve).tools
 
     def call_tool(
-        self, key: str, name: str, arguments: dict[str, Any], approve: ApproveLaunch
+        self,
+        key: str,
+        name: str,
+        arguments: dict[str, Any],
+        approve: ApproveLaunch,
+        deadline: CallDeadline | None = None,
     ) -> CallToolResult:
         """Run one `tools/call`. A result with isError is returned; only protocol and
-        transport failures, timeouts and a server that went away raise ExecutionError."""
+        transport failures, timeouts and a server that went away raise ExecutionError. The
+        call ends at the server's timeout or at `deadline` (the run's end, Ctrl-C), whichever
+        comes first; the SDK then tells the server the request is cancelled."""
         live = self._connect(key, approve)
+        run = deadline if deadline is not None else CallDeadline()
+        timeout = run.seconds_left(live.call_timeout)
+        by_run = run.binds(live.call_timeout)
         try:
-            result: CallToolResult | None = live.portal.call(self._call, live, name, arguments)
+            result = self._wait(
+                live.portal.start_task_soon(self._call, live, name, arguments, timeout), run
+            )
+        except AgentScriptError:
+            raise
         except Exception as raised:
             problem = _root(raised)
             if isinstance(problem, MCPError) and problem.code == CONNECTION_CLOSED:
@@ -161,6 +178,8 @@ class McpConnections:
             raise ExecutionError(
                 f"MCP server '{key}' failed during tool '{name}': {_describe(problem)}"
             ) from None
+        if result is None and by_run:
+            raise run.exceeded()
         if result is None:
             raise ExecutionError(
                 f"MCP server '{key}' did not answer tool '{name}' within "
@@ -331,10 +350,28 @@ class McpConnections:
             )
 
     @staticmethod
-    async def _call(live: _Live, name: str, arguments: dict[str, Any]) -> CallToolResult | None:
+    def _wait(future: Future[CallToolResult | None], run: CallDeadline) -> CallToolResult | None:
+        """The call's outcome; on Ctrl-C (here or in another thread of the run) the call is
+        cancelled on the loop and the interrupt goes on."""
+        try:
+            while True:
+                try:
+                    return future.result(timeout=_POLL_SECONDS)
+                except TimeoutError:
+                    if run.stopped.is_set():
+                        future.cancel()
+                        raise Interrupted("Interrupted while the tool was running") from None
+        except KeyboardInterrupt:
+            future.cancel()
+            raise
+
+    @staticmethod
+    async def _call(
+        live: _Live, name: str, arguments: dict[str, Any], timeout: float
+    ) -> CallToolResult | None:
         """The call's result, or None when it ran out of time (the SDK then tells the server
         the request is cancelled)."""
-        with anyio.move_on_after(live.call_timeout):
+        with anyio.move_on_after(timeout):
             return await live.client.call_tool(name, arguments)
         return None
 

@@ -3,16 +3,14 @@
 No shell and no subprocess runs a command: the tools walk the workspace jail themselves, so
 arguments can never become a command line. `sh://sh`, `bash`, `zsh`, `fish` are forbidden and
 any other command is unsupported. The method name is ignored (`Grep.run`, `Grep.search` are the
-same call), as in the original. Regular-expression grep runs the pattern in a separate worker
-process with a time cap, because a pathological pattern cannot be interrupted in-process.
+same call), as in the original. Every call is bounded: globs match in linear time (globs.py),
+output is capped (output_caps.py), the walk stops when the run's time is up or it is
+interrupted, and regular-expression grep runs in a worker process (regex_search.py).
 """
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,17 +21,17 @@ from agentscript.providers.tools.base import (
     positive_integer,
     required_string,
 )
+from agentscript.providers.tools.globs import Glob
+from agentscript.providers.tools.output_caps import Collector
+from agentscript.providers.tools.regex_search import regex_matches
 from agentscript.providers.tools.workspace import Workspace
+from agentscript.runtime.budgets import CallDeadline
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.ports import ToolCall
 
 FORBIDDEN = frozenset({"sh", "bash", "zsh", "fish"})
 SUPPORTED = ("find", "grep", "sed")
 GREP_MAX_FILE_BYTES = 1024 * 1024
-REGEX_TIMEOUT_SECONDS = 5.0
-REGEX_MAX_PATTERN = 1000
-# Text handed to one regex worker; beyond it the remaining files are not searched.
-REGEX_MAX_TOTAL_BYTES = 64 * 1024 * 1024
 _LINES = re.compile(r"\r?\n")
 
 
@@ -41,14 +39,6 @@ def shell_command(uri: str) -> str:
     """The command a `sh://` URI names: its host, else its path (`sh:grep`, `sh:///grep`)."""
     rest = uri.split(":", 1)[1] if ":" in uri else uri
     return rest.lstrip("/").split("/", 1)[0].split("?", 1)[0]
-
-
-def glob_pattern(glob: str) -> re.Pattern[str]:
-    """The original's glob: `*` → `.*` (may cross `/`), `?` → `.`, matched at a path end."""
-    body = "".join(
-        ".*" if char == "*" else "." if char == "?" else re.escape(char) for char in glob
-    )
-    return re.compile(f"(^|/){body}$")
 
 
 def supported_command(uri: str) -> str:
@@ -87,18 +77,17 @@ class ShellTools:
         path = required_string(arguments, "path", "Find.run")
         name = optional_string(arguments, "name")
         kind = optional_string(arguments, "type")
-        limit = positive_integer(arguments, "max")
-        matcher = glob_pattern(name) if name is not None else None
-        files: list[str] = []
+        found = Collector(positive_integer(arguments, "max"))
+        matcher = Glob.compile(name, "Find.run.name") if name is not None else None
         for entry in self.workspace.walk(path):
-            if len(files) >= limit:
-                break
+            request.deadline.check()
             if (kind == "file" and entry.is_dir) or (kind == "dir" and not entry.is_dir):
                 continue
             if matcher is not None and not matcher.search(entry.path):
                 continue
-            files.append(entry.path)
-        return {"ok": True, "files": files}
+            if not found.add(entry.path, entry.path):
+                break
+        return found.result("files")
 
     def grep(self, request: ToolCall) -> dict[str, Any]:
         arguments = object_argument(request, "Grep.run")
@@ -106,20 +95,23 @@ class ShellTools:
         pattern = required_string(arguments, "pattern", "Grep.run")
         include = optional_string(arguments, "include")
         limit = positive_integer(arguments, "max")
-        use_regex = arguments.get("regex") is True
-        files = self._searchable_files(path, glob_pattern(include) if include else None)
-        if use_regex:
-            matches = _regex_matches(pattern, _bounded(files, REGEX_MAX_TOTAL_BYTES), limit)
-        else:
-            matches = _substring_matches(pattern, files, limit)
-        return {"ok": True, "matches": matches}
+        matcher = Glob.compile(include, "Grep.run.include") if include else None
+        files = self._searchable_files(path, matcher, request.deadline)
+        if arguments.get("regex") is True:
+            matches, truncated = regex_matches(pattern, files, limit, request.deadline)
+            answer: dict[str, Any] = {"ok": True, "matches": matches}
+            if truncated:
+                answer["truncated"] = True
+            return answer
+        return _substring_matches(pattern, files, limit).result("matches")
 
     def _searchable_files(
-        self, path: str, include: re.Pattern[str] | None
+        self, path: str, include: Glob | None, deadline: CallDeadline
     ) -> Iterator[tuple[str, str]]:
         """Files under `path` matching `include`, skipping those over 1 MiB and anything the
         jail refuses to read (hard links, devices)."""
         for entry in self.workspace.walk(path):
+            deadline.check()
             if entry.is_dir or (include is not None and not include.search(entry.path)):
                 continue
             if self.workspace.size(entry.path) > GREP_MAX_FILE_BYTES:
@@ -135,64 +127,28 @@ class ShellTools:
         start = positive_integer(arguments, "start", default=1)
         limit = positive_integer(arguments, "max")
         lines = _LINES.split(self.workspace.read_text(path))
-        chosen = lines[start - 1 : start - 1 + limit]
-        return {
+        chosen = Collector(limit)
+        for line in lines[start - 1 : start - 1 + limit]:
+            shown = chosen.cut_line(line)
+            if not chosen.add(shown, shown + "\n"):
+                break
+        answer: dict[str, Any] = {
             "ok": True,
-            "text": "\n".join(chosen),
+            "text": "\n".join(chosen.items),
             "start": start,
-            "end": start + len(chosen) - 1,
+            "end": start + len(chosen.items) - 1,
         }
+        if chosen.truncated:
+            answer["truncated"] = True
+        return answer
 
 
-def _bounded(files: Iterator[tuple[str, str]], total: int) -> list[tuple[str, str]]:
-    chosen: list[tuple[str, str]] = []
-    size = 0
-    for path, text in files:
-        size += len(text)
-        if size > total:
-            break
-        chosen.append((path, text))
-    return chosen
-
-
-def _substring_matches(
-    pattern: str, files: Iterator[tuple[str, str]], limit: int
-) -> list[dict[str, Any]]:
-    matches: list[dict[str, Any]] = []
+def _substring_matches(pattern: str, files: Iterator[tuple[str, str]], limit: int) -> Collector:
+    found = Collector(limit)
     for path, text in files:
         for number, line in enumerate(_LINES.split(text), start=1):
             if pattern in line:
-                matches.append({"path": path, "line": number, "text": line})
-                if len(matches) >= limit:
-                    return matches
-    return matches
-
-
-def _regex_matches(pattern: str, files: list[tuple[str, str]], limit: int) -> list[dict[str, Any]]:
-    if len(pattern) > REGEX_MAX_PATTERN:
-        raise ExecutionError(
-            f"Grep.run regex pattern is longer than {REGEX_MAX_PATTERN} characters"
-        )
-    try:
-        re.compile(pattern)
-    except re.error as problem:
-        raise ExecutionError(f"Grep.run regex pattern is invalid: {problem}") from None
-    job = json.dumps({"pattern": pattern, "max": limit, "files": files})
-    try:
-        finished = subprocess.run(
-            [sys.executable, "-m", "agentscript.providers.tools.regex_worker"],
-            input=job,
-            capture_output=True,
-            text=True,
-            timeout=REGEX_TIMEOUT_SECONDS,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise ExecutionError(
-            f"Grep.run regex search took longer than {REGEX_TIMEOUT_SECONDS:g} seconds "
-            "(the pattern may backtrack catastrophically)"
-        ) from None
-    if finished.returncode != 0:
-        raise ExecutionError(f"Grep.run regex search failed: {finished.stderr.strip()[-300:]}")
-    result: list[dict[str, Any]] = json.loads(finished.stdout)
-    return result
+                shown = found.cut_line(line)
+                if not found.add({"path": path, "line": number, "text": shown}, path + shown):
+                    return found
+    return found

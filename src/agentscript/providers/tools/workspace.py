@@ -29,6 +29,8 @@ STATE_DIRECTORY = ".agentscript"
 MAX_SYMLINK_HOPS = 40
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+# Added to every open_file: no link followed, no FIFO waited on, nothing leaked to children.
+_OPEN_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
 class WorkspaceError(ExecutionError):
@@ -46,12 +48,20 @@ class Entry:
 class Workspace:
     """A root directory and the only ways host tools may read and change files under it."""
 
-    def __init__(self, root: str | Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
+    def __init__(
+        self,
+        root: str | Path,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        windows_paths: bool = True,
+    ) -> None:
+        """`windows_paths`: paths a program writes may use `\\` and `C:` (refused or split as
+        on Windows); off for paths that are POSIX names already (memory files)."""
         resolved = os.path.realpath(root)
         if not os.path.isdir(resolved):
             raise ExecutionError(f"Workspace root is not a directory: {root}")
         self.root = Path(resolved)
         self.max_file_bytes = max_file_bytes
+        self.windows_paths = windows_paths
 
     # ------------------------------------------------------------------ path resolution
 
@@ -66,9 +76,10 @@ class Workspace:
         except UnicodeEncodeError:
             # A lone surrogate that is not an undecodable file-name byte: no file has this name.
             raise WorkspaceError(f"Path is not a valid file name: {path!r}") from None
-        if path.startswith(("/", "\\")) or (len(path) > 1 and path[1] == ":"):
+        windows_root = path.startswith("\\") or (len(path) > 1 and path[1] == ":")
+        if path.startswith("/") or (self.windows_paths and windows_root):
             raise self.escape(path)
-        pending = [part for part in path.replace("\\", "/").split("/")]
+        pending = (path.replace("\\", "/") if self.windows_paths else path).split("/")
         resolved: list[str] = []
         hops = 0
         while pending:
@@ -229,6 +240,39 @@ class Workspace:
         if len(data) > cap:
             raise WorkspaceError(f"File is larger than the workspace limit of {cap} bytes: {path}")
         return data
+
+    def open_file(self, path: str, flags: int, mode: int = 0o644) -> int:
+        """A descriptor of the regular file `path`, for callers that append or lock (the
+        memory JSONL files). The directories are walked and the file opened without following
+        symlinks, so a directory swapped for a link after the check is refused, not followed.
+        With O_CREAT in `flags`, missing directories and the file are created (and the new
+        file's directory entry fsynced). Raises FileNotFoundError when it does not exist."""
+        parents, name = self._split(path)
+        create = bool(flags & os.O_CREAT)
+        with self._directory(parents, create=create) as directory:
+            created = create and not self._exists_in(directory, name)
+            try:
+                fd = os.open(name, flags | _OPEN_FLAGS, mode, dir_fd=directory)
+            except OSError as problem:
+                if problem.errno == errno.ELOOP:
+                    raise self.escape(path) from None
+                raise
+            if created:
+                os.fsync(directory)
+        try:
+            self._check_regular(os.fstat(fd), path)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    @staticmethod
+    def _exists_in(directory: int, name: str) -> bool:
+        try:
+            os.stat(name, dir_fd=directory, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return True
 
     def read_file(self, path: Path, limit: int) -> bytes:
         """The file at absolute `path`, which must lie inside the root (runtime's FileImports
