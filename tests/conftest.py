@@ -82,6 +82,9 @@ class RecordingSink(TraceSink):
     def event(self, event: agentscript.TraceEvent) -> None:
         self.calls.append(("event", event.kind, dict(event.data)))
 
+    def step_started(self, kind: str, data: dict[str, Any]) -> None:
+        self.calls.append(("step_started", kind, dict(data)))
+
 
 class ScriptedInput:
     """An interactive input provider answering from a dict and remembering what was asked."""
@@ -159,6 +162,35 @@ def private_memory_database(
     path = tmp_path_factory.mktemp("memory-db") / "memory.db"
     monkeypatch.setenv("AGENTSCRIPT_MEMORY_DB", str(path))
     return path
+
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def checkout_journal_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder for the whole session, so those runs share one journal (a process keeps
+    each journal it opened, as the checkout's single journal was before)."""
+    return tmp_path_factory.mktemp("journal-root")
+
+
+@pytest.fixture(autouse=True)
+def journal_outside_the_checkout(
+    checkout_journal_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs started from the checkout (programs loaded from source, or its examples) would
+    journal at its root, as `agentscript run` does for a user in a git checkout; tests write
+    only to temporary folders, so a journal the rule puts in the checkout goes to one."""
+    from agentscript.learn import journal
+
+    found_by_the_rule = journal.find_workspace_root
+    elsewhere = checkout_journal_root
+
+    def outside_the_checkout(start: str | Path) -> Path:
+        root = found_by_the_rule(start)
+        return elsewhere if root == CHECKOUT or CHECKOUT in root.parents else root
+
+    monkeypatch.setattr(journal, "find_workspace_root", outside_the_checkout)
 
 
 @pytest.fixture

@@ -68,6 +68,7 @@ def test_v1_multi_file_plan(regression: Callable[[str], Any], run: Run) -> None:
         "agent",
         "for",
         "agent",
+        "loop_end",
         "use",
         "generate",
     ]

@@ -367,7 +367,6 @@ def test_verbose_shows_loops_and_imported_agent_calls(
         ["greet.as", "--quiet", "--verbose"],
         ["greet.as", "--trace", "pretty", "--quiet"],
         ["run", "greet.as", "--mock", "--quiet", "--verbose"],
-        ["run", "greet.as", "--mock", "--quiet", "--trace", "pretty"],
     ],
 )
 def test_quiet_conflicts_with_verbose_trace_output(
@@ -463,7 +462,7 @@ def test_failed_run_reports_the_location_and_writes_the_partial_trace(
     assert (code, out) == (1, "")
     assert err == f"List index 5 is out of range at {programs / 'fails.as'}:8:12\n"
     trace = json.loads((programs / "partial.json").read_text())
-    assert [event["kind"] for event in trace] == ["for", "use", "for", "use"]
+    assert [event["kind"] for event in trace] == ["for", "use", "for", "use", "loop_end"]
 
 
 def test_failed_verbose_run_shows_how_far_it_got(
@@ -562,9 +561,9 @@ def test_pretty_trace_in_a_pipe_is_plain_lines() -> None:
 # ---------------------------------------------------------------------------- click runner
 
 
-def test_click_runner_run_subcommand_prints_the_value() -> None:
+def test_click_runner_run_subcommand_prints_the_value(programs: Path) -> None:
     result = CliRunner().invoke(
-        cli, ["run", str(FIXTURES / "greet.as"), "--mock", "--quiet", "--input", '{"name": "A"}']
+        cli, ["run", str(programs / "greet.as"), "--mock", "--quiet", "--input", '{"name": "A"}']
     )
     assert result.exit_code == 0
     assert json.loads(result.stdout) == {"greeting": "", "name": "A"}

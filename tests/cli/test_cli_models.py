@@ -144,7 +144,7 @@ def test_models_lists_endpoints_and_key_presence_never_the_key(
         "agent A { main func() { return 1 } }\n"
     )
     code, out, _ = cli(capsys, "models", str(path))
-    assert code == 0
+    assert code == 1  # Deep has no key and Bad no provider
     lines = out.splitlines()
     assert lines[0].split() == ["NAME", "PROTOCOL", "MODEL", "ENDPOINT", "KEY"]
     assert "https://api.openai.com/v1" in lines[1] and "OPENAI_API_KEY set" in lines[1]

@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agentscript.cli.highlight import highlight, source_excerpt
+from agentscript.cli.highlight import highlight
+from agentscript.cli.source_excerpt import excerpt
 
 
 def test_highlight_colours_without_changing_the_text() -> None:
@@ -19,9 +20,11 @@ def test_highlight_colours_without_changing_the_text() -> None:
     assert plain == 'use notes < 2k as "the notes"'
 
 
-def test_the_caret_sits_under_the_column() -> None:
-    line, caret = source_excerpt("\treturn inptu.goal\n", 9, color=False)
-    assert line == "        return inptu.goal"
+def test_the_caret_sits_under_the_column(tmp_path: Path) -> None:
+    program = tmp_path / "tabs.as"
+    program.write_text("x\n\treturn inptu.goal\n", encoding="utf-8")
+    line, caret = excerpt(str(program), 2, 9, color=False)
+    assert line == "   2 |         return inptu.goal"
     assert caret.index("^") == line.index("inptu")
 
 
@@ -57,8 +60,9 @@ def test_check_in_a_terminal_shows_the_highlighted_source_line(tmp_path: Path) -
     assert done.returncode == 1
     assert "UNKNOWN_IDENTIFIER" in text
     assert "\x1b[" in text and "inptu" in text  # the source line, coloured
-    # Under the `i` of `inptu`: column 16, so 15 spaces after the 4 of the excerpt's indent.
-    assert "\n" + " " * 19 + "^" in text.replace("\r\n", "\n")
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", text).replace("\r\n", "\n").splitlines()
+    (at,) = [number for number, line in enumerate(plain) if "return inptu.goal" in line]
+    assert plain[at + 1].index("^") == plain[at].index("inptu")  # under the `i` of `inptu`
 
 
 def test_check_into_a_pipe_stays_plain(tmp_path: Path) -> None:

@@ -93,13 +93,14 @@ def trace_events(entries: list[JournalEntry]) -> list[tuple[int | None, str]]:
 def test_every_event_of_a_run_is_journaled(journal: Journal, ok_run: JournaledRun) -> None:
     entries = journal.store.entries(ok_run.run_id)
     returned = flatten(ok_run.trace)
-    assert len(trace_events(entries)) == len(returned) == 26
+    assert len(trace_events(entries)) == len(returned) == 27
     kinds = sorted({kind for _, kind in trace_events(entries)})
     assert kinds == [
         "agent",
         "approval",
         "for",
         "generate",
+        "loop_end",
         "memory",
         "parallel_for",
         "tool",
@@ -306,7 +307,7 @@ def test_list_show_and_resolve_runs(journal: Journal, workspace: Path, clock: Fi
     ]
     assert f"{first.run_id}  ok" in table
     detail = show_run(journal, first.run_id)
-    assert detail.to_json()["run"]["events"] == 26
+    assert detail.to_json()["run"]["events"] == 27
     pretty = format_run(detail)
     assert pretty.startswith(f"run {first.run_id}  ok\n")
     assert "  - tool File.write" in pretty

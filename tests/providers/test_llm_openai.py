@@ -193,7 +193,7 @@ def test_shape_mismatch_is_repaired_with_the_previous_output_shown(
     repaired = request_bodies(httpserver)[1]["messages"][1]["content"]
     # Providers that enforce the shape get the compact layout: the output as compact JSON.
     assert 'Previous output:\n{"answer":"x","score":"high"}' in repaired
-    assert "LLM result field must be a number" in repaired
+    assert "LLM result field 'score' must be a number, got \"high\"" in repaired
 
 
 @pytest.mark.parametrize(

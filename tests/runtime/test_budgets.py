@@ -55,7 +55,9 @@ def test_calls_budget_names_itself_and_keeps_the_trace_so_far() -> None:
     assert caught.value.budget == "calls"
     assert model.calls == 3
     assert [e["kind"] for e in caught.value.trace or []].count("generate") == 4  # 3 ok + 1 failed
-    assert caught.value.trace is not None and caught.value.trace[-1]["data"]["ok"] is False
+    generates = [e for e in caught.value.trace or [] if e["kind"] == "generate"]
+    assert generates[-1]["data"]["ok"] is False
+    assert caught.value.trace is not None and caught.value.trace[-1]["kind"] == "loop_end"
 
 
 def test_tokens_budget_stops_once_exceeded() -> None:

@@ -131,7 +131,7 @@ def test_repair_message_includes_previous_output(
     assert second == (
         "Decide.\n\nPrevious generation failed.\n\n"
         'Previous output:\n{\n  "ok": "maybe"\n}\n\n'
-        f"Error:\nLLM result field must be a boolean at {generate_line(source)}:{column}\n\n"
+        f"Error:\nLLM result field 'ok' must be a boolean, got \"maybe\" at {generate_line(source)}:{column}\n\n"
         f"{REPAIR_TAIL}"
     )
     assert llm.requests[1].attempt == 2
@@ -185,7 +185,7 @@ def test_shape_errors_on_the_last_attempt_are_raised(
     run: Run, program: Program, make_llm: MakeLlm
 ) -> None:
     llm = make_llm({"ok": "maybe"}, {"ok": "still maybe"})
-    with pytest.raises(ExecutionError, match=r"^LLM result field must be a boolean at "):
+    with pytest.raises(ExecutionError, match=r"^LLM result field 'ok' must be a boolean, got "):
         run(program(DECIDE), llm=llm)
     assert len(llm.requests) == 2
 
@@ -325,9 +325,9 @@ def test_use_evaluation_errors_propagate(run: Run, program: Program, make_llm: M
         ([1], "LLM result must be an object matching the generate return shape", False),
         ("text", "LLM result must be an object matching the generate return shape", False),
         ({"n": 1, "extra": 2}, "LLM result contains unexpected field 'extra'", False),
-        ({"n": None}, "LLM result field must be a number", True),
-        ({"n": "042"}, "LLM result field must be a number", True),
-        ({"n": True}, "LLM result field must be a number", True),
+        ({"n": None}, "LLM result field 'n' must be a number, got null", True),
+        ({"n": "042"}, "LLM result field 'n' must be a number, got \"042\"", True),
+        ({"n": True}, "LLM result field 'n' must be a number, got true", True),
     ],
 )
 def test_shape_mismatch_errors(
@@ -344,11 +344,15 @@ def test_shape_mismatch_errors(
 @pytest.mark.parametrize(
     ("field_type", "answer", "message"),
     [
-        ("string", 42, "LLM result field must be a string"),
-        ("boolean", "yes", "LLM result field must be a boolean"),
-        ("list", {"a": 1}, "LLM result field must be a list"),
-        ("list[string]", ["a", 1], "LLM result field must be a string"),
-        ("list[list[number]]", [[1], ["x"]], "LLM result field must be a number"),
+        ("string", 42, "LLM result field 'f' must be a string, got 42"),
+        ("boolean", "yes", "LLM result field 'f' must be a boolean, got \"yes\""),
+        ("list", {"a": 1}, "LLM result field 'f' must be a list, got {\"a\":1}"),
+        ("list[string]", ["a", 1], r"LLM result field 'f\[1\]' must be a string, got 1"),
+        (
+            "list[list[number]]",
+            [[1], ["x"]],
+            r"LLM result field 'f\[1\]\[0\]' must be a number, got \"x\"",
+        ),
     ],
 )
 def test_field_type_errors(
@@ -401,7 +405,7 @@ def test_strict_true_disables_coercion_and_rejects_extra_fields(
     run: Run, program: Program, make_llm: MakeLlm
 ) -> None:
     source = program('return generate({ input: "g", strict: true }) -> { b boolean }')
-    with pytest.raises(ExecutionError, match=r"^LLM result field must be a boolean at "):
+    with pytest.raises(ExecutionError, match=r"^LLM result field 'b' must be a boolean, got "):
         run(source, llm=make_llm({"b": "true"}))
     with pytest.raises(ExecutionError, match=r"^LLM result contains unexpected field 'x' at "):
         run(source, llm=make_llm({"b": True, "x": 1}))
@@ -509,7 +513,7 @@ def test_successful_generate_after_repairs_records_the_errors(
     assert data["instruction"] == "Decide."
     assert data["context"]["instruction"].startswith("Decide.\n\nPrevious generation failed.")
     assert [error.split(" at ")[0] for error in data["errors"]] == [
-        "LLM result field must be a boolean"
+        "LLM result field 'ok' must be a boolean, got \"maybe\""
     ]
     assert "ok" not in data
 
@@ -523,10 +527,12 @@ def test_first_time_success_has_no_errors(run: Run, program: Program, make_llm: 
         "debug",
         "context",
         "result",
+        "max_attempts",
         "promptTokens",
         "model",
         "duration_ms",
     }
+    assert event["data"]["max_attempts"] == 2
 
 
 def test_failed_generate_is_traced(run: Run, program: Program, make_llm: MakeLlm) -> None:

@@ -333,10 +333,25 @@ def test_and_or_short_circuit(run: Run, program: Program) -> None:
 def test_for_loop_is_capped_and_traced(run: Run, program: Program) -> None:
     result = run(program('seen = []\nfor x in ["a", "b", "c"] < 2 { seen.add(x) }\nreturn seen'))
     assert result.value == ["a", "b"]
+    end = result.trace[-1]
+    assert isinstance(end["data"].pop("duration_ms"), int)
     assert result.trace == [
-        {"kind": "for", "data": {"item": "x", "index": 0, "value": "a"}},
-        {"kind": "for", "data": {"item": "x", "index": 1, "value": "b"}},
+        {"kind": "for", "data": {"item": "x", "index": 0, "value": "a", "loop": "10:1"}},
+        {"kind": "for", "data": {"item": "x", "index": 1, "value": "b", "loop": "10:1"}},
+        {"kind": "loop_end", "data": {"loop": "10:1", "rounds": 2}},
     ]
+
+
+def test_loop_until_rounds_are_traced_between_markers(run: Run, program: Program) -> None:
+    body = "n = 0\nloop until n == 2 < 10 { n = n + 1 }\nrepeat * 1 { use n }\nreturn n"
+    trace = run(program(body)).trace
+    assert [event["kind"] for event in trace] == [
+        "loop", "loop", "loop_end", "loop", "use", "loop_end",
+    ]  # fmt: skip
+    first = trace[0]["data"]
+    assert first == {"loop": "10:1", "statement": "loop until n == 2", "index": 0, "limit": 10}
+    assert trace[3]["data"]["statement"] == "repeat"
+    assert trace[2]["data"]["rounds"] == 2
 
 
 def test_for_loop_count_is_fixed_when_the_loop_starts(run: Run, program: Program) -> None:
@@ -398,8 +413,8 @@ def test_missing_input_without_a_provider_fails(run: Run, program: Program) -> N
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ({"name": 3, "age": 1}, "Input field must be a string at 8:21"),
-        ({"name": "Ada", "age": "36"}, "Input field must be a number at 8:34"),
+        ({"name": 3, "age": 1}, "Input field 'name' must be a string, got 3 at 8:21"),
+        ({"name": "Ada", "age": "36"}, "Input field 'age' must be a number, got \"36\" at 8:34"),
     ],
 )
 def test_input_type_errors_are_not_coerced(

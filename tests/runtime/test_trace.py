@@ -58,6 +58,7 @@ def test_event_kinds_in_execution_order(full_run: Any) -> None:
         "memory",
         "for",
         "use",
+        "loop_end",
         "tool",
         "agent",
         "use",
@@ -102,11 +103,12 @@ def test_for_and_use_events(full_run: Any) -> None:
     assert for_event["item"] == "p"
     assert for_event["index"] == 0
     assert for_event["value"]["id"] == "1"
+    assert for_event["loop"] == "12:1"  # line:column of the `for` statement
     assert use_event == {"source": "p.record", "budget": {"amount": 2, "unit": "k"}}
 
 
 def test_use_event_budget_names_a_missing_unit_as_null(full_run: Any) -> None:
-    assert full_run.trace[7]["data"] == {
+    assert full_run.trace[8]["data"] == {
         "source": "found",
         "budget": {"amount": 300, "unit": None},
         "label": "search result",
@@ -115,7 +117,8 @@ def test_use_event_budget_names_a_missing_unit_as_null(full_run: Any) -> None:
 
 def test_use_is_traced_every_time_it_runs(run: Run, program: Program) -> None:
     result = run(program("for x in [1, 2, 3] < 3 { use x < 1k }\nreturn 1"))
-    assert [event["kind"] for event in result.trace] == ["for", "use"] * 3
+    assert [event["kind"] for event in result.trace] == ["for", "use"] * 3 + ["loop_end"]
+    assert result.trace[-1]["data"]["rounds"] == 3
 
 
 def test_use_event_without_budget(run: Run, program: Program) -> None:
@@ -124,7 +127,7 @@ def test_use_event_without_budget(run: Run, program: Program) -> None:
 
 
 def test_tool_event(full_run: Any) -> None:
-    assert without_timings(full_run.trace[5]["data"]) == {
+    assert without_timings(full_run.trace[6]["data"]) == {
         "tool": "Search",
         "method": "find",
         "scheme": "mcp",
@@ -149,7 +152,9 @@ def test_tool_effects_are_copied_when_the_result_lists_them(run: Run, program: P
 
 
 def test_agent_event_nests_the_callee_events(full_run: Any) -> None:
-    assert full_run.trace[6] == {
+    event = full_run.trace[7]
+    assert isinstance(event["data"].pop("duration_ms"), int)
+    assert event == {
         "kind": "agent",
         "data": {
             "agent": "B",
@@ -162,7 +167,7 @@ def test_agent_event_nests_the_callee_events(full_run: Any) -> None:
 
 
 def test_generate_event(full_run: Any) -> None:
-    data = full_run.trace[8]["data"]
+    data = full_run.trace[9]["data"]
     assert list(without_timings(data)) == [
         "instruction",
         "attempts",
@@ -170,6 +175,7 @@ def test_generate_event(full_run: Any) -> None:
         "debug",
         "context",
         "result",
+        "max_attempts",
         "promptTokens",
         "model",
     ]
@@ -211,16 +217,20 @@ def test_sink_receives_every_event_in_execution_order(full_run: Any, sink: Any) 
         ("event", "memory"),
         ("event", "for"),
         ("event", "use"),
+        ("event", "loop_end"),
+        ("step_started", "tool"),
         ("event", "tool"),
         ("agent_started", "agent"),
         ("event", "use"),
         ("event", "agent"),
         ("event", "use"),
+        ("step_started", "generate"),
         ("event", "generate"),
     ]
-    started = sink.calls[6][2]
+    started = sink.calls[8][2]
     assert started == {"agent": "B", "function": "work", "args": [1]}
-    finished = sink.calls[8][2]
+    assert sink.calls[12][2]["max_attempts"] == 1  # a generate in flight names its attempts
+    finished = sink.calls[10][2]
     assert finished["result"] == 1
 
 
@@ -255,7 +265,9 @@ def test_sink_events_carry_ids_parents_and_depths(run: Run, program: Program) ->
     assert (inner_use.parent, inner_use.depth) == (call.id, 1)
     assert (call.parent, call.depth) == (None, 0)
     assert len({outer_use.id, inner_use.id, call.id}) == 3
-    assert json.loads(sink.json[-1]) == {
+    finished_json = json.loads(sink.json[-1])
+    assert isinstance(finished_json["data"].pop("duration_ms"), int)
+    assert finished_json == {
         "kind": "agent",
         "data": {
             "agent": "B",

@@ -114,7 +114,13 @@ def learned_run(
     path.write_text(source, encoding="utf-8")
     script = workspace.parent / f"{name}.responses.json"
     script.write_text(json.dumps(responses), encoding="utf-8")
-    settings: dict[str, Any] = {"model": "mock", "responses": script, "workspace": workspace}
+    # Scripted mock answers teach nothing by default; these runs stand for live ones.
+    settings: dict[str, Any] = {
+        "model": "mock",
+        "responses": script,
+        "workspace": workspace,
+        "learn": True,
+    }
     if database is not None:
         settings["memory_db"] = database
     settings.update(config)

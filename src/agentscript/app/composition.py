@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentscript.app.configuration import RunConfig
+from agentscript.app.configuration import RunConfig, learns_from
 from agentscript.runtime.budgets import RunBudget, RunMeter
 from agentscript.runtime.interpreter import ExecutionOptions
 from agentscript.runtime.ports import (
@@ -127,6 +127,7 @@ def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
         meter=RunMeter(budget),
         concurrency=config.concurrency,
         variants=dict(config.variants),
+        stream=config.stream,
         file_imports=_workspace_files(workspace),
         secrets=secrets,
     )
@@ -182,11 +183,17 @@ def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:
     or learns from it before the process exits when that needs a provider object."""
     if not config.journal or config.model == "dry-run":
         return None
-    from agentscript.learn.journal import journal_path, shared_journal
+    from agentscript.learn.journal import run_journal_path, shared_journal
 
-    path = Path(config.journal_path) if config.journal_path else journal_path(workspace)
+    # The same rule as `agentscript runs`: an explicit workspace, else the workspace root
+    # found from the program's folder.
+    path = (
+        Path(config.journal_path)
+        if config.journal_path
+        else run_journal_path(config.workspace, workspace)
+    )
     sink = shared_journal(path).sink()
-    if config.learn:
+    if learns_from(config):
         from agentscript.app.learning import learner_for, learning_request
 
         request = learning_request(config)

@@ -84,10 +84,22 @@ class RunConfig:
     otel: bool | None = None
     # After a journaled run ends ok or with an error, write its run memory and distil its
     # experiences into the long-term memory at `memory_db` (agentscript.learn.run_memory).
-    learn: bool = True
+    # None (the default) learns only from runs that talked to a model: not from the mock, a
+    # dry run or a replay, whose answers teach nothing about the world.
+    learn: bool | None = None
     # Rewrite new experiences with a model: None (the rules' text), "program" (the program's
     # own model), a model URI, or a provider.
     learn_model: str | LlmProvider | None = None
+    # Let providers that can stream (OpenAI, Anthropic, Ollama) hand the answer text to the
+    # trace sinks as it arrives; the answer is validated as a whole either way.
+    stream: bool = False
     # The prompt layout, "0.1.0" or "compact"; None lets the provider choose (compact for the
     # providers that enforce shapes natively, 0.1.0 for the mock and the dry run).
     prompt_layout: str | None = None
+
+
+def learns_from(config: RunConfig) -> bool:
+    """Whether a run writes a run memory and experiences (see RunConfig.learn)."""
+    if config.learn is not None:
+        return config.learn
+    return config.replay is None and not (isinstance(config.model, str) and config.model != "real")

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 
 def give_feedback(
-    workspace: str | Path,
+    workspace: str | Path | None,
     reference: str,
     verdict: Literal["good", "bad"],
     note: str | None = None,

@@ -156,7 +156,7 @@ class LearningBeforeReads:
             self.problems += catch_up(workspace, self.database).problems
 
 
-def learn_now(workspace: str | Path, database: str | Path | None = None) -> BacklogReport:
+def learn_now(workspace: str | Path | None, database: str | Path | None = None) -> BacklogReport:
     """`agentscript learn`: catch up the workspace (which must exist) at once."""
     from agentscript.app.workspace import Workspace
 

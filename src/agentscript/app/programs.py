@@ -36,8 +36,11 @@ def load_source(
 
 
 def check(program: ast.Program) -> list[Diagnostic]:
-    """Static diagnostics; an empty list means the program is valid."""
-    return check_program(program)
+    """Static diagnostics; an empty list means the program is valid. Beyond the language
+    rules, tool and llm imports must name a scheme or provider that exists."""
+    from agentscript.providers.import_check import import_diagnostics
+
+    return check_program(program) + import_diagnostics(program)
 
 
 def models(program: ast.Program, environ: Mapping[str, str] | None = None) -> list[ModelReport]:

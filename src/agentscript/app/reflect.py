@@ -25,7 +25,7 @@ OFFLINE_ANSWER = '{"summary": "Reflected offline with the mock model.", "operati
 
 
 def reflect_on_run(
-    workspace: str | Path,
+    workspace: str | Path | None,
     reference: str,
     *,
     model: str | None = None,
@@ -114,7 +114,7 @@ def reflect_after_run(config: RunConfig, program_path: str | None, run_id: str) 
     )
 
 
-def profile_card(workspace: str | Path, agent: str) -> list[str]:
+def profile_card(workspace: str | Path | None, agent: str) -> list[str]:
     """AGENT's profile on one screen (its first line is the title); AppError when the agent
     has no profile in `workspace`."""
     from agentscript.learn.profile import summary_card

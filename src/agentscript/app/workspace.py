@@ -29,12 +29,15 @@ class Workspace:
 
     def __init__(
         self,
-        root: str | Path,
+        root: str | Path | None,
         *,
         database: str | Path | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        self.root = Path(root)
+        from agentscript.learn.journal import journal_folder
+
+        # None: the workspace root around the current folder, by the rule `run` journals by.
+        self.root = journal_folder(root)
         if not self.root.is_dir():
             raise AppError(f"Workspace {self.root} is not a directory")
         self.database = database
@@ -47,8 +50,8 @@ class Workspace:
 
     @classmethod
     def current(cls, root: str | Path | None, database: str | Path | None = None) -> Workspace:
-        """`root`, or the current directory when it is None."""
-        return cls(root if root is not None else Path.cwd(), database=database)
+        """`root`, or the workspace root around the current folder when it is None."""
+        return cls(root, database=database)
 
     @property
     def journal(self) -> Journal:

@@ -8,20 +8,30 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentscript.app import programs
-from agentscript.cli import render
-from agentscript.cli.errors import REPORTED_ERRORS, CliError, error_lines
+from agentscript.cli import render, trace_tree
+from agentscript.cli.errors import (
+    REPORTED_ERRORS,
+    CliError,
+    diagnostic_lines,
+    error_lines,
+    reader_gone,
+)
 from agentscript.cli.input import PromptedInput, read_input
+from agentscript.cli.progress import LiveProgress, StreamEcho
 
 if TYPE_CHECKING:
+    from agentscript.app.configuration import ModelChoice as ModelChoice
     from agentscript.app.configuration import RunConfig
-    from agentscript.lang.errors import Diagnostic
+    from agentscript.runtime.interpreter import RunResult
     from agentscript.runtime.ports import RunJournal
+    from agentscript.runtime.trace import TraceSink
 from agentscript.runtime.errors import AgentScriptError
 
 
@@ -35,14 +45,28 @@ class RunOutput:
     verbose: bool = False
     quiet: bool = False
     report_usage: bool = False
+    # The `run` subcommand's `--trace pretty`: the value, then the tree (cli/trace_tree), and
+    # JSON only with `--json`; the 0.1.0 form keeps JSON followed by the plain trace lines.
+    tree: bool = False
+    json: bool = False
+    # `--trace-file F` (the original's later flag): write the trace to F.
+    trace_path: str | None = None
+    # Stream answers where the provider can: None means "when stderr is a terminal".
+    stream: bool | None = None
 
     @property
     def trace_file(self) -> str | None:
+        if self.trace_path is not None:
+            return self.trace_path
         return self.trace if self.trace not in (None, "pretty") else None
 
     @property
     def pretty_trace(self) -> bool:
         return self.verbose or self.trace == "pretty"
+
+    @property
+    def draws_tree(self) -> bool:
+        return self.tree and self.trace == "pretty"
 
 
 def check_output_flags(quiet: bool, verbose: bool, trace: str | None) -> None:
@@ -60,8 +84,10 @@ def reporting_errors(action: Callable[[], int]) -> int:
     """Run `action`; print any expected error as one line per problem and return exit code 1."""
     try:
         return action()
+    except BrokenPipeError:
+        return reader_gone()  # before click, which would make it exit 1
     except REPORTED_ERRORS as error:
-        for line in error_lines(error):
+        for line in error_lines(error, with_source=sys.stderr.isatty()):
             print(line, file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -97,20 +123,33 @@ def _run(
     input_file: str | None,
     reflect: bool,
 ) -> int:
-    check_output_flags(output.quiet, output.verbose, output.trace)
+    if not output.draws_tree:
+        check_output_flags(output.quiet, output.verbose, output.trace)
     check_input_flags(input_json, input_file)
     from agentscript.app.run import run
 
     input_value = read_input(input_json, input_file)
     program = programs.load(path)
-    config = at_the_terminal(config)
+    stream = _streams(output)
+    sinks = _live_sinks(output, config, stream)
+    # Questions at the terminal (missing input, approvals) pause the live progress.
+    pause = next((sink.pausing for sink in sinks if isinstance(sink, LiveProgress)), _unpaused)
+    config = at_the_terminal(config, pause)
+    config = replace(config, stream=stream, trace_sinks=[*config.trace_sinks, *sinks])
     try:
-        result = run(program, input_value, config)
+        with ExitStack() as live:
+            for sink in sinks:
+                if isinstance(sink, AbstractContextManager):
+                    live.enter_context(sink)
+            result = run(program, input_value, config)
     except AgentScriptError as error:
         # Show how far the run got: the partial trace goes where the full one would have.
         if error.trace is not None and output.trace_file is not None:
             render.write_trace_file(output.trace_file, error.trace)
-        if error.trace is not None and output.pretty_trace:
+        if error.trace and output.draws_tree:
+            title = _tree_title(path, input_value)
+            trace_tree.print_tree(trace_tree.run_tree(title, error.trace, error.spent), sys.stderr)
+        elif error.trace is not None and output.pretty_trace:
             render.print_trace(error.trace, sys.stderr)
         if error.spent is not None and output.report_usage and not output.quiet:
             print(render.usage_line(error.spent), file=sys.stderr)
@@ -118,11 +157,13 @@ def _run(
         raise
     if output.trace_file is not None:
         render.write_trace_file(output.trace_file, result.trace)
-    if output.quiet:
+    if output.draws_tree:
+        _print_value_and_tree(output, path, input_value, result)
+    elif output.quiet:
         print(render.to_json(result.value))
     else:
         print(render.run_output(result.value, result.trace, output.trace_file))
-    if output.pretty_trace:
+    if output.pretty_trace and not output.draws_tree:
         sys.stdout.flush()
         render.print_trace(result.trace, sys.stdout)
     if output.report_usage and not output.quiet:
@@ -131,20 +172,63 @@ def _run(
     return 0
 
 
-def at_the_terminal(config: RunConfig) -> RunConfig:
+def _unpaused(ask: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return ask
+
+
+def at_the_terminal(
+    config: RunConfig, pause: Callable[[Callable[[Any], Any]], Callable[[Any], Any]] = _unpaused
+) -> RunConfig:
     """`config` with the terminal's hooks: missing input is asked for when a person is
-    there, approvals are asked at the terminal, debug output and dry-run prompts go to
-    stderr."""
+    there, approvals are asked at the terminal (both `pause` the live progress while they
+    ask), debug output and dry-run prompts go to stderr."""
     from agentscript.cli.approval import terminal_approver
 
     dry_run = config.model == "dry-run"
+    approver = terminal_approver()
     return replace(
         config,
-        input_provider=PromptedInput(input) if at_terminal() else None,
+        input_provider=PromptedInput(pause(input)) if at_terminal() else None,
         debug_stream=sys.stderr,
         on_dry_run_prompt=render.PromptPrinter(sys.stderr) if dry_run else None,
-        ask_user=terminal_approver(),
+        ask_user=pause(approver) if approver is not None else None,
     )
+
+
+def _print_value_and_tree(
+    output: RunOutput, path: str, input_value: Any, result: RunResult
+) -> None:
+    """`run --trace pretty`: the value (or the whole JSON document with `--json`), then the
+    tree of what the run did."""
+    if output.json:
+        print(render.run_output(result.value, result.trace, output.trace_file))
+    else:
+        print(render.to_json(result.value))
+    sys.stdout.flush()
+    title = _tree_title(path, input_value)
+    trace_tree.print_tree(trace_tree.run_tree(title, result.trace, result.usage), sys.stdout)
+
+
+def _tree_title(path: str, input_value: Any) -> str:
+    shown = trace_tree.brief(input_value, 120, 80) if input_value not in (None, {}) else ""
+    return f"{path} {shown}".rstrip()
+
+
+def _streams(output: RunOutput) -> bool:
+    """Stream when asked, and by default when someone watches stderr (not with --quiet)."""
+    if output.stream is not None:
+        return output.stream
+    return not output.quiet and sys.stderr.isatty()
+
+
+def _live_sinks(output: RunOutput, config: RunConfig, stream: bool) -> list[TraceSink]:
+    """Live progress at a terminal (not with --quiet); without a terminal, an explicit
+    `--stream` echoes the answer text to stderr."""
+    if output.quiet or config.model == "dry-run":
+        return [StreamEcho(sys.stderr)] if output.stream else []
+    if sys.stderr.isatty():
+        return [LiveProgress(sys.stderr)]
+    return [StreamEcho(sys.stderr)] if stream else []
 
 
 def _after_run(
@@ -201,11 +285,9 @@ def check_files(paths: Sequence[str], report_ok: bool) -> int:
 
 def _check(path: str, report_ok: bool) -> int:
     diagnostics = programs.check(programs.load(path))
-    at_terminal = sys.stderr.isatty()
     for diagnostic in diagnostics:
-        print(diagnostic.format_located(), file=sys.stderr)
-        if at_terminal:
-            _print_source_line(diagnostic, path)
+        for line in diagnostic_lines(diagnostic, with_source=sys.stderr.isatty()):
+            print(line, file=sys.stderr)
     if any(diagnostic.severity == "error" for diagnostic in diagnostics):
         return 1
     if report_ok:
@@ -213,22 +295,9 @@ def _check(path: str, report_ok: bool) -> int:
     return 0
 
 
-def _print_source_line(diagnostic: Diagnostic, path: str) -> None:
-    """In a terminal: the diagnostic's source line, highlighted, with a caret under it."""
-    from agentscript.cli.highlight import source_excerpt
-
-    start = diagnostic.range.start
-    try:
-        lines = Path(diagnostic.path or path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return
-    if 0 < start.line <= len(lines):
-        for line in source_excerpt(lines[start.line - 1], start.column, color=True):
-            print(line, file=sys.stderr)
-
-
 def list_models(path: str, as_json: bool) -> int:
-    """`agentscript models FILE`: where each llm import goes and whether its key is set."""
+    """`agentscript models FILE`: where each llm import goes and whether its key is set; exit 1
+    when one of them cannot be used."""
 
     def show() -> int:
         reports = programs.models(programs.load(path))
@@ -236,7 +305,8 @@ def list_models(path: str, as_json: bool) -> int:
             print(render.to_json([report.to_json() for report in reports]))
         else:
             print(render.model_table(reports))
-        return 0
+        # Exit 1 when a model cannot be used as configured (bad URI, required key missing).
+        return 1 if any(report.problem is not None for report in reports) else 0
 
     return reporting_errors(show)
 

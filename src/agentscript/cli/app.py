@@ -37,9 +37,10 @@ HELP = """Run, check and explore AgentScript programs.
 \b
 With no arguments, starts the REPL. The 0.1.0 flag form also works:
   agentscript FILE [--check | --parse] [--input JSON | --input-file F]
-                   [--agent A] [--function F] [--real-llm]
-                   [--trace FILE|pretty] [--verbose | --quiet]
-It answers with the mock model unless --real-llm is given.
+                   [--agent A] [--function F] [--real-llm | --mock | --dry-run]
+                   [--trace FILE|pretty] [--trace-file F] [--concurrency N]
+                   [--verbose | --quiet]
+It answers with the mock model unless --real-llm is given (as 0.1.0 did).
 """
 
 
@@ -147,9 +148,24 @@ def cli(ctx: click.Context) -> None:
     type=click.Choice(["0.1.0", "compact"]),
     help="Prompt layout (default: compact for real providers, 0.1.0 for --mock/--dry-run).",
 )
-@click.option("--trace", metavar="FILE|pretty", help="Write the trace to FILE, or print it.")
+@click.option(
+    "--trace",
+    metavar="FILE|pretty",
+    help="Write the trace to FILE; `pretty` prints the value, then a tree of what the run did.",
+)
+@click.option("--trace-file", metavar="FILE", help="Write the trace to FILE (as --trace FILE).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="With --trace pretty: the JSON document, not the value."
+)
 @click.option("--verbose", is_flag=True, help="Print the trace after the result.")
-@click.option("--quiet", is_flag=True, help="Print only the result value.")
+@click.option(
+    "--quiet", is_flag=True, help="Print only the result value (no progress, no usage line)."
+)
+@click.option(
+    "--stream/--no-stream",
+    default=None,
+    help="Show model answers as they arrive (default: when stderr is a terminal).",
+)
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Stop the run past N tokens.")
 @click.option("--max-calls", type=click.IntRange(min=1), help="Stop the run past N model calls.")
 @click.option(
@@ -194,7 +210,12 @@ def cli(ctx: click.Context) -> None:
     help="Send the run's spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT, default "
     "localhost:4318); on by itself when that variable is set. Needs the otel extra.",
 )
-@click.option("--no-learn", is_flag=True, help="Do not learn experiences from this run.")
+@click.option(
+    "--learn/--no-learn",
+    default=None,
+    help="Learn a run memory and experiences from this run "
+    "(default: only when a real model answered; never for --mock, --dry-run, --replay).",
+)
 @click.option(
     "--learn-model", metavar="URI", help="Model that rewrites learned experiences (default: none)."
 )
@@ -212,10 +233,12 @@ def run_command(
     responses: str | None,
     dry_run: bool,
     trace: str | None,
+    trace_file: str | None,
+    as_json: bool,
     verbose: bool,
     quiet: bool,
+    stream: bool | None,
     no_journal: bool,
-    no_learn: bool,
     reflect: bool,
     **settings: Any,
 ) -> None:
@@ -243,10 +266,18 @@ def run_command(
         model="dry-run" if dry_run else "mock" if responses is not None else "real",
         responses=responses or None,
         journal=not no_journal,
-        learn=not no_learn,
         **settings,
     )
-    output = actions.RunOutput(trace=trace, verbose=verbose, quiet=quiet, report_usage=True)
+    output = actions.RunOutput(
+        trace=trace,
+        verbose=verbose,
+        quiet=quiet,
+        report_usage=True,
+        tree=True,
+        json=as_json,
+        trace_path=trace_file,
+        stream=stream,
+    )
     code = actions.run_program(
         file, config, output, input_json=input_json, input_file=input_file, reflect=reflect
     )

@@ -14,7 +14,7 @@ from agentscript.cli.render import to_json
 @click.argument("run")
 @click.argument("verdict", type=click.Choice(["good", "bad"]))
 @click.argument("note", required=False)
-@workspace_option("Whose journal and memory.", default=".")
+@workspace_option("Whose journal and memory (default: the workspace root here).")
 @db_option()
 @json_option()
 @click.pass_context
@@ -23,7 +23,7 @@ def feedback_command(
     run: str,
     verdict: str,
     note: str | None,
-    workspace: str,
+    workspace: str | None,
     db: str | None,
     as_json: bool,
 ) -> None:

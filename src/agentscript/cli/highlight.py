@@ -34,11 +34,3 @@ def prompt_lexer() -> Any:
     from agentscript.lang.pygments_lexer import AgentScriptLexer
 
     return PygmentsLexer(AgentScriptLexer)
-
-
-def source_excerpt(line_text: str, column: int, color: bool) -> list[str]:
-    """The source line of a diagnostic and a caret under its 1-based column, indented; the line
-    is highlighted when `color` (a terminal), plain otherwise."""
-    shown = line_text.rstrip("\r\n").expandtabs(4)
-    caret = " " * (len(line_text[: max(column - 1, 0)].expandtabs(4))) + "^"
-    return ["    " + (highlight(shown) if color else shown), "    " + caret]

@@ -17,11 +17,11 @@ from agentscript.cli.render import to_json
 
 
 @click.command(name="learn")
-@workspace_option("Whose journal (default: the current directory).", default=".")
+@workspace_option("Whose journal (default: the workspace root here).")
 @db_option()
 @json_option()
 @click.pass_context
-def learn_command(ctx: click.Context, workspace: str, db: str | None, as_json: bool) -> None:
+def learn_command(ctx: click.Context, workspace: str | None, db: str | None, as_json: bool) -> None:
     """Learn from the finished runs that wait to be learned into the memory --db: their run
     memories and experiences. Runs queued for another database are left for it."""
 

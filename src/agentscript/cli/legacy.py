@@ -14,7 +14,7 @@ from agentscript.cli import actions
 from agentscript.cli.errors import CliError
 
 if TYPE_CHECKING:
-    from agentscript.app.configuration import RunConfig
+    from agentscript.app.configuration import ModelChoice, RunConfig
 
 # Flags that take the next argument as their value, and the field each one fills.
 _VALUE_FLAGS = {
@@ -23,6 +23,9 @@ _VALUE_FLAGS = {
     "--agent": "agent",
     "--function": "function",
     "--trace": "trace",
+    # The original's later versions: 0.1.7 `--concurrency N`, 0.1.21 `--trace-file F`.
+    "--concurrency": "concurrency",
+    "--trace-file": "trace_file",
 }
 _SWITCHES = {
     "--check": "check",
@@ -30,6 +33,9 @@ _SWITCHES = {
     "--real-llm": "real_llm",
     "--verbose": "verbose",
     "--quiet": "quiet",
+    # 0.1.6: `--mock` (the default here anyway, as in 0.1.0) and `--dry-run`.
+    "--mock": "mock",
+    "--dry-run": "dry_run",
 }
 _HELP = ("-h", "--help")
 _VERSION = ("-v", "--version")
@@ -53,8 +59,8 @@ class LegacyArgs:
         return RunConfig(
             agent=self.values.get("agent"),
             function=self.values.get("function"),
-            # 0.1.0 answered with the mock model unless asked for the real one.
-            model="real" if "real_llm" in self.switches else "mock",
+            model=self.model(),
+            concurrency=self.concurrency(),
             # 0.1.0 rooted host tools at the working directory and memory at the program's.
             workspace=os.getcwd(),
             memory_root=os.path.dirname(os.path.abspath(self.file)),
@@ -63,9 +69,22 @@ class LegacyArgs:
     def run_output(self) -> actions.RunOutput:
         return actions.RunOutput(
             trace=self.values.get("trace"),
+            trace_path=self.values.get("trace_file"),
             verbose="verbose" in self.switches,
             quiet="quiet" in self.switches,
         )
+
+    def model(self) -> ModelChoice:
+        """0.1.0 answered with the mock model unless asked for the real one."""
+        if "dry_run" in self.switches:
+            return "dry-run"
+        return "real" if "real_llm" in self.switches else "mock"
+
+    def concurrency(self) -> int:
+        text = self.values.get("concurrency", "4")
+        if not text.isdigit() or int(text) < 1:
+            raise CliError("--concurrency must be a positive integer")
+        return int(text)
 
 
 def parse_args(args: list[str]) -> LegacyArgs:
@@ -100,6 +119,9 @@ def parse_args(args: list[str]) -> LegacyArgs:
     )
     if {"parse", "check"} <= switches:
         raise CliError("Use either --parse or --check, not both")
+    if len(switches & {"mock", "dry_run", "real_llm"}) > 1:
+        raise CliError("Use only one of --mock, --dry-run and --real-llm")
+    parsed.concurrency()
     actions.check_input_flags(parsed.values.get("input_json"), parsed.values.get("input_file"))
     return parsed
 

@@ -35,8 +35,22 @@ SUBCOMMANDS = frozenset(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line on `argv` (default: `sys.argv[1:]`) and return the exit code."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    """Run the command line on `argv` (default: `sys.argv[1:]`) and return the exit code.
+
+    A reader that goes away (`agentscript … | head`) ends the command quietly with exit 0, as
+    other command-line tools do, instead of a "Broken pipe" message.
+    """
+    try:
+        code = _dispatch(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        from agentscript.cli.errors import reader_gone
+
+        return reader_gone()
+    return code
+
+
+def _dispatch(args: list[str]) -> int:
     if not args:
         from agentscript.cli.repl import run_repl
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 @click.command(name="reflect")
 @click.argument("run")
-@workspace_option("Whose journal to read.", default=".")
+@workspace_option("Whose journal to read (default: the workspace root here).")
 @click.option("--model", metavar="URI", help="The model that reflects (default: the run's own).")
 @mock_option(
     "Reflect with the mock model: scripted answers from FILE (under the key "
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 def reflect_command(
     ctx: click.Context,
     run: str,
-    workspace: str,
+    workspace: str | None,
     model: str | None,
     responses: str | None,
     agent: str | None,
@@ -97,9 +97,9 @@ def profile_group() -> None:
 
 @profile_group.command(name="summary")
 @click.argument("agent")
-@workspace_option("Whose profiles to read.", default=".")
+@workspace_option("Whose profiles to read (default: the workspace root here).")
 @click.pass_context
-def summary_command(ctx: click.Context, agent: str, workspace: str) -> None:
+def summary_command(ctx: click.Context, agent: str, workspace: str | None) -> None:
     """AGENT's profile on one screen: what it needs from you, mood, wants, beliefs, notes."""
 
     def show() -> int:

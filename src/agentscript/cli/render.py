@@ -55,8 +55,10 @@ def model_table(reports: list[ModelReport]) -> str:
             key = "not needed"
         elif report.key_present:
             key = f"{report.key_variable} set"
+        elif report.key_required:
+            key = f"{report.key_variable} missing (required)"
         else:
-            key = f"{report.key_variable} missing" + (" (required)" if report.key_required else "")
+            key = f"{report.key_variable} not set (optional with a custom base URL)"
         rows.append(
             (report.name, report.protocol or "-", report.model or "-", report.base_url or "-", key)
         )

@@ -13,14 +13,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from agentscript.app import programs
-from agentscript.app.configuration import RunConfig
+from agentscript.app.configuration import ModelChoice, RunConfig
 from agentscript.app.run import run
 from agentscript.cli import render
 from agentscript.cli.errors import REPORTED_ERRORS, CliError, error_lines
 from agentscript.cli.input import PromptedInput, parse_input_object
 from agentscript.lang import ast
+from agentscript.lang.errors import ParseError, SemanticError
 from agentscript.lang.parser import parse_program
 from agentscript.runtime.errors import AgentScriptError
+from agentscript.runtime.interpreter import RunResult
 from agentscript.runtime.loader import read_source
 
 BANNER = "AgentScript REPL\nPaste one complete agent or use :help."
@@ -36,8 +38,14 @@ Import lines (import llm M from "...") may be pasted too.
   :show             print the program built so far
   :parse            print the program's syntax tree as JSON
   :check            check the program
-  :run [json]       run the main agent (mock model) with an optional input object
-  :trace [pretty]   print the trace of the last run
+  :run [json]       run the main agent with an optional input object: value and usage
+  :trace [pretty]   print the trace of the last run (pretty: as a tree)
+  :model [mock|real]  answer generates with the mock (default) or the program's real models
+  :mock <file>      answer generates from a JSON file of scripted answers
+  :vars             list the variables set at the prompt
+
+Anything else is an expression (`1 + 2`, `x`) or an assignment (`x = [1, 2]`), evaluated
+with the session's imports and agents, e.g. `Writer.draft("tides")`.
   :reset            forget all imports and agents
   :help             show this help
   :exit, :quit      leave the REPL"""
@@ -50,6 +58,9 @@ _ANONYMOUS_MAIN_AGENT = re.compile(r"(\s*)main\s+agent(\s*)\{")
 _AGENT = re.compile(r"(\s*)agent\b")
 # `main agent {…}` is named __main_agent (reference §2.2); demoting it must keep that name.
 _ANONYMOUS_NAME = "__main_agent"
+# The agent an expression typed at the prompt runs in, and what an assignment looks like.
+_SCRATCH = "__repl"
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)\s*(.+)$")
 
 
 class ReplSession:
@@ -68,6 +79,10 @@ class ReplSession:
         self.base_dir: Path | None = None  # where relative imports resolve; None: the cwd
         self.last_trace: list[dict[str, Any]] | None = None
         self.pending: list[str] = []
+        # How generates are answered: "mock" (shape defaults or `responses`) or "real".
+        self.model: ModelChoice = "mock"
+        self.responses: Path | None = None
+        self.variables: dict[str, Any] = {}
         self._commands: dict[str, Callable[[str], None]] = {
             ":help": self._help,
             ":import": self._import,
@@ -80,6 +95,9 @@ class ReplSession:
             ":run": self._run,
             ":trace": self._trace,
             ":reset": self._reset,
+            ":model": self._choose_model,
+            ":mock": self._choose_script,
+            ":vars": self._list_variables,
         }
 
     @property
@@ -112,7 +130,7 @@ class ReplSession:
             self.pending = [line]
             self._finish_paste_if_complete()
         else:
-            self._complain(ONE_AGENT)
+            self._guarded(self._evaluate, text)
         return True
 
     def discard_paste(self) -> None:
@@ -225,21 +243,88 @@ class ReplSession:
         input_value = parse_input_object(argument, ":run input") if argument else {}
         if not self.agents:
             raise CliError("No agents to run. Paste an agent or use :load.")
+        result = self._execute(self._program(), input_value)
+        self._say(render.to_json(result.value))
+        self._complain(render.usage_line(result.usage) + " (:trace for the rest)")
+
+    def _execute(
+        self, program: ast.Program, input_value: Any, agent: str | None = None
+    ) -> RunResult:
+        """Run with the session's model choice; the trace is kept for :trace."""
         # REPL experiments are not journaled: they are drafts, not runs of a program.
         config = RunConfig(
-            model="mock",
+            model=self.model,
+            responses=self.responses if self.model == "mock" else None,
             input_provider=PromptedInput(self._ask),
             debug_stream=self._err,
             journal=False,
+            agent=agent,
         )
         try:
-            result = run(self._program(), input_value, config)
+            result = run(program, input_value, config)
         except AgentScriptError as error:
             if error.trace is not None:
                 self.last_trace = error.trace
             raise
         self.last_trace = result.trace
-        self._say(render.run_output(result.value, result.trace))
+        return result
+
+    def _evaluate(self, text: str) -> None:
+        """`x = expr` stores the value of expr as x; `expr` prints its value. The expression
+        runs in a scratch agent beside the session's agents, with the variables as input."""
+        assignment = _ASSIGNMENT.match(text)
+        name, expression = (assignment[1], assignment[2]) if assignment else (None, text)
+        try:
+            program = self._scratch_program(expression)
+            value = self._execute(program, self.variables, _SCRATCH).value
+        except SemanticError as error:
+            # Positions would point into the scratch agent, which the user never sees.
+            raise CliError("; ".join(d.message for d in error.diagnostics)) from None
+        except ParseError as error:
+            raise CliError(f"{ONE_AGENT} Not an expression either: {error.bare_message}") from None
+        if name is not None:
+            self.variables[name] = value
+        self._say(render.to_json(value))
+
+    def _scratch_program(self, expression: str) -> ast.Program:
+        lines = [f"  {name} = input.{name}" for name in self.variables]
+        models = [decl.name for decl in self._program().imports if decl.resource_kind == "llm"]
+        model = f"  model {models[0]}\n" if models else ""
+        scratch = (
+            f"agent {_SCRATCH} {{\n{model}  func run(input) {{\n"
+            + "".join(f"  {line}\n" for line in lines)
+            + f"    return ({expression})\n  }}\n  main func(input) {{ return run(input) }}\n}}\n"
+        )
+        return programs.load_source(self._source() + "\n" + scratch, base_dir=self._base_dir())
+
+    def _choose_model(self, argument: str) -> None:
+        if argument not in ("", "mock", "real"):
+            raise CliError("Usage: :model [mock|real]")
+        if argument:
+            self.model = "real" if argument == "real" else "mock"
+            if argument == "mock":
+                self.responses = None
+        answered = f"scripted answers from {self.responses}" if self.responses else "shape defaults"
+        self._say(
+            "generates use the program's real models"
+            if self.model == "real"
+            else f"generates use the mock model ({answered})"
+        )
+
+    def _choose_script(self, argument: str) -> None:
+        if not argument:
+            raise CliError("Usage: :mock <answers.json>")
+        path = Path(argument).absolute()
+        if not path.is_file():
+            raise CliError(f"No such file: {argument}")
+        self.model, self.responses = "mock", path
+        self._choose_model("")
+
+    def _list_variables(self, argument: str) -> None:
+        if not self.variables:
+            self._say("(no variables)")
+        for name, value in self.variables.items():
+            self._say(f"{name} = {render.to_json(value)}")
 
     def _trace(self, argument: str) -> None:
         if argument not in ("", "pretty"):
@@ -257,6 +342,7 @@ class ReplSession:
         self.agents = {}
         self.base_dir = None
         self.last_trace = None
+        self.variables = {}
         self._say("reset")
 
     # ------------------------------------------------------------------ helpers

@@ -20,7 +20,7 @@ from agentscript.cli.render import print_trace, to_json
 if TYPE_CHECKING:
     from agentscript.learn.journal import Journal
 
-_WORKSPACE = workspace_option("Whose journal to read.", default=".")
+_WORKSPACE = workspace_option("Whose journal to read (default: the workspace root here).")
 
 
 @click.group(name="runs")
@@ -28,7 +28,7 @@ def runs_group() -> None:
     """The run journal: what every run did, kept in <workspace>/.agentscript/runs.db."""
 
 
-def _with_journal(action: Callable[[Journal], int], workspace: str) -> int:
+def _with_journal(action: Callable[[Journal], int], workspace: str | None) -> int:
     """Open the workspace's journal (agentscript.app.workspace), run `action`, close it."""
     from agentscript.app.workspace import Workspace
 
@@ -44,7 +44,7 @@ def _with_journal(action: Callable[[Journal], int], workspace: str) -> int:
 @json_option("Print JSON instead of a table.")
 @_WORKSPACE
 @click.pass_context
-def list_command(ctx: click.Context, limit: int, as_json: bool, workspace: str) -> None:
+def list_command(ctx: click.Context, limit: int, as_json: bool, workspace: str | None) -> None:
     """The newest runs: id, status, start, duration, events, program."""
     from agentscript.learn.journal import format_runs, list_runs
 
@@ -61,7 +61,7 @@ def list_command(ctx: click.Context, limit: int, as_json: bool, workspace: str) 
 @click.option("--pretty", is_flag=True, help="A readable header and trace instead of JSON.")
 @_WORKSPACE
 @click.pass_context
-def show_command(ctx: click.Context, run: str, pretty: bool, workspace: str) -> None:
+def show_command(ctx: click.Context, run: str, pretty: bool, workspace: str | None) -> None:
     """Everything the journal holds about RUN."""
     from agentscript.learn.journal import format_run, show_run
 
@@ -78,7 +78,7 @@ def show_command(ctx: click.Context, run: str, pretty: bool, workspace: str) -> 
 @click.option("--pretty", is_flag=True, help="Draw the trace instead of printing JSON.")
 @_WORKSPACE
 @click.pass_context
-def replay_command(ctx: click.Context, run: str, pretty: bool, workspace: str) -> None:
+def replay_command(ctx: click.Context, run: str, pretty: bool, workspace: str | None) -> None:
     """RUN's trace as it happened, exactly as the run returned it."""
     from agentscript.learn.journal import replay_run
 
@@ -97,7 +97,7 @@ def replay_command(ctx: click.Context, run: str, pretty: bool, workspace: str) -
 @click.argument("run")
 @_WORKSPACE
 @click.pass_context
-def trace_command(ctx: click.Context, run: str, workspace: str) -> None:
+def trace_command(ctx: click.Context, run: str, workspace: str | None) -> None:
     """RUN's execution trace: goal, tool chain, approvals, files, result, success."""
     from agentscript.learn.journal import run_trace
 
@@ -113,7 +113,9 @@ def trace_command(ctx: click.Context, run: str, workspace: str) -> None:
 @click.option("--html", "html_file", metavar="FILE", help="Also write a self-contained page.")
 @_WORKSPACE
 @click.pass_context
-def graph_command(ctx: click.Context, run: str, html_file: str | None, workspace: str) -> None:
+def graph_command(
+    ctx: click.Context, run: str, html_file: str | None, workspace: str | None
+) -> None:
     """RUN's tool chain as a tree; with --html, its task graph as an SVG page."""
     from rich.console import Console
 
@@ -137,7 +139,7 @@ def graph_command(ctx: click.Context, run: str, html_file: str | None, workspace
 @_WORKSPACE
 @click.pass_context
 def view_command(
-    ctx: click.Context, run: str, out_file: str | None, open_page: bool, workspace: str
+    ctx: click.Context, run: str, out_file: str | None, open_page: bool, workspace: str | None
 ) -> None:
     """RUN's page (default: the last run): timeline, generates, tools, task graph, in one
     self-contained HTML file (default .agentscript/views/<run id>.html)."""
@@ -166,7 +168,7 @@ def view_command(
 @_WORKSPACE
 @click.pass_context
 def export_command(
-    ctx: click.Context, run: str, otlp: bool, endpoint: str | None, workspace: str
+    ctx: click.Context, run: str, otlp: bool, endpoint: str | None, workspace: str | None
 ) -> None:
     """Send RUN from the journal to an OpenTelemetry collector over OTLP/HTTP, with the times
     it happened (needs the otel extra)."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from agentscript.lang import ast
 from agentscript.lang.counts import MAX_COUNT, count_fits, too_large_count
 from agentscript.lang.errors import Diagnostic, SourceRange
+from agentscript.lang.suggest import did_you_mean
 
 # Symbol kinds: the import kinds, plus these.
 AGENT = "agent"
@@ -55,6 +56,15 @@ class _Scope:
                 return kind
             scope = scope.parent
         return None
+
+    def names(self) -> set[str]:
+        """Every name visible here, for suggestions."""
+        visible: set[str] = set()
+        scope: _Scope | None = self
+        while scope is not None:
+            visible.update(scope.symbols)
+            scope = scope.parent
+        return visible
 
     def owner(self, name: str) -> _Scope | None:
         """The scope that binds `name`, or None."""
@@ -196,7 +206,12 @@ class _Checker:
                 return
             kind = scope.lookup(value.name)
             if kind is None:
-                self.report("UNKNOWN_MODEL", f"Unknown model import '{value.name}'", value.range)
+                llms = [name for name, kind in self.imports.items() if kind == "llm"]
+                self.report(
+                    "UNKNOWN_MODEL",
+                    f"Unknown model import '{value.name}'{did_you_mean(value.name, llms)}",
+                    value.range,
+                )
             elif kind != "llm":
                 self.report("INVALID_MODEL", "model must reference an imported llm", value.range)
         elif not isinstance(value, ast.StringExpr):
@@ -339,7 +354,10 @@ class _Checker:
     def check_expr(self, expr: ast.Expr, scope: _Scope) -> None:
         if isinstance(expr, ast.IdentifierExpr):
             if scope.lookup(expr.name) is None:
-                self.report("UNKNOWN_IDENTIFIER", f"Unknown identifier '{expr.name}'", expr.range)
+                hint = did_you_mean(expr.name, scope.names())
+                self.report(
+                    "UNKNOWN_IDENTIFIER", f"Unknown identifier '{expr.name}'{hint}", expr.range
+                )
         elif isinstance(expr, ast.CallExpr):
             self.check_call(expr, scope)
         elif isinstance(expr, ast.GenerateExpr):

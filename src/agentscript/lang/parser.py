@@ -17,6 +17,7 @@ from agentscript.lang import ast
 from agentscript.lang.counts import MAX_COUNT, count_fits, too_large_count
 from agentscript.lang.errors import ParseError, SourceMap, SourceRange
 from agentscript.lang.lexer import tokenize
+from agentscript.lang.suggest import did_you_mean
 from agentscript.lang.tokens import (
     BINARY_PRECEDENCE,
     CONFIG_KEYS,
@@ -53,7 +54,62 @@ def parse_program(source: str, path: str | None = None) -> ast.Program:
     """Parse a whole program. `path` only decorates errors and declarations."""
     if sys.getrecursionlimit() < _RECURSION_ROOM:
         sys.setrecursionlimit(_RECURSION_ROOM)
-    return _Parser(tokenize(source, path), SourceMap(source), path).program()
+    tokens = tokenize(source, path)
+    source_map = SourceMap(source)
+    try:
+        return _Parser(tokens, source_map, path).program()
+    except ParseError as error:
+        unclosed = _unclosed_brace(tokens, source, error.position.offset)
+        if unclosed is None:
+            raise
+        opened = source_map.position(unclosed.start)
+        raise ParseError(
+            f"Missing '}}' to close the shape opened at {opened.line}:{opened.column} "
+            f"({error.bare_message})",
+            opened,
+            path,
+        ) from None
+
+
+def _unclosed_brace(tokens: list[Token], source: str, before: int) -> Token | None:
+    """The `{` a parse error most likely comes from: one closed (by indentation) by a `}` at
+    the start of a line indented less than the line the `{` is on. With `-> { greeting string`
+    and no `}`, the function's `}` below is taken for the shape's and the error appears far
+    away; this names the shape instead. Only shapes (`-> {`, which 0.1.0 did not have) are
+    named, so 0.1.0 programs keep their 0.1.0 messages; only braces before the error count."""
+    stack: list[tuple[Token, Token | None]] = []
+    previous: Token | None = None
+    for token in tokens:
+        if token.start > before:
+            break
+        if token.symbol == "{":
+            stack.append((token, previous))
+        elif token.symbol == "}" and stack:
+            opener, before_opener = stack[-1]
+            if (
+                before_opener is not None
+                and before_opener.symbol == "->"
+                and _starts_line(source, token.start)
+                and _indent(source, token.start) < _indent(source, opener.start)
+            ):
+                return opener
+            stack.pop()
+        previous = token
+    return None
+
+
+def _line_start(source: str, offset: int) -> int:
+    return source.rfind("\n", 0, offset) + 1
+
+
+def _starts_line(source: str, offset: int) -> bool:
+    return not source[_line_start(source, offset) : offset].strip()
+
+
+def _indent(source: str, offset: int) -> int:
+    start = _line_start(source, offset)
+    line = source[start:offset]
+    return len(line) - len(line.lstrip())
 
 
 class _Parser:
@@ -299,7 +355,8 @@ class _Parser:
             self.expect_symbol("]")
             return ast.ListShapeType(range=self.span(token.start), item_type=item_type)
         if token.value not in SHAPE_TYPE_NAMES:
-            raise self.error(f"Unsupported shape type '{token.value}'", token)
+            hint = did_you_mean(token.value, SHAPE_TYPE_NAMES)
+            raise self.error(f"Unsupported shape type '{token.value}'{hint}", token)
         return ast.NamedShapeType(range=self.span(token.start), name=token.value)
 
     # ------------------------------------------------------------------ statements

@@ -71,6 +71,35 @@ def journal_path(workspace: str | Path) -> Path:
     return Path(workspace) / JOURNAL_FILE
 
 
+def find_workspace_root(start: str | Path) -> Path:
+    """Where the journal of runs started in `start` lives, by one rule that `run` (from the
+    program's folder) and `runs` (from the current folder) share: the nearest folder from
+    `start` upward that already holds a journal or is a version-control root (`.git`), else
+    `start` itself. The home folder is never chosen by the search (it holds the user's own
+    memory database, not a workspace), and an explicit `--workspace` skips the search."""
+    folder = Path(start).resolve()
+    home = Path.home().resolve()
+    for candidate in (folder, *folder.parents):
+        if candidate == home or candidate == candidate.parent:
+            break
+        if (candidate / JOURNAL_FILE).is_file() or (candidate / ".git").exists():
+            return candidate
+    return folder
+
+
+def run_journal_path(workspace: str | Path | None, start: str | Path) -> Path:
+    """Where a run journals: in `workspace` when one was given explicitly, else at the
+    workspace root found from `start` (the program's folder)."""
+    root = Path(workspace) if workspace is not None else find_workspace_root(start)
+    return journal_path(root)
+
+
+def journal_folder(workspace: str | Path | None) -> Path:
+    """The folder whose journal a command opens: `workspace` when given, else the workspace
+    root around the current folder."""
+    return Path(workspace) if workspace is not None else find_workspace_root(Path.cwd())
+
+
 def new_run_id(now: float) -> str:
     """`YYYYMMDD-HHMMSS-xxxxxx` (UTC, random suffix): sorts by start time, short to type."""
     stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%d-%H%M%S")

@@ -90,6 +90,12 @@ class Source:
         return cls(**parts)
 
 
+# Source reasons of what runs write on their own (agentscript.learn: a run memory, a distilled
+# experience), as opposed to what users and programs remember. Learned entries never outrank
+# remembered ones in recall and have their own section in the digest.
+LEARNED_REASON_PREFIXES = ("run-memory", "experience:")
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One memory. Timestamps are stored UTC strings (see timeline); `bucket` is the local day
@@ -117,6 +123,12 @@ class Entry:
     archive_ref: tuple[str, ...] = ()
     reinforce_count: int = 0
     superseded_by: str | None = None
+
+    @property
+    def learned(self) -> bool:
+        """Whether a run wrote this on its own (see LEARNED_REASON_PREFIXES)."""
+        reason = self.source.reason or ""
+        return reason.startswith(LEARNED_REASON_PREFIXES)
 
     @property
     def title_norm(self) -> str:

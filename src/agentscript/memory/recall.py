@@ -100,21 +100,39 @@ def rank(
         for identifier, score in scores.items()
     }
     ordered = sorted(final, key=lambda identifier: (-final[identifier], identifier))
-    window = ordered[: max(limit, semantic.pool)] if semantic is not None else ordered[:limit]
-    entries = {entry.id: entry for entry in store.select(replace(where, ids=tuple(window)))}
+    if semantic is not None:
+        window = ordered[: max(limit, semantic.pool)]
+        entries = {entry.id: entry for entry in store.select(replace(where, ids=tuple(window)))}
+    else:
+        entries = _load_remembered_first(store, where, ordered, limit)
     scored = [(identifier, final[identifier]) for identifier in ordered]
     note = None
     if semantic is not None:
         reranked = semantic.rerank(store, where.scopes, query, ordered, entries)
         scored, note = reranked.order or scored, reranked.problem
+    loaded = [(identifier, score) for identifier, score in scored if identifier in entries]
+    # What users and programs remembered comes before what runs learned on their own.
+    loaded.sort(key=lambda pair: entries[pair[0]].learned)
     return Ranking(
-        [
-            Ranked(entries[identifier], score)
-            for identifier, score in scored[:limit]
-            if identifier in entries
-        ],
-        note,
+        [Ranked(entries[identifier], score) for identifier, score in loaded[:limit]], note
     )
+
+
+def _load_remembered_first(
+    store: MemoryStore, where: EntryFilter, ordered: list[str], limit: int
+) -> dict[str, Entry]:
+    """The best `limit` entries, and further ones while learned entries (run memories,
+    experiences) take places that remembered ones further down can fill."""
+    entries: dict[str, Entry] = {}
+    step = max(limit, 1)
+    for start in range(0, len(ordered), step):
+        chunk = ordered[start : start + step]
+        entries.update(
+            (entry.id, entry) for entry in store.select(replace(where, ids=tuple(chunk)))
+        )
+        if sum(not entry.learned for entry in entries.values()) >= limit:
+            break
+    return entries
 
 
 def _recency(match: Match, now: datetime, tuning: RecallTuning) -> float:

@@ -98,6 +98,8 @@ DIGEST_PREAMBLE = (
     "This digest is a view: never store it as a memory."
 )
 DIGEST_FOOTER = "</memory-digest>"
+# Heads the digest's last section: run memories and experiences, which runs wrote themselves.
+DIGEST_LEARNED_HEADING = "Learned from runs (not remembered by you):"
 REASON_SUPERSEDED = "superseded"
 REASON_FORGOTTEN = "forgotten"
 # Entries with this tag open the digest: what an agent is waiting for the user to do
@@ -832,16 +834,19 @@ class MemoryService:
             if len(chosen) >= budget_entries or len(trial.encode("utf-8")) > budget_bytes:
                 break
             chosen.append(line)
+        if chosen and chosen[-1] == DIGEST_LEARNED_HEADING:
+            chosen.pop()  # a heading without its section
         note, compaction = read_report(compaction)
         if not chosen:
             return DigestResult("", 0, 0, len(lines), note, compaction)
-        omitted = self._digest_total(plan) - len(chosen)
+        shown_entries = sum(line != DIGEST_LEARNED_HEADING for line in chosen)
+        omitted = self._digest_total(plan) - shown_entries
         body = [*header, *chosen]
         if omitted > 0:
             body.append(_omitted_line(omitted))
         text = "\n".join([*body, DIGEST_FOOTER])
         size = len(text.encode("utf-8"))
-        return DigestResult(text, size, len(chosen), max(omitted, 0), note, compaction)
+        return DigestResult(text, size, shown_entries, max(omitted, 0), note, compaction)
 
     def _digest_lines(self, plan: ScopePlan, wanted: int) -> list[str]:
         attention = self.store.select(
@@ -870,8 +875,13 @@ class MemoryService:
         lines = [f"- {entry.title}" for entry in attention]
         lines += [f"- {entry.key}: {entry.title}" for entry in facts]
         lines += [f"- [{entry.level} summary {entry.bucket}] {entry.title}" for entry in summaries]
-        lines += [self._digest_line(entry) for entry in recent]
-        return lines[:wanted]
+        lines += [self._digest_line(entry) for entry in recent if not entry.learned]
+        lines = lines[:wanted]
+        # What runs learned on their own comes last, in its own section.
+        learned = [self._digest_line(entry) for entry in recent if entry.learned]
+        if learned and len(lines) < wanted:
+            lines += [DIGEST_LEARNED_HEADING, *learned[: wanted - len(lines)]]
+        return lines
 
     def _digest_line(self, entry: Entry) -> str:
         day = local_day(parse_timestamp(entry.event_time), self.clock).isoformat()

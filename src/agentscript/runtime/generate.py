@@ -23,7 +23,7 @@ from agentscript.runtime.errors import AgentScriptError, ExecutionError, ModelOu
 from agentscript.runtime.jsjson import stringify
 from agentscript.runtime.ports import GenerateRequest, GenerateResponse, LlmProvider
 from agentscript.runtime.shapes import coerce, shape_schema, validate_output
-from agentscript.runtime.trace import Tracer
+from agentscript.runtime.trace import Tracer, short
 from agentscript.runtime.usage import Usage
 from agentscript.runtime.values import LlmBinding, sanitize
 
@@ -121,10 +121,13 @@ def run_generate(
     tracer: Tracer,
     debug_stream: TextIO | None,
     meter: RunMeter | None = None,
+    stream: bool = False,
 ) -> Any:
     """Run the attempt loop and return the validated value (or the text of a free-form one).
 
-    Every attempt is metered against the run budget; a budget error is never repaired.
+    Every attempt is metered against the run budget; a budget error is never repaired. With
+    `stream`, providers that can stream pass the answer text to the trace sinks as it arrives.
+    The traced event says how long the whole generate took and how many attempts it had.
     """
     settings = call.settings
     where = call.expr.range.start
@@ -174,6 +177,17 @@ def run_generate(
             strict=settings.strict,
             deadline_seconds=meter.remaining_seconds() if meter else None,
             on_event=tracer.emit,
+            on_text=tracer.text_delta if stream else None,
+        )
+        tracer.step_started(
+            "generate",
+            {
+                "agent": call.agent_name,
+                "function": call.function_name,
+                "instruction": short(sanitize(call.instruction)),
+                "attempt": attempt,
+                "max_attempts": settings.attempts,
+            },
         )
         raw: Any = None
         has_output = False
@@ -235,6 +249,7 @@ def run_generate(
             "debug": settings.debug,
             "context": built.to_json(),
             "result": sanitize(value),
+            "max_attempts": settings.attempts,
             "promptTokens": built.token_breakdown(),
         }
         if failures:
@@ -292,6 +307,7 @@ def _trace_failure(
         "ok": False,
         "error": failures[-1],
         "errors": failures,
+        "max_attempts": call.settings.attempts,
     }
     if usage:
         data["usage"] = usage.to_json()

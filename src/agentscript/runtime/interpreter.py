@@ -12,8 +12,9 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -45,7 +46,7 @@ from agentscript.runtime.ports import (
 )
 from agentscript.runtime.scope import MISSING, CallFrame, Scope, UseDeclaration
 from agentscript.runtime.secrets import SecretSet
-from agentscript.runtime.trace import TraceEvent, Tracer, TraceSink, event_json
+from agentscript.runtime.trace import TraceEvent, Tracer, TraceSink, elapsed_ms, event_json
 from agentscript.runtime.uris import scrub_uri, uri_password
 from agentscript.runtime.values import (
     AgentBinding,
@@ -92,6 +93,8 @@ class ExecutionOptions:
     concurrency: int = DEFAULT_CONCURRENCY
     # `use one of` choices by site id (`file#Agent.func[label]`), beating `selected` and first.
     variants: dict[str, str] = field(default_factory=dict)
+    # Let providers that can stream pass the answer text to the trace sinks as it arrives.
+    stream: bool = False
     # Where `import file` reads (the workspace jail); None: file imports fail.
     file_imports: FileImports | None = None
     # The run's redaction set (runtime/secrets.py): the trace, errors and memory writes are
@@ -445,36 +448,71 @@ class Interpreter:
             raise self.error("for loop requires a list value", stmt.iterable.range, scope)
         # The count is fixed when the loop starts: items added by the body are not visited.
         meter = self.options.meter
-        for index in range(min(stmt.max_iterations, len(items))):
-            meter.check_time()
-            item = items[index]
-            self.tracer.emit(
-                "for", {"item": stmt.item_name, "index": index, "value": sanitize(item)}
-            )
-            body_scope = Scope(scope)
-            body_scope.locals[stmt.item_name] = item
-            outcome = self.exec_block(stmt.body, body_scope)
-            if outcome is not None:
-                return outcome
+        site = _loop_site(stmt)
+        with self._loop_rounds(site) as rounds:
+            for index in range(min(stmt.max_iterations, len(items))):
+                meter.check_time()
+                item = items[index]
+                rounds.append(index)
+                self.tracer.emit(
+                    "for",
+                    {"item": stmt.item_name, "index": index, "value": sanitize(item), "loop": site},
+                )
+                body_scope = Scope(scope)
+                body_scope.locals[stmt.item_name] = item
+                outcome = self.exec_block(stmt.body, body_scope)
+                if outcome is not None:
+                    return outcome
         return None
 
     def exec_loop(self, stmt: ast.LoopUntilStmt, scope: Scope) -> _Return | None:
-        for _ in range(stmt.max_iterations):
-            self.options.meter.check_time()
-            if truthy(self.evaluate(stmt.condition, scope)):
-                return None
-            outcome = self.exec_block(stmt.body, Scope(scope))
-            if outcome is not None:
-                return outcome
+        site = _loop_site(stmt)
+        statement = f"loop until {format_expr(stmt.condition)}"
+        with self._loop_rounds(site) as rounds:
+            for index in range(stmt.max_iterations):
+                self.options.meter.check_time()
+                if truthy(self.evaluate(stmt.condition, scope)):
+                    return None
+                self._begin_round(site, statement, index, stmt.max_iterations, rounds)
+                outcome = self.exec_block(stmt.body, Scope(scope))
+                if outcome is not None:
+                    return outcome
         return None
 
     def exec_repeat(self, stmt: ast.RepeatStmt, scope: Scope) -> _Return | None:
-        for _ in range(stmt.max_attempts):
-            self.options.meter.check_time()
-            outcome = self.exec_block(stmt.body, Scope(scope))
-            if outcome is not None:
-                return outcome
+        site = _loop_site(stmt)
+        with self._loop_rounds(site) as rounds:
+            for index in range(stmt.max_attempts):
+                self.options.meter.check_time()
+                self._begin_round(site, "repeat", index, stmt.max_attempts, rounds)
+                outcome = self.exec_block(stmt.body, Scope(scope))
+                if outcome is not None:
+                    return outcome
         return None
+
+    def _begin_round(
+        self, site: str, statement: str, index: int, limit: int, rounds: list[int]
+    ) -> None:
+        """A `loop` event opens each round of `loop until` and `repeat`, as `for` does."""
+        rounds.append(index)
+        self.tracer.emit(
+            "loop", {"loop": site, "statement": statement, "index": index, "limit": limit}
+        )
+
+    @contextmanager
+    def _loop_rounds(self, site: str) -> Iterator[list[int]]:
+        """Close a loop that ran at least one round with a `loop_end` event (also when it
+        returns or fails), so renderers can nest each round's events under it."""
+        rounds: list[int] = []
+        started = time.monotonic()
+        try:
+            yield rounds
+        finally:
+            if rounds:
+                self.tracer.emit(
+                    "loop_end",
+                    {"loop": site, "rounds": len(rounds), "duration_ms": elapsed_ms(started)},
+                )
 
     def exec_config(self, stmt: ast.ConfigStmt, scope: Scope) -> None:
         self.apply_config(stmt.key, stmt.value, scope, stmt.range)
@@ -641,6 +679,7 @@ class Interpreter:
             raise self.error(label + "no tool provider is configured", where, scope)
         meter = self.options.meter
         meter.check_time()
+        self.tracer.step_started("tool", {"tool": tool.name, "method": method, "uri": shown_uri})
         started = time.monotonic()
         try:
             result = provider.call(
@@ -840,8 +879,19 @@ class Interpreter:
             layout=layout,
         )
         return run_generate(
-            call, self.options.llm, self.tracer, self.options.debug_stream, self.options.meter
+            call,
+            self.options.llm,
+            self.tracer,
+            self.options.debug_stream,
+            self.options.meter,
+            stream=self.options.stream,
         )
+
+
+def _loop_site(stmt: ast.Node) -> str:
+    """`line:column` of a loop statement, pairing its round events with its `loop_end`."""
+    start = stmt.range.start
+    return f"{start.line}:{start.column}"
 
 
 def _scheme(uri: str) -> str:

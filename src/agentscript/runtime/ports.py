@@ -43,10 +43,22 @@ class GenerateRequest:
     # Seconds left in the run's time budget, so a provider can cap its own timeout.
     deadline_seconds: float | None = None
     on_event: EventCallback | None = None
+    # A provider that streams hands each piece of the answer text here as it arrives (for a
+    # live view); the answer is still validated as a whole when it is complete.
+    on_text: Callable[[str], object] | None = None
 
     def report(self, kind: str, data: dict[str, Any]) -> None:
         if self.on_event is not None:
             self.on_event(kind, data)
+
+    def stream(self, text: str) -> None:
+        if self.on_text is not None:
+            self.on_text(text)
+
+    @property
+    def wants_stream(self) -> bool:
+        """Whether someone watches the answer arrive; providers stream only then."""
+        return self.on_text is not None
 
     @property
     def call_key(self) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 from agentscript.lang import ast
 from agentscript.runtime.errors import ExecutionError
+from agentscript.runtime.jsjson import stringify
 from agentscript.runtime.values import BINDING_TYPES, is_number, normalise_number
 
 _NUMBER_TEXT = re.compile(r"^-?(0|[1-9]\d*)(\.\d+)?$")
@@ -116,18 +117,32 @@ def validate_output(
 def check_type(
     value: Any, shape_type: ast.ShapeType, prefix: str, field: ast.ShapeField, path: str | None
 ) -> None:
-    """Type rules shared by generate output and entry input (`prefix` names which)."""
+    """Type rules shared by generate output and entry input (`prefix` names which). The error
+    names the field and shows what came, e.g. `LLM result field 'total' must be a number,
+    got "many"`."""
+    _check_type(value, shape_type, prefix, field, field.name, path)
+
+
+def _check_type(
+    value: Any,
+    shape_type: ast.ShapeType,
+    prefix: str,
+    field: ast.ShapeField,
+    name: str,
+    path: str | None,
+) -> None:
     if isinstance(shape_type, ast.ListShapeType):
         if not isinstance(value, list):
-            raise ExecutionError(f"{prefix} must be a list", field.range.start, path)
-        for item in value:
-            check_type(item, shape_type.item_type, prefix, field, path)
+            raise _wrong_type(f"{prefix} '{name}' must be a list", value, field, path)
+        for index, item in enumerate(value):
+            _check_type(item, shape_type.item_type, prefix, field, f"{name}[{index}]", path)
         return
-    name = shape_type.name
-    if name == "json":
+    type_name = shape_type.name
+    if type_name == "json":
         if _contains_binding(value):
             raise ExecutionError(
-                f"{prefix.replace(' field', '')} json field cannot contain runtime resource bindings",
+                f"{prefix.replace(' field', '')} json field '{name}' cannot contain runtime "
+                "resource bindings",
                 field.range.start,
                 path,
             )
@@ -137,9 +152,21 @@ def check_type(
         "number": is_number(value),
         "boolean": isinstance(value, bool),
         "list": isinstance(value, list),
-    }[name]
+    }[type_name]
     if not valid:
-        raise ExecutionError(f"{prefix} must be a {name}", field.range.start, path)
+        raise _wrong_type(f"{prefix} '{name}' must be a {type_name}", value, field, path)
+
+
+_SHOWN = 40
+
+
+def _wrong_type(
+    message: str, value: Any, field: ast.ShapeField, path: str | None
+) -> ExecutionError:
+    shown = "a runtime binding" if isinstance(value, BINDING_TYPES) else stringify(value)
+    if len(shown) > _SHOWN:
+        shown = shown[: _SHOWN - 3] + "..."
+    return ExecutionError(f"{message}, got {shown}", field.range.start, path)
 
 
 def _contains_binding(value: Any) -> bool:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,8 @@ class TraceEvent:
     id: int = 0
     parent: int | None = None
     depth: int = 0
+    # When an agent call began (time.monotonic), for its `duration_ms`; not part of the JSON.
+    started: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """`{kind, data}` as JSON data; a finished agent event's nested events included."""
@@ -48,6 +51,14 @@ class TraceSink:
         """`secret` was learned during the run: events already arrive redacted, but a sink
         that also stores the run's value or error must hide it there too (or share the run's
         SecretSet, as the journal does)."""
+
+    def step_started(self, kind: str, data: dict[str, Any]) -> None:
+        """A slow step begins (a `generate` attempt or a tool call), so a live view can show it
+        in flight; its finished event arrives through `event` as usual. `data` is a short
+        description (agent, function, attempt, tool, method), never a prompt."""
+
+    def text_delta(self, text: str) -> None:
+        """A piece of a model answer arrived while it streams (already redacted)."""
 
     def run_ended(self, status: str, error: str | None = None) -> None:
         """The run is over: "ok", "error" (with its message, redacted) or "interrupted"."""
@@ -140,12 +151,26 @@ class Tracer:
     def _notify(self, event: TraceEvent, started: bool = False) -> None:
         if not self.sinks:
             return
+        if started:
+            self._broadcast(lambda sink: sink.agent_started(event))
+        else:
+            self._broadcast(lambda sink: sink.event(event))
+
+    def step_started(self, kind: str, data: dict[str, Any]) -> None:
+        """Tell the sinks a slow step begins; nothing is recorded in the trace."""
+        if self.sinks:
+            self._broadcast(lambda sink: sink.step_started(kind, data))
+
+    def text_delta(self, text: str) -> None:
+        """Pass a streamed piece of a model answer to the sinks (not recorded in the trace)."""
+        if self.sinks and text:
+            shown = self.secrets.scrub_text(text)
+            self._broadcast(lambda sink: sink.text_delta(shown))
+
+    def _broadcast(self, notify: Callable[[TraceSink], object]) -> None:
         with self._sink_lock:
             for sink in self.sinks:
-                if started:
-                    sink.agent_started(event)
-                else:
-                    sink.event(event)
+                notify(sink)
 
     def branch_point(self) -> BranchPoint:
         """Call in the spawning thread before starting concurrent branches."""
@@ -170,6 +195,7 @@ class Tracer:
         parent = frame.call
         args = self.secrets.scrub(args)
         call = TraceEvent(
+            started=time.monotonic(),
             kind="agent",
             data={"agent": agent, "function": function, "args": args},
             id=next(self._ids),
@@ -185,12 +211,18 @@ class Tracer:
         stack = self._stack
         frame = stack.pop()
         assert frame.call is call, "agent calls must close in order"
+        call.data["duration_ms"] = elapsed_ms(call.started)
         call.data["result"] = self.secrets.scrub(result)
         if error is not None:
             call.data["error"] = self.secrets.scrub_text(error)
         call.data["trace"] = frame.events
         stack[-1].events.append(call)
         self._notify(call)
+
+
+def elapsed_ms(started: float) -> int:
+    """Whole milliseconds since `started` (a time.monotonic() reading), for `duration_ms`."""
+    return round((time.monotonic() - started) * 1000)
 
 
 def event_json(event: TraceEvent) -> dict[str, Any]:
@@ -274,9 +306,16 @@ def nested_groups(kind: str, data: dict[str, Any]) -> list[tuple[str | None, lis
     return []
 
 
+# Round markers of `loop until` / `repeat` and loop ends: later additions that the 0.1.0 plain
+# format has no line for (a tree renderer nests the rounds with them).
+LOOP_MARKERS = frozenset({"loop", "loop_end"})
+
+
 def _format_into(trace: list[dict[str, Any]], depth: int, lines: list[str]) -> None:
     for event in trace:
         kind = str(event.get("kind"))
+        if kind in LOOP_MARKERS:
+            continue
         data = event.get("data") or {}
         lines.append("  " * depth + event_title(kind, data))
         for heading, events in nested_groups(kind, data):

@@ -282,9 +282,9 @@ class _Eval:
         """Where the runs are journaled, as `agentscript.run` decides it."""
         if self.config.journal_path is not None:
             return Path(self.config.journal_path)
-        from agentscript.learn.journal import journal_path
+        from agentscript.learn.journal import run_journal_path
 
-        return journal_path(self._workspace())
+        return run_journal_path(self.config.workspace, self._workspace())
 
     def _workspace(self) -> Path:
         if self.config.workspace is not None:

@@ -8,11 +8,18 @@ single forced tool whose input schema is the shape, and the tool input is the an
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from agentscript.providers.llm.endpoints import ModelEndpoint
-from agentscript.providers.llm.http_model import DEFAULT_MAX_TOKENS, HttpModel, token_count
-from agentscript.runtime.jsjson import stringify
+from agentscript.providers.llm.http_model import (
+    DEFAULT_MAX_TOKENS,
+    HttpModel,
+    sse_data,
+    token_count,
+)
+from agentscript.providers.llm.json_text import snippet
+from agentscript.runtime.jsjson import parse, stringify
 from agentscript.runtime.ports import GenerateRequest, GenerateResponse
 from agentscript.runtime.usage import Usage
 from agentscript.runtime.values import sanitize
@@ -67,6 +74,50 @@ class AnthropicModel(HttpModel):
         if endpoint.api_key:
             headers["x-api-key"] = endpoint.api_key
         return f"{endpoint.base_url}/messages", headers, body
+
+    def assemble_stream(self, lines: Iterator[str], request: GenerateRequest) -> dict[str, Any]:
+        """Messages API events (SSE): `message_start` (input usage), content blocks opened,
+        grown by `text_delta` / `input_json_delta` and closed, `message_delta` (stop reason,
+        output usage). A forced tool's input arrives as JSON text and is parsed at its end."""
+        message: dict[str, Any] = {}
+        blocks: dict[int, dict[str, Any]] = {}
+        partial_json: dict[int, list[str]] = {}
+        usage: dict[str, Any] = {}
+        for event, data in sse_data(lines):
+            chunk = self.stream_chunk(data)
+            kind = chunk.get("type") or event
+            if kind == "message_start" and isinstance(chunk.get("message"), dict):
+                message = dict(chunk["message"])
+                usage.update(message.get("usage") or {})
+            elif kind == "content_block_start" and isinstance(chunk.get("content_block"), dict):
+                blocks[int(chunk.get("index", 0))] = dict(chunk["content_block"])
+            elif kind == "content_block_delta":
+                index = int(chunk.get("index", 0))
+                block = blocks.setdefault(index, {"type": "text", "text": ""})
+                delta = chunk.get("delta") or {}
+                if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
+                    block["text"] = str(block.get("text", "")) + delta["text"]
+                    request.stream(delta["text"])
+                elif delta.get("type") == "input_json_delta":
+                    piece = str(delta.get("partial_json", ""))
+                    partial_json.setdefault(index, []).append(piece)
+                    request.stream(piece)
+            elif kind == "message_delta":
+                delta = chunk.get("delta") or {}
+                if delta.get("stop_reason"):
+                    message["stop_reason"] = delta["stop_reason"]
+                usage.update(chunk.get("usage") or {})
+            elif kind == "message_stop":
+                break
+        for index, pieces in partial_json.items():
+            text = "".join(pieces)
+            try:
+                blocks[index]["input"] = parse(text) if text.strip() else {}
+            except ValueError:
+                raise self.failure(f"streamed tool input is not JSON: {snippet(text)}") from None
+        message["content"] = [blocks[index] for index in sorted(blocks)]
+        message["usage"] = usage
+        return message
 
     def parse(self, payload: dict[str, Any], request: GenerateRequest) -> GenerateResponse:
         raw_usage = payload.get("usage")

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 from agentscript.providers.llm.endpoints import ModelEndpoint, resolve_endpoint
-from agentscript.providers.llm.json_text import extract_json
+from agentscript.providers.llm.json_text import extract_json, snippet
 from agentscript.providers.llm.transport import HttpTransport
 from agentscript.runtime.errors import ExecutionError, ModelOutputError
+from agentscript.runtime.jsjson import parse
 from agentscript.runtime.ports import GenerateRequest, GenerateResponse
 from agentscript.runtime.usage import Usage
 
@@ -51,13 +52,20 @@ class HttpModel(ABC):
         timeout_ms = endpoint.timeout_ms
         if request.deadline_seconds is not None:
             timeout_ms = max(1, min(timeout_ms, int(request.deadline_seconds * 1000)))
-        payload = self.transport.post_json(
-            url,
-            headers,
-            body,
-            timeout_ms,
-            report_retry=lambda data: request.report("llm_retry", data),
-        )
+        report = lambda data: request.report("llm_retry", data)  # noqa: E731
+        if request.wants_stream:
+            # Streamed, the pieces are shown as they come and then assembled into the payload
+            # the provider would have sent at once, so both ways are parsed and checked alike.
+            payload = self.transport.post_stream(
+                url,
+                headers,
+                {**body, **self.stream_options()},
+                timeout_ms,
+                read=lambda lines: self.assemble_stream(lines, request),
+                report_retry=report,
+            )
+        else:
+            payload = self.transport.post_json(url, headers, body, timeout_ms, report_retry=report)
         if not isinstance(payload, dict):
             raise self.failure("response is not a JSON object")
         response = self.parse(payload, request)
@@ -91,6 +99,30 @@ class HttpModel(ABC):
     def parse(self, payload: dict[str, Any], request: GenerateRequest) -> GenerateResponse:
         """The answer of a 2xx response."""
 
+    def stream_options(self) -> dict[str, Any]:
+        """What the request body adds to ask for a streamed answer."""
+        return {"stream": True}
+
+    @abstractmethod
+    def assemble_stream(self, lines: Iterator[str], request: GenerateRequest) -> dict[str, Any]:
+        """Read a streamed answer line by line, passing each piece of text to
+        `request.stream`, and return the payload a non-streamed answer would have had."""
+
+    def stream_chunk(self, text: str) -> dict[str, Any]:
+        """One JSON object of a stream; an error object the server sends mid-stream fails the
+        call with the server's message."""
+        try:
+            chunk = parse(text)
+        except ValueError:
+            raise self.failure(f"sent a malformed stream chunk: {snippet(text)}") from None
+        if not isinstance(chunk, dict):
+            raise self.failure(f"sent a malformed stream chunk: {snippet(text)}")
+        error = chunk.get("error")
+        if error:
+            message = error.get("message") if isinstance(error, dict) else error
+            raise self.failure(f"stream failed: {self.transport.scrub(str(message))}")
+        return chunk
+
     def failure(self, message: str) -> ExecutionError:
         return ExecutionError(f"LLM provider '{self.protocol}' {message}")
 
@@ -109,6 +141,23 @@ class HttpModel(ABC):
 
     def close(self) -> None:
         self.transport.close()
+
+
+def sse_data(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
+    """Server-sent events as (event name, data) pairs; the name is "" when none was sent."""
+    name = ""
+    data: list[str] = []
+    for line in lines:
+        if not line:
+            if data:
+                yield name, "\n".join(data)
+            name, data = "", []
+        elif line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip(" "))
+    if data:
+        yield name, "\n".join(data)
 
 
 def token_count(value: Any) -> int:

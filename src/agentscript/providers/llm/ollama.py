@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from agentscript.providers.llm.endpoints import ModelEndpoint
@@ -47,6 +48,30 @@ class OllamaModel(HttpModel):
         if options:
             body["options"] = options
         return f"{endpoint.base_url}/api/chat", {}, body
+
+    def assemble_stream(self, lines: Iterator[str], request: GenerateRequest) -> dict[str, Any]:
+        """/api/chat streams NDJSON: one object per line with a piece of `message.content`
+        (and `thinking`); the last one has `done: true` and the token counts."""
+        content: list[str] = []
+        thinking: list[str] = []
+        final: dict[str, Any] = {}
+        for line in lines:
+            if not line.strip():
+                continue
+            chunk = self.stream_chunk(line)
+            message = chunk.get("message") or {}
+            if isinstance(message.get("content"), str):
+                content.append(message["content"])
+                request.stream(message["content"])
+            if isinstance(message.get("thinking"), str):
+                thinking.append(message["thinking"])
+            if chunk.get("done"):
+                final = chunk
+                break
+        assembled: dict[str, Any] = {"role": "assistant", "content": "".join(content)}
+        if thinking:
+            assembled["thinking"] = "".join(thinking)
+        return {**final, "message": assembled}
 
     def parse(self, payload: dict[str, Any], request: GenerateRequest) -> GenerateResponse:
         usage = Usage(

@@ -3,10 +3,11 @@ gateways, Ollama's /v1). The shape goes out as `response_format` json_schema."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from agentscript.providers.llm.endpoints import ModelEndpoint
-from agentscript.providers.llm.http_model import HttpModel, token_count
+from agentscript.providers.llm.http_model import HttpModel, sse_data, token_count
 from agentscript.runtime.ports import GenerateRequest, GenerateResponse
 from agentscript.runtime.usage import Usage
 
@@ -67,6 +68,42 @@ class OpenAiModel(HttpModel):
             body["reasoning_effort"] = effort
         headers = {"authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
         return f"{endpoint.base_url}/chat/completions", headers, body
+
+    def stream_options(self) -> dict[str, Any]:
+        return {"stream": True, "stream_options": {"include_usage": True}}
+
+    def assemble_stream(self, lines: Iterator[str], request: GenerateRequest) -> dict[str, Any]:
+        """Chat Completions chunks (SSE, ended by `data: [DONE]`): content and refusal deltas,
+        the finish reason, and usage in the last chunk."""
+        content: list[str] = []
+        refusal: list[str] = []
+        finish_reason: Any = None
+        usage: Any = None
+        for _, data in sse_data(lines):
+            if data.strip() == "[DONE]":
+                break
+            chunk = self.stream_chunk(data)
+            if isinstance(chunk.get("usage"), dict):
+                usage = chunk["usage"]
+            for choice in chunk.get("choices") or []:
+                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                    continue
+                delta = choice.get("delta") or {}
+                if isinstance(delta.get("content"), str):
+                    content.append(delta["content"])
+                    request.stream(delta["content"])
+                if isinstance(delta.get("refusal"), str):
+                    refusal.append(delta["refusal"])
+                finish_reason = choice.get("finish_reason") or finish_reason
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(content)}
+        if refusal:
+            message["refusal"] = "".join(refusal)
+        payload: dict[str, Any] = {
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}]
+        }
+        if usage is not None:
+            payload["usage"] = usage
+        return payload
 
     def parse(self, payload: dict[str, Any], request: GenerateRequest) -> GenerateResponse:
         raw_usage = payload.get("usage")

@@ -10,6 +10,7 @@ URI passwords) before it is written.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 import threading
@@ -121,7 +122,8 @@ class ReplayLlm:
         self._lock = threading.Lock()
         self._answers: dict[str, deque[dict[str, Any]]] = {}
         self._layout = PromptLayout.ORIGINAL
-        for entry in _read_recording(self._path):
+        self._recorded = _read_recording(self._path)
+        for entry in self._recorded:
             self._answers.setdefault(str(entry["digest"]), deque()).append(entry)
             if _recorded_layout(entry) is PromptLayout.COMPACT:
                 self._layout = PromptLayout.COMPACT
@@ -139,6 +141,7 @@ class ReplayLlm:
             raise ExecutionError(
                 f"Replay {self._path} has no recorded answer for {request.call_key} "
                 f"(request {digest[:12]}); the prompt or options changed since it was recorded"
+                + self._what_changed(request)
             )
         usage = _usage(entry.get("usage"))
         if entry.get("outcome") == "not_json":
@@ -154,6 +157,41 @@ class ReplayLlm:
             provider=f"replay:{entry.get('provider')}",
             details=dict(entry.get("details") or {}),
         )
+
+    def _what_changed(self, request: GenerateRequest) -> str:
+        """A short diff against the recorded request of the same call (the first one)."""
+        same_call = [entry for entry in self._recorded if entry.get("call") == request.call_key]
+        if not same_call or not isinstance(same_call[0].get("request"), dict):
+            return f". The recording has no request of {request.call_key}"
+        return ":\n" + "\n".join(material_diff(same_call[0]["request"], request_material(request)))
+
+
+_DIFF_LINES = 8
+
+
+def material_diff(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """What differs between two requests: changed options as `name: old -> new`, changed
+    prompt texts as the first few lines of a unified diff."""
+    lines: list[str] = []
+    for name in sorted(set(recorded) | set(now)):
+        before, after = recorded.get(name), now.get(name)
+        if before == after:
+            continue
+        if isinstance(before, str) and isinstance(after, str):
+            changed = [
+                line
+                for line in difflib.unified_diff(
+                    before.splitlines(), after.splitlines(), "recorded", "now", n=0, lineterm=""
+                )
+                if not line.startswith(("---", "+++", "@@"))
+            ]
+            shown = [f"  {line[:120]}" for line in changed[:_DIFF_LINES]]
+            if len(changed) > _DIFF_LINES:
+                shown.append(f"  … {len(changed) - _DIFF_LINES} more changed lines")
+            lines += [f"{name} prompt changed:", *shown]
+        else:
+            lines.append(f"{name}: {stringify(before)} -> {stringify(after)}")
+    return lines or ["(the same request was recorded, and its answers are used up)"]
 
 
 def _read_recording(path: Path) -> list[dict[str, Any]]:

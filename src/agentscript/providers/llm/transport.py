@@ -1,4 +1,5 @@
-"""HTTP for model providers: one pooled client, JSON in and out, retries, clear errors.
+"""HTTP for model providers: one pooled client, JSON in and out (or a stream of lines),
+retries, clear errors.
 
 429 and 5xx answers are retried at most three times with exponential backoff, honouring
 `retry-after` / `retry-after-ms`; each retry is reported so the trace shows it. Everything else
@@ -13,9 +14,10 @@ import html
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -33,6 +35,7 @@ MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 _TITLE = re.compile(r"<title>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 _TAGS = re.compile(r"<[^>]+>")
 
+Answer = TypeVar("Answer")
 ReportRetry = Callable[[dict[str, Any]], None]
 
 
@@ -76,36 +79,86 @@ class HttpTransport:
             response = self._send(url, headers, body, timeout_ms)
             if 200 <= response.status_code < 300:
                 return self._decode(response)
-            if response.status_code in RETRY_STATUSES and retries < self.max_retries:
-                retries += 1
-                wait = retry_delay(response, retries)
-                if report_retry is not None:
-                    report_retry(
-                        {
-                            "provider": self.provider,
-                            "status": response.status_code,
-                            "retry": retries,
-                            "wait_ms": round(wait * 1000),
-                            "error": self.describe_error(response),
-                        }
-                    )
-                self.sleep(wait)
-                continue
+            retries += 1
+            self.sleep(self._retry_wait(response, retries, report_retry))
+
+    def post_stream(
+        self,
+        url: str,
+        headers: dict[str, str],
+        body: dict[str, Any],
+        timeout_ms: int,
+        read: Callable[[Iterator[str]], Answer],
+        report_retry: ReportRetry | None = None,
+    ) -> Answer:
+        """POST and hand the lines of a 2xx streaming answer (SSE or NDJSON) to `read` as
+        they arrive; 429/5xx are retried as for `post_json`, before anything was read."""
+        retries = 0
+        while True:
+            with self._open_stream(url, headers, body, timeout_ms) as response:
+                if 200 <= response.status_code < 300:
+                    return read(self._lines(response, url, timeout_ms))
+                response.read()
+                wait = self._retry_wait(response, retries + 1, report_retry)
+            retries += 1
+            self.sleep(wait)
+
+    def _retry_wait(
+        self, response: httpx.Response, retry: int, report_retry: ReportRetry | None
+    ) -> float:
+        """Seconds to wait before retry number `retry` of a failed answer, or the error."""
+        if response.status_code not in RETRY_STATUSES or retry > self.max_retries:
             raise ExecutionError(
                 f"LLM provider '{self.provider}' request failed ({response.status_code}): "
                 f"{self.describe_error(response)}"
             )
+        wait = retry_delay(response, retry)
+        if report_retry is not None:
+            report_retry(
+                {
+                    "provider": self.provider,
+                    "status": response.status_code,
+                    "retry": retry,
+                    "wait_ms": round(wait * 1000),
+                    "error": self.describe_error(response),
+                }
+            )
+        return wait
 
-    def _send(
+    @contextmanager
+    def _open_stream(
         self, url: str, headers: dict[str, str], body: dict[str, Any], timeout_ms: int
-    ) -> httpx.Response:
-        try:
-            return self.client().post(
+    ) -> Iterator[httpx.Response]:
+        with (
+            self._failures(url, timeout_ms),
+            self.client().stream(
+                "POST",
                 url,
                 headers={"content-type": "application/json", **headers},
                 json=body,
                 timeout=timeout_ms / 1000,
-            )
+            ) as response,
+        ):
+            yield response
+
+    def _lines(self, response: httpx.Response, url: str, timeout_ms: int) -> Iterator[str]:
+        """The answer's lines, capped at MAX_RESPONSE_BYTES in all."""
+        received = 0
+        with self._failures(url, timeout_ms):
+            for line in response.iter_lines():
+                received += len(line) + 1
+                if received > MAX_RESPONSE_BYTES:
+                    raise ExecutionError(
+                        f"LLM provider '{self.provider}' response is larger than "
+                        f"{MAX_RESPONSE_BYTES} bytes"
+                    )
+                yield line
+
+    @contextmanager
+    def _failures(self, url: str, timeout_ms: int) -> Iterator[None]:
+        """httpx errors as the one-line messages every provider error has."""
+        try:
+            yield
         except httpx.TimeoutException:
             raise ExecutionError(
                 f"LLM provider '{self.provider}' request timed out after {timeout_ms}ms: {url}"
@@ -115,6 +168,18 @@ class HttpTransport:
                 f"LLM provider '{self.provider}' request failed: "
                 f"{self.scrub(str(problem) or type(problem).__name__)} ({url})"
             ) from None
+
+    def _send(
+        self, url: str, headers: dict[str, str], body: dict[str, Any], timeout_ms: int
+    ) -> httpx.Response:
+        with self._failures(url, timeout_ms):
+            return self.client().post(
+                url,
+                headers={"content-type": "application/json", **headers},
+                json=body,
+                timeout=timeout_ms / 1000,
+            )
+        raise AssertionError("unreachable: _failures re-raises")
 
     def _decode(self, response: httpx.Response) -> Any:
         if len(response.content) > MAX_RESPONSE_BYTES:

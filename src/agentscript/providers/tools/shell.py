@@ -41,26 +41,36 @@ def shell_command(uri: str) -> str:
     return rest.lstrip("/").split("/", 1)[0].split("?", 1)[0]
 
 
+def supported_command(uri: str) -> str:
+    """The command of a `sh://` URI; ExecutionError for a shell (forbidden: it would run
+    command strings) or a command this tool does not implement."""
+    command = shell_command(uri)
+    if command in FORBIDDEN:
+        raise ExecutionError(f"Forbidden shell tool '{command}'")
+    if command not in SUPPORTED:
+        raise ExecutionError(
+            f"Unsupported shell tool '{command}'. Supported: {', '.join(SUPPORTED)}"
+        )
+    return command
+
+
 class ShellTools:
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
 
     def risk(self, request: ToolCall) -> Risk:
-        return "read" if shell_command(request.uri) in SUPPORTED else "destructive"
+        """Every supported command only reads. A forbidden or unknown one fails here, before
+        the approval gate would ask anyone about a call that can never run."""
+        supported_command(request.uri)
+        return "read"
 
     def call(self, request: ToolCall) -> Any:
-        command = shell_command(request.uri)
-        if command in FORBIDDEN:
-            raise ExecutionError(f"Forbidden shell tool '{command}'")
+        command = supported_command(request.uri)
         if command == "find":
             return self.find(request)
         if command == "grep":
             return self.grep(request)
-        if command == "sed":
-            return self.sed(request)
-        raise ExecutionError(
-            f"Unsupported shell tool '{command}'. Supported: {', '.join(SUPPORTED)}"
-        )
+        return self.sed(request)
 
     def find(self, request: ToolCall) -> dict[str, Any]:
         arguments = object_argument(request, "Find.run")

@@ -1,0 +1,61 @@
+"""What `agentscript check` knows beyond the language: whether each tool import's scheme has a
+tool provider and each llm import names a model provider, so a typo such as `ftp://x` or
+`"gpt-4"` is reported before a run instead of at the first call."""
+
+from __future__ import annotations
+
+from agentscript.lang import ast
+from agentscript.lang.errors import Diagnostic
+from agentscript.lang.suggest import did_you_mean
+from agentscript.providers.llm.endpoints import PROTOCOLS, parse_llm_uri
+from agentscript.providers.tools.base import scheme_of
+from agentscript.providers.tools.shell import supported_command
+from agentscript.runtime.errors import ExecutionError
+
+# The schemes the host tool registry serves (composition.build_tools).
+TOOL_SCHEMES = ("env", "file", "http", "https", "mcp", "memory", "sh")
+
+
+def import_diagnostics(program: ast.Program) -> list[Diagnostic]:
+    """One error per tool or llm import no provider can serve, listing the known ones."""
+    diagnostics: list[Diagnostic] = []
+    for decl in program.imports:
+        path = decl.source_path or program.source_path
+        if decl.resource_kind == "tool":
+            scheme = scheme_of(decl.uri)
+            if scheme == "sh":
+                try:
+                    supported_command(decl.uri)
+                except ExecutionError as problem:
+                    diagnostics.append(
+                        Diagnostic(
+                            "UNSUPPORTED_SHELL_TOOL", problem.bare_message, decl.range, path=path
+                        )
+                    )
+            elif scheme not in TOOL_SCHEMES:
+                diagnostics.append(
+                    Diagnostic(
+                        "UNKNOWN_TOOL_SCHEME",
+                        f"Tool '{decl.name}' uses the unknown scheme '{scheme}://'"
+                        f"{did_you_mean(scheme, TOOL_SCHEMES)}; known schemes: "
+                        + ", ".join(f"{known}://" for known in TOOL_SCHEMES),
+                        decl.range,
+                        path=path,
+                    )
+                )
+        elif decl.resource_kind == "llm":
+            try:
+                parse_llm_uri(decl.uri)
+            except ExecutionError as problem:
+                diagnostics.append(
+                    Diagnostic(
+                        "UNKNOWN_MODEL_PROVIDER",
+                        f"Model '{decl.name}' ({decl.uri}): {problem.bare_message}; write "
+                        "PROVIDER://MODEL with a known provider: "
+                        + ", ".join(f"{known}://" for known in PROTOCOLS)
+                        + f" (e.g. openai://{decl.uri.split('://')[-1] or 'gpt-4.1-mini'})",
+                        decl.range,
+                        path=path,
+                    )
+                )
+    return diagnostics
