@@ -24,7 +24,7 @@ def test_the_caret_sits_under_the_column(tmp_path: Path) -> None:
     program = tmp_path / "tabs.as"
     program.write_text("x\n\treturn inptu.goal\n", encoding="utf-8")
     line, caret = excerpt(str(program), 2, 9, color=False)
-    assert line == "   2 |         return inptu.goal"
+    assert line == "   2 |     return inptu.goal"
     assert caret.index("^") == line.index("inptu")
 
 
