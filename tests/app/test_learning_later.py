@@ -47,7 +47,7 @@ os._exit(0)  # no atexit: whatever learning was not done by now would be lost
 """
 
 
-RUN_ARGS = ("run", "greet.as", "--mock", "--quiet")
+RUN_ARGS = ("run", "greet.as", "--mock", "--learn", "--quiet")  # mock runs learn when asked
 
 
 @pytest.fixture
@@ -139,7 +139,7 @@ def test_runs_queued_for_another_database_are_left_for_it(
 
 def test_readers_catching_up_at_once_learn_each_run_once(workspace: Path, database: Path) -> None:
     for name in ("Ada", "Grace", "Edsger"):
-        arguments = ["run", str(workspace / "greet.as"), "--mock", "--quiet"]
+        arguments = ["run", str(workspace / "greet.as"), "--mock", "--learn", "--quiet"]
         assert main([*arguments, "--input", json.dumps({"name": name})]) == 0
     wait_for_journal()
     queued = backlog(workspace)

@@ -16,10 +16,12 @@ NOT_FIELDS = {
     "responses",
     "dry_run",
     "trace",
+    "trace_file",
+    "as_json",
     "verbose",
     "quiet",
+    "stream",
     "no_journal",
-    "no_learn",
     "reflect",
 }
 
