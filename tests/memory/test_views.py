@@ -105,7 +105,12 @@ def test_stats_count_by_kind_level_archive_and_month(memory: MemoryService) -> N
 
 def test_check_is_clean_on_a_sound_store(memory: MemoryService) -> None:
     memory.remember("Fine")
-    assert memory.check() == {"ok": True, "scopes": [memory.workspace, "global"], "findings": []}
+    assert memory.check() == {
+        "ok": True,
+        "scopes": [memory.workspace, "global"],
+        "findings": [],
+        "notes": [],
+    }
 
 
 def test_check_finds_duplicate_titles(memory: MemoryService) -> None:

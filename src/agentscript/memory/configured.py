@@ -1,9 +1,10 @@
 """Opening the service the way memory.yml configures it, with the models it names.
 
-`MemoryService.open` gives the bare service: no model is ever called. `open_configured` adds what
-the workspace's memory.yml asks for: lazy compaction when it names a timeline model (asked
-through the real model router) and semantic re-ranking when it names an embedding model. The
-model clients close with the service. This is how every long-lived reader opens the service:
+`MemoryService.open` gives the bare service: no model is ever called, nothing is compacted.
+`open_configured` adds what the workspace's memory.yml asks for: compaction on reads (always;
+extractive without a timeline model, rewritten by that model on a background worker when it
+names one, asked through the real model router) and semantic re-ranking when it names an
+embedding model. The worker and the model clients close with the service. This is how every long-lived reader opens the service:
 the CLI, the MCP server, `memory://` tools.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from agentscript.memory.compaction import enable_lazy_compaction
+from agentscript.memory.compaction import enable_compaction
 from agentscript.memory.semantic import SemanticRanker
 from agentscript.memory.service import MemoryService
 
@@ -37,11 +38,12 @@ def open_configured(
 
 def _compaction(service: MemoryService, environ: Mapping[str, str] | None) -> None:
     if service.config.timeline.model is None:
+        enable_compaction(service, None)
         return
     from agentscript.providers.llm.router import ModelRouter
 
     router = ModelRouter(environ)
-    if enable_lazy_compaction(service, router) is None:
+    if enable_compaction(service, router) is None:
         router.close()
     else:
         service.on_close.append(router.close)

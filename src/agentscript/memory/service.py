@@ -35,6 +35,7 @@ from agentscript.memory.entries import (
     clean_tags,
     clean_text,
     clean_title,
+    is_extractive,
     merge_tags,
     require_kind,
     require_level,
@@ -157,10 +158,14 @@ class MemoryService:
         return cls(store, workspace=workspace, config=config, clock=clock, tuning=tuning)
 
     def close(self) -> None:
-        self.store.close()
-        for release in self.on_close:
-            release()
-        self.on_close.clear()
+        """Release what was added (a compaction worker first, which may still write), then
+        close the store."""
+        try:
+            for release in self.on_close:
+                release()
+            self.on_close.clear()
+        finally:
+            self.store.close()
 
     def __enter__(self) -> MemoryService:
         return self
@@ -650,7 +655,8 @@ class MemoryService:
         message, ids}]}`: duplicate titles, scopes over (or within 10 % of) max_entries, stale
         summaries (a source changed or came back after the summary was written), orphan
         references (archive_ref or superseded_by naming an entry that is gone), and the
-        store's own integrity problems."""
+        store's own integrity problems. `notes` says what memory.yml spells the seed's way
+        (accepted, but today's name is the one documented)."""
         plan = self.scopes_for(scope)
         findings: list[dict[str, Any]] = [
             {"code": "store", "severity": "error", "scope": None, "message": problem, "ids": []}
@@ -658,7 +664,12 @@ class MemoryService:
         ]
         for name in plan.read:
             findings.extend(self._check_scope(name))
-        return {"ok": not findings, "scopes": list(plan.read), "findings": findings}
+        return {
+            "ok": not findings,
+            "scopes": list(plan.read),
+            "findings": findings,
+            "notes": list(self.config.notes),
+        }
 
     def _check_scope(self, scope: str) -> list[dict[str, Any]]:
         findings: list[dict[str, Any]] = []
@@ -714,7 +725,7 @@ class MemoryService:
             missing = [
                 identifier for identifier in summary.archive_ref if identifier not in sources
             ]
-            if missing:
+            if missing and self.config.timeline.archive == "keep":
                 finding(
                     "orphan_reference",
                     "warning",
@@ -915,6 +926,7 @@ class MemoryService:
         """Store a summary and archive its sources in one transaction; returns `{id, action:
         "created", archived: [ids]}`.
 
+        With memory.yml `timeline.archive: delete` the sources are deleted instead of archived.
         Every source must still be an active source of (scope, level, bucket), else nothing
         is written and a `conflict` error says which changed (list them again and retry). A
         bucket has at most one active summary: to rebuild one (late sources arrived), pass
@@ -985,12 +997,67 @@ class MemoryService:
                 archive_ref=tuple(entry.id for entry in retired),
             )
             check_size(summary, self.config.max_entry_bytes)
-            for entry in retired:
-                tx.replace(
-                    entry.evolve(archived=True, archive_reason=f"summarised in {summary.id}")
-                )
+            if self.config.timeline.archive == "delete":
+                # memory.yml `timeline.archive: delete`: the summary is all that remains; its
+                # archive_ref still says what it replaced.
+                tx.delete(summary.scope, tuple(entry.id for entry in retired))
+            else:
+                for entry in retired:
+                    tx.replace(
+                        entry.evolve(archived=True, archive_reason=f"summarised in {summary.id}")
+                    )
             tx.insert(summary)
-        return {"id": summary.id, "action": "created", "archived": list(summary.archive_ref)}
+        retired_as = "deleted" if self.config.timeline.archive == "delete" else "archived"
+        return {"id": summary.id, "action": "created", retired_as: list(summary.archive_ref)}
+
+    def summary_sources(self, summary_id: str, scope: str) -> list[Entry]:
+        """The entries a summary replaced (its archive_ref) that still exist, oldest first,
+        without the earlier summary of the same bucket it may have rebuilt."""
+        name = parse_scope(scope)
+        found = self.store.select(EntryFilter(scopes=(name,), ids=(summary_id,), archived=None))
+        if not found:
+            return []
+        summary = found[0]
+        sources = self.store.select(
+            EntryFilter(scopes=(name,), ids=summary.archive_ref, archived=None),
+            order="event",
+            descending=False,
+        )
+        return [entry for entry in sources if entry.level != summary.level]
+
+    def rewrite_summary(
+        self,
+        summary_id: str,
+        scope: str,
+        *,
+        title: str,
+        body: str,
+        reason: str,
+        only_if_extractive: bool = False,
+    ) -> None:
+        """Give an active summary new text in place (same id, same sources): how a model
+        upgrades an extractive summary. A `conflict` when the summary is no longer active,
+        or, with `only_if_extractive`, no longer extractive (another worker upgraded it)."""
+        name = parse_scope(scope)
+        now = format_timestamp(self.clock.now())
+        with self.store.transaction() as tx:
+            current = _first(tx.select(EntryFilter(scopes=(name,), ids=(summary_id,))))
+            if current is None or current.kind != "summary":
+                raise MemoryServiceError(
+                    CONFLICT, f"{summary_id} is not an active summary", "summary_id"
+                )
+            if only_if_extractive and not is_extractive(current):
+                raise MemoryServiceError(
+                    CONFLICT, f"summary {summary_id} was rewritten already", "summary_id"
+                )
+            rewritten = current.evolve(
+                title=clean_title(title),
+                body=clean_text(body, "body", required=True),
+                updated_at=now,
+                source=Source(reason=reason),
+            )
+            check_size(rewritten, self.config.max_entry_bytes)
+            tx.replace(rewritten)
 
     def _sources_filter(self, scope: str, level: str, bucket: str) -> EntryFilter:
         unit = require_level(level)
