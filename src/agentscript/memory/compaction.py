@@ -852,6 +852,13 @@ class CompactionHooks:
             merged["note"] = "; ".join(notes)
         return merged
 
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until every background worker among the hooks is idle (see
+        BackgroundCompaction.wait)."""
+        return all(
+            hook.wait(timeout) for hook in self.hooks if isinstance(hook, BackgroundCompaction)
+        )
+
 
 def enable_compaction(
     service: MemoryService,
