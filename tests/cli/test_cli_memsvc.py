@@ -162,7 +162,14 @@ def test_tables_are_drawn_with_rich_at_a_terminal(
     assert "(1 entry)" in out and "━" in out
 
 
-def test_browse_groups_by_bucket(capsys: pytest.CaptureFixture[str], where: list[str]) -> None:
+def test_browse_groups_by_bucket(
+    capsys: pytest.CaptureFixture[str], workspace: Path, where: list[str]
+) -> None:
+    # Reads compact ended days by default; this test looks at the days themselves.
+    (workspace / ".agentscript").mkdir(exist_ok=True)
+    (workspace / ".agentscript" / "memory.yml").write_text(
+        "timeline: {day: false, week: false, month: false, year: false}\n"
+    )
     remember(where, capsys, "Rolled back 2.3", "--kind", "episodic", "--event-time", "2026-05-04")
     remember(where, capsys, "Shipped 2.4", "--kind", "episodic", "--event-time", "2026-05-06")
     remember(where, capsys, "Planned 2.5", "--kind", "episodic", "--event-time", "2026-05-06")

@@ -921,17 +921,21 @@ def test_the_command_plans_then_compacts_with_a_scripted_model(
     assert again.stdout == "Nothing to compact: no ended bucket holds unsummarised entries\n"
 
 
-def test_the_command_needs_a_model_and_says_so_in_one_line(
+def test_the_command_without_a_model_writes_extractive_summaries(
     compact_workspace: tuple[Path, Path],
 ) -> None:
     workspace, database = compact_workspace
 
-    result = invoke(workspace, database)
+    result = invoke(workspace, database, "--json")
 
-    assert result.exit_code == 1
-    assert result.stdout == ""
-    assert result.stderr.startswith("Compaction needs a model: set timeline.model")
-    assert len(result.stderr.splitlines()) == 1
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["written"] >= 1 and report["failed"] == 0
+    with MemoryService.open(workspace, database=database) as memory:
+        summaries = memory.recall("", kind="summary")["results"]
+        assert summaries
+        for hit in summaries:
+            assert memory.get(hit["id"])["source"]["reason"].endswith(", extractive")
 
 
 @pytest.mark.parametrize(

@@ -90,7 +90,8 @@ def compact_command(
 ) -> None:
     """Summarise ended days, weeks, months and years of long-term memory: each day's episodic
     entries become a day summary, days a week, weeks a month, months a year. The sources are
-    archived, never deleted."""
+    archived (or deleted with `timeline.archive: delete`). Without timeline.model the summaries
+    are extractive (titles, keys, tags, first lines); with it, extractive ones are rewritten."""
     options = CompactOptions(dry_run, workspace, database, scope, responses, as_json)
     ctx.exit(reporting_errors(partial(run_compact, options)))
 
@@ -130,8 +131,11 @@ def run_compact(options: CompactOptions) -> int:
     return 1 if report.failed else 0
 
 
-def _summarizer(config: MemoryConfig, responses: str | None, owned: list[Closeable]) -> Summarizer:
-    """The summarizer over the mock model (`--mock`) or the real one memory.yml names."""
+def _summarizer(
+    config: MemoryConfig, responses: str | None, owned: list[Closeable]
+) -> Summarizer | None:
+    """The summarizer over the mock model (`--mock`) or the real one memory.yml names; None,
+    extractive summaries, when it names none."""
     from agentscript.composition import RunConfig, build_llm
     from agentscript.memory.summarizer import Summarizer
 
@@ -139,10 +143,7 @@ def _summarizer(config: MemoryConfig, responses: str | None, owned: list[Closeab
         llm = build_llm(RunConfig(model="mock", responses=responses or None), owned)
         return Summarizer(llm, config.timeline.model, week_template=config.timeline.week_template)
     if config.timeline.model is None:
-        raise CliError(
-            "Compaction needs a model: set timeline.model in .agentscript/memory.yml (for "
-            "example `timeline: {model: openai://gpt-4.1-mini}`), or use --mock FILE"
-        )
+        return None
     return Summarizer.from_config(config, build_llm(RunConfig(model="real"), owned))
 
 
