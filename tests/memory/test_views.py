@@ -150,7 +150,9 @@ def test_check_finds_stale_summaries_and_orphans(memory: MemoryService) -> None:
     (stale,) = memory.check()["findings"]
     assert stale["code"] == "stale_summary"
     assert stale["ids"] == sorted([summary, source])
-    memory.forget(source, purge=True)
+    # A source deleted behind the service's back (purge would remove the summary too).
+    with memory.store.transaction() as tx:
+        tx.delete(scope, (source,))
     (orphan,) = memory.check()["findings"]
     assert orphan["code"] == "orphan_reference"
     assert orphan["ids"] == sorted([summary, source])

@@ -423,8 +423,12 @@ class MemoryService:
         show it); returns `{id, action: "archived" | "already_archived" | "purged", purged}`.
 
         With `purge`, the entry is deleted from the table and the text index instead, together
-        with every other version of its key (a purged value must not survive as history).
-        Summaries that listed it keep the id in `archive_ref`; `check` reports them.
+        with every other version of its key (a purged value must not survive as history), and
+        so is every summary that drew on them, up the levels (`summaries_removed`): the
+        summaries' other sources become active again (`restored`), so compaction writes the
+        summaries anew without the purged text. Forgetting a summary likewise restores its
+        sources (the summary is archived), so the bucket is compacted again rather than hidden.
+        `archived` is True when the entry is no longer active.
         """
         why = clean_line(reason, "reason", 200) or REASON_FORGOTTEN
         plan = self.scopes_for(scope)
@@ -437,12 +441,37 @@ class MemoryService:
                         EntryFilter(scopes=(current.scope,), key=current.key, archived=None)
                     )
                     doomed.extend(entry.id for entry in versions if entry.id != current.id)
-                tx.delete(current.scope, tuple(doomed))
-                return {"id": current.id, "action": "purged", "purged": sorted(doomed)}
+                tainted = _summaries_drawing_on(tx, current.scope, set(doomed))
+                tx.delete(current.scope, tuple(doomed + [entry.id for entry in tainted]))
+                restored = _restore_sources(tx, current.scope, tainted, set(doomed))
+                return {
+                    "id": current.id,
+                    "action": "purged",
+                    "archived": True,
+                    "purged": sorted(doomed),
+                    "summaries_removed": sorted(entry.id for entry in tainted),
+                    "restored": restored,
+                }
             if current.archived:
-                return {"id": current.id, "action": "already_archived", "purged": []}
+                return {
+                    "id": current.id,
+                    "action": "already_archived",
+                    "archived": True,
+                    "purged": [],
+                }
             tx.replace(current.evolve(archived=True, archive_reason=why))
-        return {"id": current.id, "action": "archived", "purged": []}
+            restored = []
+            if current.kind == "summary":
+                restored = _restore_sources(tx, current.scope, [current], set())
+        answer: dict[str, Any] = {
+            "id": current.id,
+            "action": "archived",
+            "archived": True,
+            "purged": [],
+        }
+        if current.kind == "summary":
+            answer["restored"] = restored
+        return answer
 
     # ------------------------------------------------------------------------- reading
 
@@ -1142,6 +1171,50 @@ class MemoryService:
 
 
 # ----------------------------------------------------------------------------- functions
+
+
+def _summaries_drawing_on(tx: StoreReader, scope: str, gone: set[str]) -> list[Entry]:
+    """Every summary of `scope`, active or archived, whose text drew on an entry of `gone`:
+    directly (it lists one in archive_ref) or through a summary that did, up the levels."""
+    summaries = tx.select(EntryFilter(scopes=(scope,), kinds=("summary",), archived=None))
+    tainted: dict[str, Entry] = {}
+    reached = set(gone)
+    grew = True
+    while grew:
+        grew = False
+        for summary in summaries:
+            if summary.id not in tainted and reached.intersection(summary.archive_ref):
+                tainted[summary.id] = summary
+                reached.add(summary.id)
+                grew = True
+    return list(tainted.values())
+
+
+def _restore_sources(
+    tx: StoreTransaction, scope: str, summaries: list[Entry], gone: set[str]
+) -> list[str]:
+    """Make active again the sources these summaries archived (not those in `gone`, nor
+    other summaries among them), so compaction summarises their buckets anew; a keyed source
+    whose key has an active entry meanwhile stays archived. The ids restored, sorted."""
+    removed = {summary.id for summary in summaries}
+    wanted = {
+        identifier
+        for summary in summaries
+        for identifier in summary.archive_ref
+        if identifier not in gone and identifier not in removed
+    }
+    if not wanted:
+        return []
+    reasons = {f"summarised in {summary.id}" for summary in summaries}
+    restored = []
+    for entry in tx.select(EntryFilter(scopes=(scope,), ids=tuple(wanted), archived=True)):
+        if entry.archive_reason not in reasons:
+            continue  # archived for another reason since: forgotten, superseded
+        if entry.key is not None and tx.count(EntryFilter(scopes=(scope,), key=entry.key)):
+            continue
+        tx.replace(entry.evolve(archived=False, archive_reason=None))
+        restored.append(entry.id)
+    return sorted(restored)
 
 
 def _first(entries: list[Entry]) -> Entry | None:
