@@ -183,9 +183,9 @@ def test_seed_aliases_carry_their_values_and_may_not_repeat_a_setting() -> None:
     with pytest.raises(MemoryServiceError, match="inject: sets digest a second time") as error:
         parse_config("inject: {max_bytes: 1200}\ndigest: {max_bytes: 900}\n")
     assert error.value.field == "inject"
-    with pytest.raises(MemoryServiceError, match="weekly_template: sets timeline.week_template"):
+    with pytest.raises(MemoryServiceError, match=r"weekly_template: sets timeline\.week_template"):
         parse_config("weekly_template: a\ntimeline: {week_template: b}\n")
-    with pytest.raises(MemoryServiceError, match="timeline.archive: Input should be 'keep'"):
+    with pytest.raises(MemoryServiceError, match=r"timeline\.archive: Input should be 'keep'"):
         parse_config("timeline: {archive: shred}\n")
 
 

@@ -432,26 +432,10 @@ class MemoryService:
         """
         why = clean_line(reason, "reason", 200) or REASON_FORGOTTEN
         plan = self.scopes_for(scope)
+        if purge:
+            return self._purge(plan, entry_id)
         with self.store.transaction() as tx:
             current = self._get(tx, plan, entry_id)
-            if purge:
-                doomed = [current.id]
-                if current.key is not None:
-                    versions = tx.select(
-                        EntryFilter(scopes=(current.scope,), key=current.key, archived=None)
-                    )
-                    doomed.extend(entry.id for entry in versions if entry.id != current.id)
-                tainted = _summaries_drawing_on(tx, current.scope, set(doomed))
-                tx.delete(current.scope, tuple(doomed + [entry.id for entry in tainted]))
-                restored = _restore_sources(tx, current.scope, tainted, set(doomed))
-                return {
-                    "id": current.id,
-                    "action": "purged",
-                    "archived": True,
-                    "purged": sorted(doomed),
-                    "summaries_removed": sorted(entry.id for entry in tainted),
-                    "restored": restored,
-                }
             if current.archived:
                 return {
                     "id": current.id,
@@ -472,6 +456,29 @@ class MemoryService:
         if current.kind == "summary":
             answer["restored"] = restored
         return answer
+
+    def _purge(self, plan: ScopePlan, entry_id: str) -> dict[str, Any]:
+        """`forget(purge=True)`: see there. The store scrubs its files once it is done."""
+        with self.store.transaction() as tx:
+            current = self._get(tx, plan, entry_id)
+            doomed = [current.id]
+            if current.key is not None:
+                versions = tx.select(
+                    EntryFilter(scopes=(current.scope,), key=current.key, archived=None)
+                )
+                doomed.extend(entry.id for entry in versions if entry.id != current.id)
+            tainted = _summaries_drawing_on(tx, current.scope, set(doomed))
+            tx.delete(current.scope, tuple(doomed + [entry.id for entry in tainted]))
+            restored = _restore_sources(tx, current.scope, tainted, set(doomed))
+        self.store.scrub()
+        return {
+            "id": current.id,
+            "action": "purged",
+            "archived": True,
+            "purged": sorted(doomed),
+            "summaries_removed": sorted(entry.id for entry in tainted),
+            "restored": restored,
+        }
 
     # ------------------------------------------------------------------------- reading
 
