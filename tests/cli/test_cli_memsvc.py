@@ -119,7 +119,14 @@ def test_forget_archives_and_purges(
     assert code == 0
     assert out == f"purged 2 entries: {', '.join(sorted([first['id'], second['id']]))}\n"
     code, out, _ = cli(capsys, "memory", "forget", kept["id"], "--purge", *where, "--json")
-    assert json.loads(out) == {"id": kept["id"], "action": "purged", "purged": [kept["id"]]}
+    assert json.loads(out) == {
+        "id": kept["id"],
+        "action": "purged",
+        "archived": True,
+        "purged": [kept["id"]],
+        "summaries_removed": [],
+        "restored": [],
+    }
     with memory(workspace, database) as service:
         assert service.stats()["active"] + service.stats()["archived"] == 0
 

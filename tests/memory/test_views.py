@@ -210,6 +210,37 @@ def test_digest_lists_global_facts_then_summaries_then_recent_entries(
     assert memory.digest() == digest
 
 
+def test_the_resident_layer_holds_every_global_fact_within_its_share(
+    memory: MemoryService, memory_clock: FixedClock
+) -> None:
+    memory.remember("Works in UTC", kind="fact", scope="global")
+    for index in range(30):
+        memory.remember(
+            f"Preference number {index}", kind="fact", key=f"p{index:02}", scope="global"
+        )
+    memory_clock.advance(timedelta(minutes=5))
+    memory.remember("Run tests with make check")
+    memory.remember("Deployed 2.3 today", kind="episodic")
+
+    digest = memory.digest()  # memory.yml defaults: 20 lines, 3000 bytes
+
+    lines = digest["text"].splitlines()[2:-1]
+    # Half of the 20 lines for the resident layer: keyed facts by key, then the others.
+    assert lines[:10] == [f"- p{index:02}: Preference number {index}" for index in range(10)]
+    workspace_lines = [line for line in lines if "Run tests" in line or "Deployed 2.3" in line]
+    assert len(workspace_lines) == 2
+    assert digest["entries"] == 12 and digest["omitted"] == 21
+
+
+def test_a_global_fact_without_a_key_is_resident_too(memory: MemoryService) -> None:
+    memory.remember("Works in UTC", kind="fact", scope="global")
+    memory.remember("Name is Ada", kind="fact", key="name", scope="global")
+    memory.remember("Run tests with make check")
+    lines = memory.digest()["text"].splitlines()[2:-1]
+    assert lines[:2] == ["- name: Name is Ada", "- Works in UTC"]
+    assert lines[2].endswith("Run tests with make check")
+
+
 def test_digest_respects_the_byte_budget_in_utf8(memory: MemoryService) -> None:
     for index in range(30):
         memory.remember(f"记忆条目 {index} 关于中文内容的说明")

@@ -817,11 +817,13 @@ class MemoryService:
     ) -> dict[str, Any]:
         """The session-start digest: `{text, bytes, entries, omitted}`.
 
-        Entries tagged ATTENTION_TAG first (what an agent needs the user for), then keyed
-        global facts (by key), then summaries (newest bucket first), then other
-        recent entries (newest first), one line each (titles and tags, never bodies), cut
-        whole lines at `max_entries` lines and `max_bytes` UTF-8 bytes including the wrapper,
-        with a last line saying how many were left out. The same memory gives the same text,
+        The resident layer first: entries tagged ATTENTION_TAG (what an agent needs the user
+        for), then every global fact (keyed ones by key, then the others newest first), within
+        half of each budget, so many facts never crowd out the workspace; then the outline:
+        summaries (newest bucket first), then other recent entries (newest first). One line
+        each (titles and tags, never bodies), cut whole lines at `max_entries` lines and
+        `max_bytes` UTF-8 bytes including the wrapper (memory.yml `digest:`, the seed's
+        `inject:`), with a last line saying how many were left out. The same memory gives the same text,
         so hosts can cache it; the wrapper carries the marker `remember` refuses. Empty text
         when nothing is stored, or when memory.yml disables the digest and the call gives no
         budget of its own (an explicit budget is an explicit request).
@@ -842,16 +844,16 @@ class MemoryService:
             return {"text": "", "bytes": 0, "entries": 0, "omitted": 0}
         plan = self.scopes_for(scope)
         compaction = self._before_read(plan.read)
-        lines = self._digest_lines(plan, budget_entries + 1)
+        resident, outline = self._digest_lines(plan, budget_entries + 1)
         header = [DIGEST_HEADER.format(scope=plan.write), DIGEST_PREAMBLE]
-        chosen: list[str] = []
-        for index, line in enumerate(lines):
-            left = len(lines) - index - 1
-            tail = [_omitted_line(left)] if left else []
-            trial = "\n".join([*header, *chosen, line, *tail, DIGEST_FOOTER])
-            if len(chosen) >= budget_entries or len(trial.encode("utf-8")) > budget_bytes:
-                break
-            chosen.append(line)
+        # The resident layer (attention, then global facts) within its share, so many facts
+        # never push the workspace's summaries and recent work out; then the outline.
+        wrapper = len("\n".join([*header, DIGEST_FOOTER]).encode("utf-8"))
+        share = wrapper + max(budget_bytes - wrapper, 0) // 2
+        chosen = _fitting(header, [], resident, len(outline), budget_entries // 2 or 1, share)
+        skipped = len(resident) - len(chosen)
+        chosen = _fitting(header, chosen, outline, skipped, budget_entries, budget_bytes)
+        lines = [*resident, *outline]
         if not chosen:
             return _with_compaction(
                 {"text": "", "bytes": 0, "entries": 0, "omitted": len(lines)}, compaction
@@ -871,35 +873,43 @@ class MemoryService:
             compaction,
         )
 
-    def _digest_lines(self, plan: ScopePlan, wanted: int) -> list[str]:
+    def _digest_lines(self, plan: ScopePlan, wanted: int) -> tuple[list[str], list[str]]:
+        """The resident layer (attention, global facts) and the outline (summaries, then
+        recent entries not shown already), each at most `wanted` lines."""
         attention = self.store.select(
             EntryFilter(scopes=plan.read, tags=(ATTENTION_TAG,)), limit=wanted
         )
         facts = []
         if GLOBAL_SCOPE in plan.read:
-            facts = self.store.select(
-                EntryFilter(scopes=(GLOBAL_SCOPE,), kinds=("fact",), keyed=True), limit=wanted
-            )
-            facts.sort(key=lambda entry: (entry.key or "", entry.id))
+            # Every global fact, keyed ones by key, then the others newest first: all of them
+            # are read (a scope holds at most max_entries) so the first keys are the ones shown.
+            facts = self.store.select(EntryFilter(scopes=(GLOBAL_SCOPE,), kinds=("fact",)))
+            facts.sort(key=lambda entry: (entry.key is None, entry.key or ""))
+            facts = facts[:wanted]
         summaries = self.store.select(
             EntryFilter(scopes=plan.read, kinds=("summary",)), order="event", limit=wanted
         )
         pinned = {entry.id for entry in attention}
         facts = [entry for entry in facts if entry.id not in pinned]
-        shown = pinned | {entry.id for entry in facts}
-        recent = [
-            entry
-            for entry in self.store.select(
-                EntryFilter(scopes=plan.read, kinds=REMEMBERED_KINDS),
-                limit=wanted + len(shown),
+        # Global facts belong to the resident layer only, shown there or not at all.
+        others = tuple(kind for kind in REMEMBERED_KINDS if kind != "fact")
+        local = tuple(name for name in plan.read if name != GLOBAL_SCOPE)
+        candidates = self.store.select(
+            EntryFilter(scopes=plan.read, kinds=others), limit=wanted + len(pinned)
+        )
+        if local:
+            candidates += self.store.select(
+                EntryFilter(scopes=local, kinds=("fact",)), limit=wanted + len(pinned)
             )
-            if entry.id not in shown
+        candidates.sort(key=lambda entry: (entry.updated_at, entry.id), reverse=True)
+        recent = [entry for entry in candidates if entry.id not in pinned]
+        resident = [f"- {entry.title}" for entry in attention]
+        resident += [
+            f"- {entry.key}: {entry.title}" if entry.key else f"- {entry.title}" for entry in facts
         ]
-        lines = [f"- {entry.title}" for entry in attention]
-        lines += [f"- {entry.key}: {entry.title}" for entry in facts]
-        lines += [f"- [{entry.level} summary {entry.bucket}] {entry.title}" for entry in summaries]
-        lines += [self._digest_line(entry) for entry in recent]
-        return lines[:wanted]
+        outline = [f"- [{entry.level} summary {entry.bucket}] {entry.title}" for entry in summaries]
+        outline += [self._digest_line(entry) for entry in recent]
+        return resident[:wanted], outline[:wanted]
 
     def _digest_line(self, entry: Entry) -> str:
         day = local_day(parse_timestamp(entry.event_time), self.clock).isoformat()
@@ -1307,6 +1317,23 @@ def _with_compaction(response: dict[str, Any], report: dict[str, Any] | None) ->
     if note:
         response["note"] = f"{response['note']}; {note}" if response.get("note") else note
     return response
+
+
+def _fitting(
+    header: list[str], chosen: list[str], lines: list[str], after: int, entries: int, size: int
+) -> list[str]:
+    """`chosen` and the first of `lines` that fit in `entries` lines and `size` UTF-8 bytes
+    of digest text, counting the "N more" line that the lines left out (and `after` others
+    left out elsewhere) would need."""
+    taken = list(chosen)
+    for index, line in enumerate(lines):
+        left = len(lines) - index - 1 + after
+        tail = [_omitted_line(left)] if left else []
+        trial = "\n".join([*header, *taken, line, *tail, DIGEST_FOOTER])
+        if len(taken) >= entries or len(trial.encode("utf-8")) > size:
+            break
+        taken.append(line)
+    return taken
 
 
 def _omitted_line(count: int) -> str:
