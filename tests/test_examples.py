@@ -37,8 +37,8 @@ from urllib.parse import quote
 import pytest
 
 import agentscript
+from agentscript.app.composition import build_tools
 from agentscript.app.run_view.page import write_run_pages
-from agentscript.composition import build_tools
 from agentscript.lang import ast
 from agentscript.lang.errors import ParseError
 from agentscript.lang.lexer import tokenize
@@ -546,7 +546,7 @@ def test_mcp_tutorial_traces_the_real_servers_answers(programs: ProgramRuns) -> 
 
 
 def test_mcp_tutorial_tools_lists_the_servers_tools() -> None:
-    from agentscript.api import tools
+    from agentscript.app.programs import tools
 
     (listing,) = tools(agentscript.load(ROOT / MCP_TUTORIAL))
     assert listing.get("problem") is None

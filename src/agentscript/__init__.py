@@ -14,14 +14,14 @@ __version__ = "0.1.0"
 
 # Public name → the module that defines it.
 _EXPORTS = {
-    "check": "agentscript.api",
-    "load": "agentscript.api",
-    "load_source": "agentscript.api",
-    "run": "agentscript.api",
+    "check": "agentscript.app.programs",
+    "load": "agentscript.app.programs",
+    "load_source": "agentscript.app.programs",
+    "run": "agentscript.app.run",
     "evaluate": "agentscript.app.evals.runner",
     "EvalConfig": "agentscript.app.evals.runner",
     "EvalReport": "agentscript.app.evals.report_data",
-    "RunConfig": "agentscript.composition",
+    "RunConfig": "agentscript.app.configuration",
     "Diagnostic": "agentscript.lang.errors",
     "ParseError": "agentscript.lang.errors",
     "SemanticError": "agentscript.lang.errors",
@@ -57,10 +57,11 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from agentscript.api import check, load, load_source, run
+    from agentscript.app.configuration import RunConfig
     from agentscript.app.evals.report_data import EvalReport
     from agentscript.app.evals.runner import EvalConfig, evaluate
-    from agentscript.composition import RunConfig
+    from agentscript.app.programs import check, load, load_source
+    from agentscript.app.run import run
     from agentscript.lang.errors import Diagnostic, ParseError, SemanticError
     from agentscript.runtime.errors import AgentScriptError, ExecutionError, LoadError
     from agentscript.runtime.interpreter import RunResult

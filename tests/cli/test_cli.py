@@ -11,10 +11,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner
 
 from agentscript import __version__
+from agentscript.app import run as app_run
 from agentscript.cli import actions, render
 from agentscript.cli.app import cli
 from agentscript.cli.input import PromptedInput, answer_value
@@ -86,7 +88,7 @@ def test_options_without_a_file_print_usage_to_stderr_and_fail(
 
 
 def test_dispatch_knows_every_click_subcommand() -> None:
-    assert set(cli.commands) == SUBCOMMANDS
+    assert set(cli.list_commands(click.Context(cli))) == SUBCOMMANDS
 
 
 # ---------------------------------------------------------------------------- parse
@@ -199,7 +201,7 @@ def test_run_subcommand_uses_the_real_model_by_default(
         seen.append(config)
         raise actions.CliError("stopped before calling a model")
 
-    monkeypatch.setattr(actions.api, "run", fake_run)
+    monkeypatch.setattr(app_run, "run", fake_run)
     code, _, err = cli_run(capsys, "run", "greet.as", "--input", '{"name": "Ada"}')
     assert (code, err) == (1, "stopped before calling a model\n")
     assert seen[0].model == "real"
@@ -215,7 +217,7 @@ def test_flag_form_real_llm_selects_the_real_model(
         seen.append(config.model)
         raise actions.CliError("stopped")
 
-    monkeypatch.setattr(actions.api, "run", fake_run)
+    monkeypatch.setattr(app_run, "run", fake_run)
     cli_run(capsys, "greet.as", "--real-llm", "--input", '{"name": "Ada"}')
     cli_run(capsys, "greet.as", "--input", '{"name": "Ada"}')
     assert seen == ["real", "mock"]

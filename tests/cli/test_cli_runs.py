@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import agentscript
+from agentscript.app.configuration import RunConfig
 from agentscript.cli.main import main
-from agentscript.composition import RunConfig
 
 PROGRAM = """
 import llm M from "openai://m"

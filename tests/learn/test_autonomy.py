@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 
 import agentscript
+from agentscript.app.autonomy import run_autonomous
+from agentscript.app.configuration import RunConfig
 from agentscript.cli.main import main
-from agentscript.composition import RunConfig
 from agentscript.learn import autonomy_ledger
 from agentscript.learn.autonomy import (
     DEFAULT_BUDGETS,
     WindowReport,
     classify,
     needs_you,
-    run_autonomous,
 )
 from agentscript.learn.autonomy_ledger import (
     AutonomyRun,

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 import agentscript
+from agentscript.app.learning import learner_for
 from agentscript.cli.feedback import feedback_command
 from agentscript.learn.experiences import (
     APPROVAL_REFUSED,
@@ -47,7 +48,6 @@ from agentscript.learn.graph import EdgeType, NodeType, episode_node_id
 from agentscript.learn.journal import run_trace
 from agentscript.learn.run_memory import (
     RunLearner,
-    learner_for,
     run_memory_key,
     write_run_memory,
 )
@@ -305,6 +305,7 @@ def test_the_same_lesson_of_another_task_or_kind_is_another_experience(
 _LEARNER_PROCESS = """
 import json, sys, time
 from pathlib import Path
+from agentscript.app.learning import sandboxed_run
 from agentscript.learn.experiences import Candidate, Evidence, Refiner, add_experience
 from agentscript.learn.journal import journal_path, shared_journal
 from agentscript.memory import MemoryService
@@ -332,7 +333,7 @@ candidate = Candidate(
     tools=("File.read",),
     cause="not_found",
 )
-refiner = Refiner(SlowModel({"Learner.refine": [json.loads(refined)]}))
+refiner = Refiner(SlowModel({"Learner.refine": [json.loads(refined)]}), runner=sandboxed_run)
 while not Path(start).exists():
     time.sleep(0.005)
 graph = shared_journal(journal_path(workspace)).graph

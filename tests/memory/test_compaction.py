@@ -28,7 +28,7 @@ import pytest
 from click.testing import CliRunner
 from pytest_httpserver import HTTPServer
 
-from agentscript.cli.memory_compact import CompactOptions, compact_command, run_compact
+from agentscript.cli.memory_compact import compact_command
 from agentscript.memory import FixedClock, MemoryConfig, MemoryService, MemoryServiceError
 from agentscript.memory.compaction import (
     LazyCompaction,
@@ -1031,9 +1031,8 @@ def test_a_terminal_gets_a_progress_bar(
     terminal = TerminalStream()
     monkeypatch.setattr(sys, "stderr", terminal)
 
-    code = run_compact(
-        CompactOptions(workspace=str(workspace), database=str(database), dry_run=True)
-    )
+    arguments = ["--workspace", str(workspace), "--db", str(database), "--dry-run"]
+    code = compact_command.main(arguments, standalone_mode=False)
 
     assert code == 0
     drawn = terminal.getvalue()

@@ -17,9 +17,9 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
+from agentscript.app.memory_service import open_memory_service
 from agentscript.cli.main import main
 from agentscript.memory.compaction import CompactionHooks, LazyCompaction
-from agentscript.memory.configured import open_configured
 
 MODEL_SECONDS = 0.5
 
@@ -50,7 +50,7 @@ def workspace(tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.Monkey
 def test_a_read_returns_before_the_model_and_the_worker_rewrites_the_summary(
     workspace: Path, httpserver: HTTPServer
 ) -> None:
-    with open_configured(workspace) as service:
+    with open_memory_service(workspace) as service:
         service.remember("Fixed the cache bug", kind="episodic", event_time="2026-01-05")
         service.remember("Shipped 2.3", kind="episodic", event_time="2026-01-05")
         hook = service.before_read
@@ -73,7 +73,7 @@ def test_a_read_returns_before_the_model_and_the_worker_rewrites_the_summary(
 def test_without_a_model_reads_compact_without_calling_one(
     tmp_path: Path, httpserver: HTTPServer
 ) -> None:
-    with open_configured(tmp_path) as service:
+    with open_memory_service(tmp_path) as service:
         assert isinstance(service.before_read, LazyCompaction)
         service.remember("Old event", kind="episodic", event_time="2026-01-05")
         recalled = service.recall("event")
@@ -88,7 +88,7 @@ def test_the_cli_reads_with_compaction_and_one_call_per_summary(
     workspace: Path, httpserver: HTTPServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = ["--workspace", str(workspace), "--json"]
-    with open_configured(workspace) as service:
+    with open_memory_service(workspace) as service:
         service.remember("Old incident", kind="episodic", event_time="2026-01-05")
     assert main(["memory", "recall", "incident", *args]) == 0
     output = json.loads(capsys.readouterr().out)
@@ -102,8 +102,8 @@ def test_the_cli_reads_with_compaction_and_one_call_per_summary(
 
 RACER = """
 import sys
-from agentscript.memory.configured import open_configured
-with open_configured(sys.argv[1], database=sys.argv[2]) as service:
+from agentscript.app.memory_service import open_memory_service
+with open_memory_service(sys.argv[1], database=sys.argv[2]) as service:
     service.recall("")
     assert service.before_read.wait(60)
 print("done")
@@ -115,7 +115,7 @@ def test_concurrent_processes_make_one_model_call_per_summary(
 ) -> None:
     database = tmp_path / "shared.db"
     days = ["2026-01-05", "2026-01-06", "2026-01-07"]
-    with open_configured(workspace, database=database) as service:
+    with open_memory_service(workspace, database=database) as service:
         service.before_read = None  # prepare the entries without compacting them
         for day in days:
             service.remember(f"Incident on {day}", kind="episodic", event_time=day)
@@ -134,7 +134,7 @@ def test_concurrent_processes_make_one_model_call_per_summary(
         out, err = racer.communicate(timeout=120)
         assert racer.returncode == 0, err
         assert out.strip() == "done"
-    with open_configured(workspace, database=database) as service:
+    with open_memory_service(workspace, database=database) as service:
         service.before_read = None
         summaries = service.recall("", kind="summary")["results"]
         rewritten = [s for s in summaries if service.get(s["id"])["title"] == "Release day"]

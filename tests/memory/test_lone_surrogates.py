@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import agentscript
-from agentscript.composition import RunConfig
+from agentscript.app.configuration import RunConfig
 from agentscript.learn.journal import journal_path, shared_journal
 from agentscript.memory import Entry, MemoryService, MemoryServiceError
 

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 import agentscript
-from agentscript.composition import RunConfig, build_run
+from agentscript.app.composition import build_run
+from agentscript.app.configuration import RunConfig
+from agentscript.app.memory_service import memory_tools
 from agentscript.memory import MemoryService
 from agentscript.memory.adapter import METHODS, MemoryTools
 from agentscript.runtime.ports import ToolCall
@@ -289,7 +291,7 @@ def test_without_memory_db_the_environment_names_the_database(
 def test_risk_of_each_method(
     workspace: Path, database: Path, method: str, arguments: list[Any], risk: str
 ) -> None:
-    tools = MemoryTools.open(workspace, database)
+    tools = memory_tools(workspace, database, None)
     try:
         assert tools.risk(ToolCall("Memory", "memory://workspace", method, arguments)) == risk
     finally:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import agentscript
-from agentscript.composition import RunConfig
+from agentscript.app.configuration import RunConfig
 from agentscript.memory import MemoryService
 
 PROGRAM = """import tool Memory from "memory://workspace"

@@ -20,8 +20,8 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
+from agentscript.app.memory_service import open_memory_service
 from agentscript.memory import MemoryService, MemoryServiceError, SqliteStore, parse_config
-from agentscript.memory.configured import open_configured
 from agentscript.memory.postgres_store import PostgresMemoryStore
 from agentscript.memory.semantic import SemanticRanker, cosine, embedded_text, text_digest
 from agentscript.memory.store import EntryFilter
@@ -271,7 +271,7 @@ def test_memory_yml_switches_re_ranking_on_through_a_real_ollama_endpoint(
     )
     monkeypatch.setenv("OLLAMA_HOST", httpserver.url_for(""))
 
-    with open_configured(workspace, database=memory_database) as memory:
+    with open_memory_service(workspace, database=memory_database) as memory:
         invoice = memory.remember(INVOICE, title="Gym invoice")["id"]
         assert asked == []  # remember never calls the model
         yoga = memory.remember(YOGA, title="Morning at the gym")["id"]

@@ -11,8 +11,8 @@ import pytest
 from pytest_httpserver import HTTPServer
 
 import agentscript
+from agentscript.app.configuration import RunConfig
 from agentscript.cli.main import main
-from agentscript.composition import RunConfig
 from llm_support import SECRET_KEY, json_response, program, request_bodies, run
 
 ANSWER = {"answer": "scattering", "score": 1}

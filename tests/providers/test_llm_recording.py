@@ -9,7 +9,7 @@ import pytest
 from pytest_httpserver import HTTPServer
 
 import agentscript
-from agentscript.composition import RunConfig
+from agentscript.app.configuration import RunConfig
 from llm_support import SECRET_KEY, Sequence, json_response, program, run
 from timings import without_timings
 

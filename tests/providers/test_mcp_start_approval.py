@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 import agentscript
+from agentscript.app.configuration import RunConfig
 from agentscript.cli.main import main
-from agentscript.composition import RunConfig
 from agentscript.providers.tools.approvals import ApprovalMode
 from agentscript.runtime.errors import AgentScriptError
 

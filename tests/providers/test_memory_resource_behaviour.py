@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from agentscript.providers.memory.commands import export, import_records
+from agentscript.app.memory_resources import export, import_records
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.jsjson import stringify
 

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentscript.providers.memory.commands import export
+from agentscript.app.memory_resources import export
 from agentscript.providers.memory.jsonl import repair_jsonl
 from zygote_support import kill_writers
 

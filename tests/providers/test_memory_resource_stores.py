@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from agentscript.providers.memory.commands import repair
+from agentscript.app.memory_resources import repair
 from agentscript.providers.memory.jsonl import repair_jsonl
 from agentscript.providers.memory.locations import scrub_uri
 from agentscript.providers.memory.router import MemoryRouter

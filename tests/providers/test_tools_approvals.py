@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import agentscript
-from agentscript.composition import RunConfig
+from agentscript.app.configuration import RunConfig
 from agentscript.providers.tools.approvals import (
     Answer,
     ApprovalGate,

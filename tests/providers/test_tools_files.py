@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import agentscript
-from agentscript.composition import RunConfig
+from agentscript.app.configuration import RunConfig
 from agentscript.providers.tools.effects import INLINE_LIMIT, effects_in_trace, undo_trace
 from agentscript.providers.tools.registry import ToolRegistry
 from agentscript.providers.tools.workspace import Workspace

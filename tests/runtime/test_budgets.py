@@ -7,7 +7,7 @@ import time
 import pytest
 
 import agentscript
-from agentscript.composition import RunConfig
+from agentscript.app.configuration import RunConfig
 from agentscript.runtime.budgets import BudgetExceeded, RunBudget, RunMeter
 from agentscript.runtime.ports import GenerateRequest, GenerateResponse
 from agentscript.runtime.usage import Usage

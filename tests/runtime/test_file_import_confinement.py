@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import agentscript
-from agentscript.composition import RunConfig
+from agentscript.app.configuration import RunConfig
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.files import MAX_FILE_IMPORT_BYTES
 

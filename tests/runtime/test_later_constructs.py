@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import agentscript
+from agentscript.app.configuration import RunConfig
 from agentscript.cli.main import main
-from agentscript.composition import RunConfig
 from agentscript.lang.checker import check_program
 from agentscript.lang.errors import ParseError
 from agentscript.runtime.ports import GenerateRequest, GenerateResponse

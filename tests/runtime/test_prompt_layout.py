@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import agentscript
-from agentscript.composition import RunConfig
+from agentscript.app.configuration import RunConfig
 from agentscript.lang.ast import Budget
 from agentscript.providers.llm.layout import FixedLayout
 from agentscript.providers.llm.mock import ScriptedLlm

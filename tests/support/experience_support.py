@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import agentscript
+from agentscript.app.learning import catch_up
 from agentscript.learn.execution_trace import (
     ApprovalStep,
     FileTouch,
@@ -107,8 +108,8 @@ def learned_run(
     name: str = "reader.as",
     **config: Any,
 ) -> LearnedRun:
-    """Run `source` from `workspace` journaled and learned from, as `agentscript run` does,
-    and wait until the journal's background step is done."""
+    """Run `source` from `workspace` journaled, as `agentscript run` does, wait until the
+    journal has it, then learn from it as the next reader of the workspace's memory does."""
     path = workspace / name
     path.write_text(source, encoding="utf-8")
     script = workspace.parent / f"{name}.responses.json"
@@ -124,10 +125,12 @@ def learned_run(
         failed = error.journal
         if failed is None:
             return LearnedRun("", None, error, [])
-        return LearnedRun(failed.run_id, None, error, failed.wait(30))
+        problems = failed.wait(30) + catch_up(workspace, database).problems
+        return LearnedRun(failed.run_id, None, error, problems)
     if result.journal is None:
         return LearnedRun("", result.value, None, [])
-    return LearnedRun(result.journal.run_id, result.value, None, result.journal.wait(30))
+    problems = result.journal.wait(30) + catch_up(workspace, database).problems
+    return LearnedRun(result.journal.run_id, result.value, None, problems)
 
 
 def journal_of(workspace: Path) -> Journal:

@@ -12,7 +12,7 @@ from pytest_httpserver import HTTPServer
 from werkzeug.wrappers import Request, Response
 
 import agentscript
-from agentscript.composition import RunConfig
+from agentscript.app.configuration import RunConfig
 
 SECRET_KEY = "sk-test-SECRET-0123456789"
 

@@ -1,4 +1,4 @@
 """The `agentscript` command and its REPL: a thin client of the library API.
 
-Each module parses, calls `agentscript.api`, or renders; none of them interprets programs.
+Each command parses its options, makes one `agentscript.app` call and renders the result.
 """

@@ -8,61 +8,32 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from agentscript import api
+from agentscript.app import programs
 from agentscript.cli import render
 from agentscript.cli.errors import REPORTED_ERRORS, CliError, error_lines
 from agentscript.cli.input import PromptedInput, read_input
 
 if TYPE_CHECKING:
-    from agentscript.composition import ModelChoice, RunConfig
-    from agentscript.providers.tools.approvals import ApprovalMode, AskUser
+    from agentscript.app.configuration import RunConfig
     from agentscript.runtime.ports import RunJournal
 from agentscript.runtime.errors import AgentScriptError
-from agentscript.runtime.jsjson import parse
 
 
 @dataclass(frozen=True, slots=True)
-class RunOptions:
-    """Everything a run was asked for on the command line."""
+class RunOutput:
+    """How a run's result is shown: where its trace goes (a file, or "pretty"), how much is
+    printed, and whether what the run spent is reported on stderr (the `run` subcommand does;
+    the 0.1.0 form stays silent)."""
 
-    path: str
-    input_json: str | None = None
-    input_file: str | None = None
-    agent: str | None = None
-    function: str | None = None
-    model: ModelChoice = "real"
-    responses: str | None = None
-    prompt_layout: str | None = None  # "0.1.0" or "compact"; None lets the provider choose
-    trace: str | None = None  # a file to write the trace to, or "pretty"
+    trace: str | None = None
     verbose: bool = False
     quiet: bool = False
-    max_tokens: int | None = None
-    max_calls: int | None = None
-    max_seconds: float | None = None
-    record: str | None = None
-    replay: str | None = None
-    # The `run` subcommand says what a run spent on stderr; the 0.1.0 form stays silent.
     report_usage: bool = False
-    workspace: str | None = None
-    memory_root: str | None = None
-    mock_tools: bool = False
-    approve: ApprovalMode | None = None
-    approvals: str | None = None
-    env_allow: str | None = None  # comma-separated names
-    concurrency: int = 4
-    variants: tuple[str, ...] = ()  # SITE=NAME
-    journal: bool = True
-    otel: bool | None = None
-    learn: bool = True
-    learn_model: str | None = None
-    memory_db: str | None = None
-    # After the run, let its agent reflect on it (agentscript.cli.reflect.reflect_after_run).
-    reflect: bool = False
 
     @property
     def trace_file(self) -> str | None:
@@ -102,157 +73,114 @@ def at_terminal() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def run_program(options: RunOptions) -> int:
-    return reporting_errors(partial(_run, options))
+def run_program(
+    path: str,
+    config: RunConfig,
+    output: RunOutput,
+    *,
+    input_json: str | None = None,
+    input_file: str | None = None,
+    reflect: bool = False,
+) -> int:
+    """Run the program at `path` with `config` (given the terminal's hooks: prompts for
+    missing input, the approval question, dry-run prompts on stderr), show the result as
+    `output` says and, with `reflect`, let its agent reflect on it."""
+    return reporting_errors(partial(_run, path, config, output, input_json, input_file, reflect))
 
 
-def _run(options: RunOptions) -> int:
-    check_output_flags(options.quiet, options.verbose, options.trace)
-    check_input_flags(options.input_json, options.input_file)
-    from agentscript.composition import RunConfig
+def _run(
+    path: str,
+    config: RunConfig,
+    output: RunOutput,
+    input_json: str | None,
+    input_file: str | None,
+    reflect: bool,
+) -> int:
+    check_output_flags(output.quiet, output.verbose, output.trace)
+    check_input_flags(input_json, input_file)
+    from agentscript.app.run import run
 
-    input_value = read_input(options.input_json, options.input_file)
-    program = api.load(options.path)
-    config = RunConfig(
-        model=options.model,
-        responses=options.responses,
-        agent=options.agent,
-        function=options.function,
-        input_provider=PromptedInput(input) if at_terminal() else None,
-        debug_stream=sys.stderr,
-        on_dry_run_prompt=render.PromptPrinter(sys.stderr) if options.model == "dry-run" else None,
-        max_tokens=options.max_tokens,
-        max_calls=options.max_calls,
-        max_seconds=options.max_seconds,
-        record=options.record,
-        replay=options.replay,
-        workspace=options.workspace,
-        memory_root=options.memory_root,
-        mock_tools=options.mock_tools,
-        approve=options.approve,
-        approvals=options.approvals,
-        ask_user=_terminal_approver(),
-        env_allow=_names(options.env_allow),
-        concurrency=options.concurrency,
-        variants=_variants(options.variants),
-        journal=options.journal,
-        otel=options.otel,
-        learn=options.learn,
-        learn_model=options.learn_model,
-        memory_db=options.memory_db,
-        prompt_layout=options.prompt_layout,
-    )
+    input_value = read_input(input_json, input_file)
+    program = programs.load(path)
+    config = at_the_terminal(config)
     try:
-        result = api.run(program, input_value, config)
+        result = run(program, input_value, config)
     except AgentScriptError as error:
         # Show how far the run got: the partial trace goes where the full one would have.
-        if error.trace is not None and options.trace_file is not None:
-            render.write_trace_file(options.trace_file, error.trace)
-        if error.trace is not None and options.pretty_trace:
+        if error.trace is not None and output.trace_file is not None:
+            render.write_trace_file(output.trace_file, error.trace)
+        if error.trace is not None and output.pretty_trace:
             render.print_trace(error.trace, sys.stderr)
-        if error.spent is not None and options.report_usage and not options.quiet:
+        if error.spent is not None and output.report_usage and not output.quiet:
             print(render.usage_line(error.spent), file=sys.stderr)
-        _report_journal(error.journal)
-        if options.reflect:
-            _reflect(options, config, program.source_path, error.journal)
+        _after_run(error.journal, config, program.source_path, reflect)
         raise
-    if options.trace_file is not None:
-        render.write_trace_file(options.trace_file, result.trace)
-    if options.quiet:
+    if output.trace_file is not None:
+        render.write_trace_file(output.trace_file, result.trace)
+    if output.quiet:
         print(render.to_json(result.value))
     else:
-        print(render.run_output(result.value, result.trace, options.trace_file))
-    if options.pretty_trace:
+        print(render.run_output(result.value, result.trace, output.trace_file))
+    if output.pretty_trace:
         sys.stdout.flush()
         render.print_trace(result.trace, sys.stdout)
-    if options.report_usage and not options.quiet:
+    if output.report_usage and not output.quiet:
         print(render.usage_line(result.usage), file=sys.stderr)
-    _report_journal(result.journal)
-    if options.reflect:
-        _reflect(options, config, program.source_path, result.journal)
+    _after_run(result.journal, config, program.source_path, reflect)
     return 0
 
 
-def _report_journal(journal: RunJournal | None, timeout: float = 10.0) -> None:
-    """Wait for the run's journal record and warn about anything that kept it incomplete."""
-    if journal is None:
-        return
-    for problem in journal.wait(timeout):
-        print(f"warning: run journal: {problem}", file=sys.stderr)
-
-
-def _reflect(
-    options: RunOptions, config: RunConfig, program_path: str | None, journal: RunJournal | None
-) -> None:
-    """`run --reflect`; imported only then, since reflection needs the memory service."""
-    from agentscript.cli.reflect import reflect_after_run
-
-    reflect_after_run(options, config, program_path, journal)
-
-
-def _terminal_approver() -> AskUser | None:
+def at_the_terminal(config: RunConfig) -> RunConfig:
+    """`config` with the terminal's hooks: missing input is asked for when a person is
+    there, approvals are asked at the terminal, debug output and dry-run prompts go to
+    stderr."""
     from agentscript.cli.approval import terminal_approver
 
-    return terminal_approver()
+    dry_run = config.model == "dry-run"
+    return replace(
+        config,
+        input_provider=PromptedInput(input) if at_terminal() else None,
+        debug_stream=sys.stderr,
+        on_dry_run_prompt=render.PromptPrinter(sys.stderr) if dry_run else None,
+        ask_user=terminal_approver(),
+    )
 
 
-def _variants(pairs: tuple[str, ...]) -> dict[str, str]:
-    """`--variant SITE=NAME` pairs; the site id itself may contain `=` only before the last."""
-    chosen: dict[str, str] = {}
-    for pair in pairs:
-        site, separator, name = pair.rpartition("=")
-        if not separator or not site or not name:
-            raise CliError(f"--variant expects SITE=NAME, got '{pair}'")
-        chosen[site] = name
-    return chosen
+def _after_run(
+    journal: RunJournal | None, config: RunConfig, program_path: str | None, reflect: bool
+) -> None:
+    """Wait for the run's journal record, warn about anything that kept it incomplete, then
+    reflect when asked (imported only then: reflection needs the memory service)."""
+    if journal is None:
+        return
+    for problem in journal.wait(10.0):
+        print(f"warning: run journal: {problem}", file=sys.stderr)
+    if reflect:
+        from agentscript.cli.reflect import reflect_after_run
 
-
-def _names(text: str | None) -> list[str] | None:
-    """`--env-allow A, B` as a list of names; None when the flag was not given."""
-    if text is None:
-        return None
-    return [name.strip() for name in text.split(",") if name.strip()]
+        reflect_after_run(config, program_path, journal.run_id)
 
 
 def undo_run(trace_path: str, workspace: str | None, dry_run: bool, force: bool = False) -> int:
     """`agentscript undo TRACE.json`: revert the file effects a run recorded, newest first, in
     `workspace` (the current directory when not given) and nowhere else."""
 
-    from agentscript.providers.tools.effects import undo_trace
-
     def undo() -> int:
-        trace = read_trace_file(trace_path)
-        report = undo_trace(trace, workspace or Path.cwd(), dry_run=dry_run, force=force)
+        from agentscript.app.undo import undo_trace_file
+
+        report = undo_trace_file(trace_path, workspace, dry_run, force)
         print(render.undo_report(report, dry_run))
         return 0 if report["ok"] else 1
 
     return reporting_errors(undo)
 
 
-def read_trace_file(path: str) -> list[Any]:
-    from agentscript.runtime.bounded_input import MIB, UnusableInput, read_regular_text
-
-    try:
-        text = read_regular_text(Path(path), 64 * MIB, "Trace")
-    except UnusableInput as problem:
-        raise CliError(str(problem)) from None
-    try:
-        trace = parse(text)
-    except ValueError as problem:
-        raise CliError(f"Trace {path} is not valid JSON: {problem}") from None
-    if isinstance(trace, dict) and isinstance(trace.get("trace"), list):
-        trace = trace["trace"]  # the whole `run` output was saved
-    if not isinstance(trace, list):
-        raise CliError(f"Trace {path} must be a JSON list of events")
-    return trace
-
-
 def list_tools(path: str, workspace: str | None, as_json: bool, start_servers: bool = True) -> int:
     """`agentscript tools FILE`: each tool import, and for MCP servers the tools they offer."""
 
     def show() -> int:
-        program = api.load(path)
-        listing = api.tools(program, Path(workspace) if workspace else None, start_servers)
+        program = programs.load(path)
+        listing = programs.tools(program, Path(workspace) if workspace else None, start_servers)
         if as_json:
             print(render.to_json(listing))
         else:
@@ -271,7 +199,7 @@ def check_files(paths: Sequence[str], report_ok: bool) -> int:
 
 
 def _check(path: str, report_ok: bool) -> int:
-    diagnostics = api.check(api.load(path))
+    diagnostics = programs.check(programs.load(path))
     for diagnostic in diagnostics:
         print(diagnostic.format_located(), file=sys.stderr)
     if any(diagnostic.severity == "error" for diagnostic in diagnostics):
@@ -285,7 +213,7 @@ def list_models(path: str, as_json: bool) -> int:
     """`agentscript models FILE`: where each llm import goes and whether its key is set."""
 
     def show() -> int:
-        reports = api.models(api.load(path))
+        reports = programs.models(programs.load(path))
         if as_json:
             print(render.to_json([report.to_json() for report in reports]))
         else:
@@ -297,7 +225,7 @@ def list_models(path: str, as_json: bool) -> int:
 
 def parse_file(path: str) -> int:
     def show_tree() -> int:
-        print(render.to_json(api.load(path).to_json()))
+        print(render.to_json(programs.load(path).to_json()))
         return 0
 
     return reporting_errors(show_tree)

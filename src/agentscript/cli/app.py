@@ -8,22 +8,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, TYPE_CHECKING, Any
+from importlib import import_module
+from typing import IO, Any
 
 import click
 
 from agentscript import __version__
 from agentscript.cli import actions
-from agentscript.cli.autonomy import autonomy_group
-from agentscript.cli.eval import eval_command
-from agentscript.cli.feedback import feedback_command
-from agentscript.cli.memory import memory_group
-from agentscript.cli.memory_service import add_service_commands
-from agentscript.cli.reflect import profile_group, reflect_command
-from agentscript.cli.runs import runs_group
+from agentscript.cli.options import json_option, mock_option, workspace_option
 
-if TYPE_CHECKING:
-    from agentscript.providers.tools.approvals import ApprovalMode
+# The command groups of their own modules, imported when a command line names them (or asks
+# for the full help), so `agentscript check` does not load the memory or learning commands.
+LAZY_COMMANDS = {
+    "autonomy": ("agentscript.cli.autonomy", "autonomy_group"),
+    "eval": ("agentscript.cli.eval", "eval_command"),
+    "feedback": ("agentscript.cli.feedback", "feedback_command"),
+    "learn": ("agentscript.cli.learn", "learn_command"),
+    "memory": ("agentscript.cli.memory_service", "memory_commands"),
+    "profile": ("agentscript.cli.reflect", "profile_group"),
+    "reflect": ("agentscript.cli.reflect", "reflect_command"),
+    "runs": ("agentscript.cli.runs", "runs_group"),
+}
 
 HELP = """Run, check and explore AgentScript programs.
 
@@ -79,6 +84,35 @@ class _Group(click.Group):
         with plain_usage_errors():
             return super().resolve_command(ctx, args)
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        lazy = LAZY_COMMANDS.get(cmd_name)
+        if lazy is None:
+            return super().get_command(ctx, cmd_name)
+        command = getattr(import_module(lazy[0]), lazy[1])
+        assert isinstance(command, click.Command)
+        return command
+
+
+def _variants(ctx: click.Context, param: click.Parameter, pairs: tuple[str, ...]) -> dict[str, str]:
+    """`--variant SITE=NAME` pairs; the site id itself may contain `=` only before the last."""
+    chosen: dict[str, str] = {}
+    for pair in pairs:
+        site, separator, name = pair.rpartition("=")
+        if not separator or not site or not name:
+            raise click.UsageError(f"--variant expects SITE=NAME, got '{pair}'")
+        chosen[site] = name
+    return chosen
+
+
+def _names(ctx: click.Context, param: click.Parameter, text: str | None) -> list[str] | None:
+    """`--env-allow A, B` as a list of names; None when the flag was not given."""
+    if text is None:
+        return None
+    return [name.strip() for name in text.split(",") if name.strip()]
+
 
 @click.group(
     cls=_Group,
@@ -101,15 +135,9 @@ def cli(ctx: click.Context) -> None:
 @click.option("--input-file", metavar="FILE", help="Read the input object from a JSON file.")
 @click.option("--agent", metavar="NAME", help="Entry agent (default: the main agent).")
 @click.option("--function", metavar="NAME", help="Entry function (default: its main func).")
-@click.option(
-    "--mock",
-    "responses",
-    is_flag=False,
-    flag_value="",
-    default=None,
-    metavar="[FILE]",
-    help="Use the mock model: shape defaults, or scripted answers from FILE "
-    "(put --mock after the program, or write --mock=FILE).",
+@mock_option(
+    "Use the mock model: shape defaults, or scripted answers from FILE "
+    "(put --mock after the program, or write --mock=FILE)."
 )
 @click.option("--dry-run", is_flag=True, help="Print each prompt to stderr instead of sending it.")
 @click.option(
@@ -127,7 +155,7 @@ def cli(ctx: click.Context) -> None:
 )
 @click.option("--record", metavar="FILE", help="Save every model exchange to FILE (JSONL).")
 @click.option("--replay", metavar="FILE", help="Answer from a recording instead of a model.")
-@click.option("--workspace", metavar="DIR", help="Confine tools to DIR (default: the program's).")
+@workspace_option("Confine tools to DIR (default: the program's).")
 @click.option("--mock-tools", is_flag=True, help="Answer every tool call with the mock tool.")
 @click.option(
     "--approve",
@@ -135,7 +163,12 @@ def cli(ctx: click.Context) -> None:
     help="Calls that need approval: ask at the terminal (default), approve all, or refuse all.",
 )
 @click.option("--approvals", metavar="FILE", help="Approval policy (YAML or JSON).")
-@click.option("--env-allow", metavar="NAMES", help="Comma-separated variables env:// may read.")
+@click.option(
+    "--env-allow",
+    metavar="NAMES",
+    callback=_names,
+    help="Comma-separated variables env:// may read.",
+)
 @click.option(
     "--concurrency",
     type=click.IntRange(min=1),
@@ -148,6 +181,7 @@ def cli(ctx: click.Context) -> None:
     "variants",
     multiple=True,
     metavar="SITE=NAME",
+    callback=_variants,
     help="Choose a `use one of` candidate, e.g. main.as#Agent.func[label]=name.",
 )
 @click.option("--no-journal", is_flag=True, help="Do not record this run in the run journal.")
@@ -169,35 +203,19 @@ def cli(ctx: click.Context) -> None:
 @click.pass_context
 def run_command(
     ctx: click.Context,
+    /,
     file: str | None,
     input_json: str | None,
     input_file: str | None,
-    agent: str | None,
-    function: str | None,
     responses: str | None,
     dry_run: bool,
-    prompt_layout: str | None,
     trace: str | None,
     verbose: bool,
     quiet: bool,
-    max_tokens: int | None,
-    max_calls: int | None,
-    max_seconds: float | None,
-    record: str | None,
-    replay: str | None,
-    workspace: str | None,
-    mock_tools: bool,
-    approve: ApprovalMode | None,
-    approvals: str | None,
-    env_allow: str | None,
-    concurrency: int,
-    variants: tuple[str, ...],
     no_journal: bool,
-    otel: bool | None,
     no_learn: bool,
-    learn_model: str | None,
-    memory_db: str | None,
     reflect: bool,
+    **settings: Any,
 ) -> None:
     """Run a program and print its result and trace as JSON.
 
@@ -210,45 +228,27 @@ def run_command(
         raise PlainUsageError(f"Missing argument 'FILE'{hint}.")
     if responses is not None and dry_run:
         raise PlainUsageError("Use either --mock or --dry-run, not both")
-    if replay is not None and (responses is not None or dry_run):
+    if settings["replay"] is not None and (responses is not None or dry_run):
         raise PlainUsageError("Use either --replay or --mock/--dry-run, not both")
     if reflect and (no_journal or dry_run):
         raise PlainUsageError(
             "--reflect needs the run journaled: not with --no-journal or --dry-run"
         )
-    options = actions.RunOptions(
-        path=file,
-        input_json=input_json,
-        input_file=input_file,
-        agent=agent,
-        function=function,
+    from agentscript.app.configuration import RunConfig
+
+    # The other options are named like the RunConfig fields they set.
+    config = RunConfig(
         model="dry-run" if dry_run else "mock" if responses is not None else "real",
         responses=responses or None,
-        prompt_layout=prompt_layout,
-        trace=trace,
-        verbose=verbose,
-        quiet=quiet,
-        max_tokens=max_tokens,
-        max_calls=max_calls,
-        max_seconds=max_seconds,
-        record=record,
-        replay=replay,
-        report_usage=True,
-        workspace=workspace,
-        mock_tools=mock_tools,
-        approve=approve,
-        approvals=approvals,
-        env_allow=env_allow,
-        concurrency=concurrency,
-        variants=variants,
         journal=not no_journal,
-        otel=otel,
         learn=not no_learn,
-        learn_model=learn_model,
-        memory_db=memory_db,
-        reflect=reflect,
+        **settings,
     )
-    ctx.exit(actions.run_program(options))
+    output = actions.RunOutput(trace=trace, verbose=verbose, quiet=quiet, report_usage=True)
+    code = actions.run_program(
+        file, config, output, input_json=input_json, input_file=input_file, reflect=reflect
+    )
+    ctx.exit(code)
 
 
 @cli.command(name="check")
@@ -263,9 +263,7 @@ def check_command(ctx: click.Context, files: tuple[str, ...], quiet: bool) -> No
 @cli.command(name="undo")
 @click.argument("trace_file", metavar="TRACE.json")
 @click.option("--dry-run", is_flag=True, help="Say what would be undone; change nothing.")
-@click.option(
-    "--workspace", metavar="DIR", help="The workspace to undo in (default: the current directory)."
-)
+@workspace_option("The workspace to undo in (default: the current directory).")
 @click.option("--force", is_flag=True, help="Also undo records that carry no content hash.")
 @click.pass_context
 def undo_command(
@@ -281,8 +279,8 @@ def undo_command(
 
 @cli.command(name="tools")
 @click.argument("file")
-@click.option("--workspace", metavar="DIR", help="Where agentscript.mcp.json is read.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a list.")
+@workspace_option("Where agentscript.mcp.json is read.")
+@json_option("Print JSON instead of a list.")
 @click.option(
     "--dry", is_flag=True, help="Start no MCP server: show only what the configuration says."
 )
@@ -299,7 +297,7 @@ def tools_command(
 
 @cli.command(name="models")
 @click.argument("file")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_option("Print JSON instead of a table.")
 @click.pass_context
 def models_command(ctx: click.Context, file: str, as_json: bool) -> None:
     """List a program's models: endpoint, model, and whether the key is set (never the key)."""
@@ -321,16 +319,6 @@ def repl_command(ctx: click.Context) -> None:
     from agentscript.cli.repl import run_repl
 
     ctx.exit(run_repl())
-
-
-add_service_commands(memory_group)
-cli.add_command(memory_group)
-cli.add_command(runs_group)
-cli.add_command(feedback_command)
-cli.add_command(reflect_command)
-cli.add_command(profile_group)
-cli.add_command(autonomy_group)
-cli.add_command(eval_command)
 
 
 def invoke(args: list[str]) -> int:

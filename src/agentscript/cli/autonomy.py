@@ -8,7 +8,6 @@ ledger back, with the desires that wait for the user. Both call agentscript.lear
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +15,7 @@ import click
 
 from agentscript.cli.actions import reporting_errors
 from agentscript.cli.input import parse_input_object
+from agentscript.cli.options import json_option, mock_option, workspace_option
 from agentscript.cli.render import to_json
 from agentscript.learn.autonomy_ledger import KINDS, OUTCOMES
 
@@ -45,20 +45,8 @@ def autonomy_group() -> None:
     "desire 100000; 0: no budget).",
 )
 @click.option("--input", "input_json", metavar="JSON", help="Input object as JSON.")
-@click.option(
-    "--mock",
-    "responses",
-    is_flag=False,
-    flag_value="",
-    default=None,
-    metavar="[FILE]",
-    help="Use the mock model: shape defaults, or scripted answers from FILE.",
-)
-@click.option(
-    "--workspace",
-    metavar="DIR",
-    help="Tools, journal, ledger and profiles (default: the program's).",
-)
+@mock_option("Use the mock model: shape defaults, or scripted answers from FILE.")
+@workspace_option("Tools, journal, ledger and profiles (default: the program's).")
 @click.option(
     "--window",
     type=click.IntRange(min=1),
@@ -82,7 +70,7 @@ def run_command(
     Each run is recorded with its outcome: done, no-update (it rested), blocked (budget spent
     or an effectful call refused) or error. Exits 1 when a run ended in error.
     """
-    from agentscript.learn.autonomy import run_autonomous
+    from agentscript.app.autonomy import run_autonomous
 
     def act() -> int:
         input_value = {} if input_json is None else parse_input_object(input_json, "--input")
@@ -114,23 +102,22 @@ def run_command(
     show_default=True,
     help="How far back to look.",
 )
-@click.option("--workspace", metavar="DIR", default=".", show_default=True, help="Whose ledger.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+@workspace_option("Whose ledger.", default=".")
+@json_option("Print JSON instead of tables.")
 @click.pass_context
 def summary_command(ctx: click.Context, days: float, workspace: str, as_json: bool) -> None:
     """Runs, tokens and outcomes per kind, the last 10 runs, and what needs you."""
-    from agentscript.learn.autonomy import needs_you
-    from agentscript.learn.autonomy_ledger import Ledger, format_summary
+    from agentscript.app.autonomy import autonomy_overview
+    from agentscript.learn.autonomy_ledger import format_summary
 
     def act() -> int:
-        summary = Ledger.for_workspace(workspace).summary(days)
-        waiting = needs_you(workspace, time.time())
+        overview = autonomy_overview(workspace, days)
         if as_json:
-            print(to_json({**summary.to_json(), "needs_you": waiting}))
+            print(to_json(overview.to_json()))
         elif sys.stdout.isatty():
-            _print_rich(summary, waiting)
+            _print_rich(overview.summary, overview.needs_you)
         else:
-            print(format_summary(summary, waiting))
+            print(format_summary(overview.summary, overview.needs_you))
         return 0
 
     ctx.exit(reporting_errors(act))

@@ -5,6 +5,7 @@ Library errors already carry their codes and locations; this module only picks t
 
 from __future__ import annotations
 
+from agentscript.app.errors import AppError
 from agentscript.lang.errors import ParseError, SemanticError
 from agentscript.runtime.errors import AgentScriptError, ExecutionError
 
@@ -17,7 +18,15 @@ class CliError(Exception):
 
 
 # The errors a command reports and survives; anything else is a bug and should show its traceback.
-REPORTED_ERRORS = (CliError, ParseError, SemanticError, AgentScriptError, OSError, ValueError)
+REPORTED_ERRORS = (
+    CliError,
+    AppError,
+    ParseError,
+    SemanticError,
+    AgentScriptError,
+    OSError,
+    ValueError,
+)
 
 
 def error_lines(error: BaseException) -> list[str]:

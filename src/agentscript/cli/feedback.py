@@ -1,17 +1,12 @@
-"""`agentscript feedback RUN good|bad [NOTE]`: tell the runtime how a run went.
-
-Opens the workspace's journal and the long-term memory, calls
-`agentscript.learn.feedback.apply_feedback` and prints what changed.
-"""
+"""`agentscript feedback RUN good|bad [NOTE]`: tell the runtime how a run went
+(agentscript.app.feedback)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import click
 
 from agentscript.cli.actions import reporting_errors
-from agentscript.cli.errors import CliError
+from agentscript.cli.options import db_option, json_option, workspace_option
 from agentscript.cli.render import to_json
 
 
@@ -19,15 +14,9 @@ from agentscript.cli.render import to_json
 @click.argument("run")
 @click.argument("verdict", type=click.Choice(["good", "bad"]))
 @click.argument("note", required=False)
-@click.option(
-    "--workspace", metavar="DIR", default=".", show_default=True, help="Whose journal and memory."
-)
-@click.option(
-    "--db",
-    metavar="PATH",
-    help="The memory database (default: $AGENTSCRIPT_MEMORY_DB, else ~/.agentscript/memory.db).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@workspace_option("Whose journal and memory.", default=".")
+@db_option()
+@json_option()
 @click.pass_context
 def feedback_command(
     ctx: click.Context,
@@ -46,22 +35,9 @@ def feedback_command(
     """
 
     def act() -> int:
-        from agentscript.learn.feedback import apply_feedback
-        from agentscript.learn.journal import Journal
-        from agentscript.memory.service import MemoryService
+        from agentscript.app.feedback import give_feedback
 
-        root = Path(workspace)
-        if not root.is_dir():
-            raise CliError(f"Workspace {root} is not a directory")
-        journal = Journal.for_workspace(root)
-        try:
-            found = journal.resolve(run)
-            with MemoryService.open(found.workspace or root, database=db) as service:
-                report = apply_feedback(
-                    journal, service, found.run_id, "good" if verdict == "good" else "bad", note
-                )
-        finally:
-            journal.close()
+        report = give_feedback(workspace, run, "good" if verdict == "good" else "bad", note, db)
         print(to_json(report.to_json()) if as_json else report.describe())
         return 0
 

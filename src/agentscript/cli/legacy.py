@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from agentscript.cli import actions
 from agentscript.cli.errors import CliError
+
+if TYPE_CHECKING:
+    from agentscript.app.configuration import RunConfig
 
 # Flags that take the next argument as their value, and the field each one fills.
 _VALUE_FLAGS = {
@@ -43,22 +46,25 @@ class LegacyArgs:
     values: dict[str, str] = field(default_factory=dict)
     switches: set[str] = field(default_factory=set)
 
-    def run_options(self) -> actions.RunOptions:
+    def run_config(self) -> RunConfig:
+        from agentscript.app.configuration import RunConfig
+
         assert self.file is not None
-        return actions.RunOptions(
-            path=self.file,
-            input_json=self.values.get("input_json"),
-            input_file=self.values.get("input_file"),
+        return RunConfig(
             agent=self.values.get("agent"),
             function=self.values.get("function"),
             # 0.1.0 answered with the mock model unless asked for the real one.
             model="real" if "real_llm" in self.switches else "mock",
-            trace=self.values.get("trace"),
-            verbose="verbose" in self.switches,
-            quiet="quiet" in self.switches,
             # 0.1.0 rooted host tools at the working directory and memory at the program's.
             workspace=os.getcwd(),
             memory_root=os.path.dirname(os.path.abspath(self.file)),
+        )
+
+    def run_output(self) -> actions.RunOutput:
+        return actions.RunOutput(
+            trace=self.values.get("trace"),
+            verbose="verbose" in self.switches,
+            quiet="quiet" in self.switches,
         )
 
 
@@ -105,4 +111,10 @@ def act(parsed: LegacyArgs) -> int:
         return actions.parse_file(parsed.file)
     if "check" in parsed.switches:
         return actions.check_files([parsed.file], report_ok=False)
-    return actions.run_program(parsed.run_options())
+    return actions.run_program(
+        parsed.file,
+        parsed.run_config(),
+        parsed.run_output(),
+        input_json=parsed.values.get("input_json"),
+        input_file=parsed.values.get("input_file"),
+    )

@@ -1,16 +1,14 @@
 """The `agentscript` entry point: pick the REPL, a subcommand, or the 0.1.0 flag form.
 
-Only the dispatch lives here; click is imported only for the subcommands, prompt_toolkit only
-for the REPL, so `agentscript FILE --check` starts as fast as the library allows.
+Only the dispatch lives here; click is imported only for the subcommands (each subcommand's
+module only when it is named), prompt_toolkit only for the REPL, the 0.1.0 parser only for its
+form, so `agentscript check FILE` starts as fast as the library allows.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-
-from agentscript.cli import legacy
-from agentscript.cli.errors import CliError
 
 # The words that select a subcommand; anything else is a file of the 0.1.0 form.
 SUBCOMMANDS = frozenset(
@@ -28,6 +26,7 @@ SUBCOMMANDS = frozenset(
         "reflect",
         "profile",
         "autonomy",
+        "learn",
         "eval",
     }
 )
@@ -40,6 +39,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from agentscript.cli.repl import run_repl
 
         return run_repl()
+    if args[0] == "check" and _plain_check(args[1:]):
+        from agentscript.cli.actions import check_files
+
+        files = [arg for arg in args[1:] if arg != "--quiet"]
+        return check_files(files, report_ok="--quiet" not in args)
     if args[0] in SUBCOMMANDS:
         from agentscript.cli.app import invoke
 
@@ -47,7 +51,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _flag_form(args)
 
 
+def _plain_check(rest: list[str]) -> bool:
+    """`check FILE... [--quiet]` with nothing click has to explain (no other option, no help):
+    checked without loading click, the way an editor or a pre-commit hook calls it often.
+    Anything else goes to the click command, which answers the same for these."""
+    files = [arg for arg in rest if arg != "--quiet"]
+    return bool(files) and not any(arg.startswith("-") for arg in files)
+
+
 def _flag_form(args: list[str]) -> int:
+    from agentscript.cli import legacy
+    from agentscript.cli.errors import CliError
+
     try:
         parsed = legacy.parse_args(args)
     except CliError as error:

@@ -1,6 +1,6 @@
 """`agentscript memory …` for memory resources: show, export, import and repair a store.
 
-Each command parses its options, calls `agentscript.providers.memory.commands` and prints the
+Each command parses its options, calls `agentscript.app.memory_resources` and prints the
 result; output meant for files (export) is JSONL on stdout, messages go to stderr. `export` and
 `import` are shared with the long-term memory service (memory_service.py), whose commands call
 `export_resource` and `import_resource` for an argument that is a URI.
@@ -42,7 +42,7 @@ def show_command(
     """Print the newest records of URI as JSON, filtered like a program's query."""
 
     def show() -> int:
-        from agentscript.providers.memory.commands import show
+        from agentscript.app.memory_resources import show
 
         print(to_json(show(uri, kind=kind, text=text, limit=limit)))
         return 0
@@ -54,7 +54,7 @@ def export_resource(uri: str) -> int:
     """Write every record of URI to stdout as JSONL, oldest first."""
 
     def export() -> int:
-        from agentscript.providers.memory.commands import export
+        from agentscript.app.memory_resources import export
 
         for envelope in export(uri):
             sys.stdout.write(stringify(envelope) + "\n")
@@ -68,7 +68,7 @@ def import_resource(uri: str, source: str) -> int:
     ids; records already present are skipped."""
 
     def load() -> int:
-        from agentscript.providers.memory.commands import import_records
+        from agentscript.app.memory_resources import import_records
 
         with export_lines(source) as lines:
             counts = import_records(uri, lines, source="<stdin>" if source == "-" else source)
@@ -85,7 +85,7 @@ def repair_command(ctx: click.Context, target: str) -> None:
     """Move unreadable lines of a JSONL memory file into FILE.corrupt and keep the rest."""
 
     def repair() -> int:
-        from agentscript.providers.memory.commands import repair
+        from agentscript.app.memory_resources import repair
 
         report = repair(target)
         if report.moved:

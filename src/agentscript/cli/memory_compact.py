@@ -1,5 +1,6 @@
 """`agentscript memory compact [--dry-run]`: summarise the ended days, weeks, months and years
-of long-term memory now, instead of waiting for reads to do it a little at a time.
+of long-term memory now, instead of waiting for reads to do it a little at a time
+(agentscript.app.compact).
 
 The model is memory.yml's `timeline.model` (through the runtime's model router), or the mock
 model with `--mock [FILE]` (scripted answers from FILE, keyed `MemoryCompactor.day`, `.week`,
@@ -14,15 +15,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 import click
 
 from agentscript.cli.actions import reporting_errors
-from agentscript.cli.errors import CliError
+from agentscript.cli.options import db_option, json_option, mock_option, workspace_option
 from agentscript.cli.render import to_json
 
 if TYPE_CHECKING:
@@ -32,52 +30,22 @@ if TYPE_CHECKING:
         Progress,
         ProgressEvent,
     )
-    from agentscript.memory.config import MemoryConfig
-    from agentscript.memory.summarizer import Summarizer
-    from agentscript.runtime.ports import Closeable
-
-
-@dataclass(frozen=True, slots=True)
-class CompactOptions:
-    """What `agentscript memory compact` was asked for."""
-
-    dry_run: bool = False
-    workspace: str | None = None
-    database: str | None = None
-    scope: str | None = None
-    responses: str | None = None  # --mock: "" for the plain mock, else a scripted answers file
-    as_json: bool = False
 
 
 @click.command(name="compact")
 @click.option("--dry-run", is_flag=True, help="List what would be summarised; call no model.")
-@click.option(
-    "--workspace",
-    metavar="DIR",
-    help="The workspace whose memory this is (default: the current directory).",
-)
-@click.option(
-    "--db",
-    "database",
-    metavar="PATH",
-    help="The memory database (default: $AGENTSCRIPT_MEMORY_DB, else ~/.agentscript/memory.db).",
-)
+@workspace_option("The workspace whose memory this is (default: the current directory).")
+@db_option("database")
 @click.option(
     "--scope",
     metavar="SCOPE",
     help="Only this scope: 'global' or a workspace path (default: the workspace and global).",
 )
-@click.option(
-    "--mock",
-    "responses",
-    is_flag=False,
-    flag_value="",
-    default=None,
-    metavar="[FILE]",
-    help="Use the mock model instead of timeline.model: scripted answers from FILE "
-    "(keys MemoryCompactor.day, .week, .month, .year), else empty answers.",
+@mock_option(
+    "Use the mock model instead of timeline.model: scripted answers from FILE "
+    "(keys MemoryCompactor.day, .week, .month, .year), else empty answers."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@json_option("Print the report as JSON.")
 @click.pass_context
 def compact_command(
     ctx: click.Context,
@@ -92,59 +60,27 @@ def compact_command(
     entries become a day summary, days a week, weeks a month, months a year. The sources are
     archived (or deleted with `timeline.archive: delete`). Without timeline.model the summaries
     are extractive (titles, keys, tags, first lines); with it, extractive ones are rewritten."""
-    options = CompactOptions(dry_run, workspace, database, scope, responses, as_json)
-    ctx.exit(reporting_errors(partial(run_compact, options)))
 
+    def act() -> int:
+        from agentscript.app.compact import compact_memory
 
-def run_compact(options: CompactOptions) -> int:
-    """Open the service, compact, print the report; the exit code (1 when a summary failed)."""
-    from agentscript.memory.compaction import compact
-    from agentscript.memory.service import MemoryService
-
-    if options.dry_run and options.responses is not None:
-        raise CliError("Use either --dry-run or --mock, not both: a dry run calls no model")
-    root = Path(options.workspace) if options.workspace is not None else Path.cwd()
-    if not root.is_dir():
-        raise CliError(f"Workspace {root} is not a directory")
-    owned: list[Closeable] = []
-    with MemoryService.open(root, database=options.database) as service:
-        try:
-            summarizer = (
-                None if options.dry_run else _summarizer(service.config, options.responses, owned)
+        with _progress(sys.stderr) as progress:
+            report = compact_memory(
+                workspace,
+                database=database,
+                scope=scope,
+                dry_run=dry_run,
+                responses=responses,
+                progress=progress,
             )
-            with _progress(sys.stderr) as progress:
-                report = compact(
-                    service,
-                    summarizer,
-                    scope=options.scope,
-                    dry_run=options.dry_run,
-                    progress=progress,
-                )
-        finally:
-            for provider in reversed(owned):
-                provider.close()
-    if options.as_json:
-        print(to_json(report.to_dict()))
-    else:
-        for line in report_lines(report):
-            print(line)
-    return 1 if report.failed else 0
+        if as_json:
+            print(to_json(report.to_dict()))
+        else:
+            for line in report_lines(report):
+                print(line)
+        return 1 if report.failed else 0
 
-
-def _summarizer(
-    config: MemoryConfig, responses: str | None, owned: list[Closeable]
-) -> Summarizer | None:
-    """The summarizer over the mock model (`--mock`) or the real one memory.yml names; None,
-    extractive summaries, when it names none."""
-    from agentscript.composition import RunConfig, build_llm
-    from agentscript.memory.summarizer import Summarizer
-
-    if responses is not None:
-        llm = build_llm(RunConfig(model="mock", responses=responses or None), owned)
-        return Summarizer(llm, config.timeline.model, week_template=config.timeline.week_template)
-    if config.timeline.model is None:
-        return None
-    return Summarizer.from_config(config, build_llm(RunConfig(model="real"), owned))
+    ctx.exit(reporting_errors(act))
 
 
 @contextmanager

@@ -2,55 +2,50 @@
 serve`: the long-term memory service (docs/memory-service.md) at the command line; `compact`
 (memory_compact.py) is registered with them.
 
-Each command opens the service of `--workspace` (default: the current directory) on `--db`
-(default: `$AGENTSCRIPT_MEMORY_DB`, else ~/.agentscript/memory.db), makes one call and prints
-the result: rich tables at a terminal, aligned plain text when piped, JSON with `--json`.
-Refusals are one line on stderr and exit code 1.
+Each command opens the configured service of `--workspace` (default: the current directory)
+on `--db` (default: `$AGENTSCRIPT_MEMORY_DB`, else ~/.agentscript/memory.db) through
+agentscript.app, makes one call and prints the result: rich tables at a terminal, aligned
+plain text when piped, JSON with `--json`. Refusals are one line on stderr and exit code 1.
 
 `export` and `import` also serve the language's memory resources (memory.py): an argument with
-`://` is a resource URI, anything else is about the service. The service's export is JSONL, one
-entry per line with every field, ids kept; importing it again skips the ids already present.
+`://` is a resource URI, anything else is about the service (agentscript.app.memory_transfer:
+JSONL, one entry per line with every field, ids kept; importing it again skips the ids
+already present).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from functools import cache
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NoReturn, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar, cast
 
 import click
 
+from agentscript.app.workspace import Workspace
 from agentscript.cli.actions import reporting_errors
-from agentscript.cli.errors import CliError
-from agentscript.cli.memory import export_lines, export_resource, import_resource
+from agentscript.cli.memory import export_lines, export_resource, import_resource, memory_group
 from agentscript.cli.memory_compact import compact_command
+from agentscript.cli.options import db_option, json_option, workspace_option
 from agentscript.cli.render import to_json
 from agentscript.runtime.bounded_input import MIB, read_stream
-from agentscript.runtime.jsjson import parse, stringify
 
 # `memory remember -`: far more than any entry may hold (the service then says too_large),
 # far less than `/dev/zero` would feed.
 MAX_STDIN_TEXT = MIB
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
-    from agentscript.memory import Entry, MemoryService
+    from agentscript.memory import MemoryService
 
 Command = TypeVar("Command", bound=Callable[..., Any])
 KINDS = ("fact", "knowledge", "episodic", "summary")
 LEVELS = ("day", "week", "month", "year")
 DEFAULT_HTTP_PORT = 8765
 TOKEN_VARIABLE = "AGENTSCRIPT_MEMORY_TOKEN"
-_DB_HELP = (
-    "The memory database, a SQLite file or a postgresql:// URI (default: "
-    "$AGENTSCRIPT_MEMORY_DB, else ~/.agentscript/memory.db)."
-)
+_WORKSPACE_HELP = "The workspace whose memory this is (default: the current directory)."
 
 
 class _Command(click.Command):
@@ -65,32 +60,14 @@ class _Command(click.Command):
 
 def _service_options(command: Command) -> Command:
     """--workspace, --db and --json, shared by every command that opens the service."""
-    command = click.option("--json", "as_json", is_flag=True, help="Print JSON.")(command)
-    command = click.option(
-        "--db",
-        metavar="PATH",
-        help=_DB_HELP,
-    )(command)
-    return click.option(
-        "--workspace",
-        metavar="DIR",
-        help="The workspace whose memory this is (default: the current directory).",
-    )(command)
+    decorated = json_option()(command)
+    decorated = db_option()(decorated)
+    return cast(Command, workspace_option(_WORKSPACE_HELP)(decorated))
 
 
 _SCOPE = click.option(
     "--scope", metavar="SCOPE", help="'global' or a workspace path (default: as routed)."
 )
-
-
-def _open_service(workspace: str | None, db: str | None) -> MemoryService:
-    """The service of `workspace` (which must exist: a typo must not start a new scope)."""
-    from agentscript.memory.configured import open_configured
-
-    root = Path(workspace) if workspace is not None else Path.cwd()
-    if not root.is_dir():
-        raise CliError(f"Workspace {root} is not a directory")
-    return open_configured(root, database=db)
 
 
 def _with_service(
@@ -99,11 +76,12 @@ def _with_service(
     db: str | None,
     action: Callable[[MemoryService], int],
 ) -> NoReturn:
-    """Open the service, run `action`, close the service, exit with the action's code."""
+    """Open the configured service of `workspace` (which must exist: a typo must not start a
+    new scope), run `action`, close the service, exit with the action's code."""
 
     def run() -> int:
-        with _open_service(workspace, db) as service:
-            return action(service)
+        with Workspace.current(workspace, db) as place:
+            return action(place.memory())
 
     ctx.exit(reporting_errors(run))
 
@@ -158,11 +136,11 @@ def remember_command(
             context=context,
         )
         if as_json:
-            print(to_json(result))
+            print(to_json(result.to_json()))
         else:
             print(
-                f"{result['action']} {result['id']} ({result['kind']}, "
-                f"{_scope_name(service, result['scope'])}): {result['title']}"
+                f"{result.action} {result.id} ({result.kind}, "
+                f"{_scope_name(service, result.scope)}): {result.title}"
             )
         return 0
 
@@ -214,21 +192,21 @@ def recall_command(
             body_chars=body_chars,
         )
         if as_json:
-            print(to_json(result))
+            print(to_json(result.to_json()))
             return 0
-        if "note" in result:
-            print(f"note: {result['note']}", file=sys.stderr)
+        if result.note is not None:
+            print(f"note: {result.note}", file=sys.stderr)
         rows = [
             [
-                f"{item['score']:.3g}",
-                item["kind"] + (f" {item['key']}" if item["key"] else ""),
-                item["event_time"][:10],
-                item["title"],
-                " ".join(item["tags"]),
-                _scope_name(service, item["scope"]),
-                item["id"],
+                f"{hit.score:.3g}",
+                hit.kind + (f" {hit.key}" if hit.key else ""),
+                hit.event_time[:10],
+                hit.title,
+                " ".join(hit.tags),
+                _scope_name(service, hit.scope),
+                hit.id,
             ]
-            for item in result["results"]
+            for hit in result.hits
         ]
         _print_table(
             None,
@@ -407,15 +385,15 @@ def forget_command(
     def forget(service: MemoryService) -> int:
         result = service.forget(entry_id, reason=reason, purge=purge, scope=scope)
         if as_json:
-            print(to_json(result))
-        elif result["action"] == "purged":
-            count = len(result["purged"])
+            print(to_json(result.to_json()))
+        elif result.action == "purged":
+            count = len(result.purged)
             print(
                 f"purged {count} {'entry' if count == 1 else 'entries'}: "
-                + ", ".join(result["purged"])
+                + ", ".join(result.purged)
             )
         else:
-            print(f"{result['action'].replace('_', ' ')} {result['id']}")
+            print(f"{result.action.replace('_', ' ')} {result.id}")
         return 0
 
     _with_service(ctx, workspace, db, forget)
@@ -439,23 +417,23 @@ def history_command(
     def history(service: MemoryService) -> int:
         result = service.history(key, scope=scope)
         if as_json:
-            print(to_json(result))
+            print(to_json(result.to_json()))
             return 0
         rows = [
             [
-                version["status"],
-                version["created_at"][:19].replace("T", " "),
-                version["title"],
-                _scope_name(service, version["scope"]),
-                version["id"],
+                version.status,
+                version.entry.created_at[:19].replace("T", " "),
+                version.entry.title,
+                _scope_name(service, version.entry.scope),
+                version.entry.id,
             ]
-            for version in result["versions"]
+            for version in result.versions
         ]
         _print_table(
-            f"key {result['key']}",
+            f"key {result.key}",
             ["STATUS", "CREATED (UTC)", "TITLE", "SCOPE", "ID"],
             rows,
-            empty=f"no versions of key {result['key']!r}",
+            empty=f"no versions of key {result.key!r}",
         )
         return 0
 
@@ -482,9 +460,9 @@ def digest_command(
     def digest(service: MemoryService) -> int:
         result = service.digest(max_bytes=max_bytes, max_entries=max_entries, scope=scope)
         if as_json:
-            print(to_json(result))
-        elif result["text"]:
-            print(result["text"])
+            print(to_json(result.to_json()))
+        elif result.text:
+            print(result.text)
         return 0
 
     _with_service(ctx, workspace, db, digest)
@@ -494,12 +472,8 @@ def digest_command(
 @click.argument("target", required=False, metavar="[FILE|URI]")
 @click.option("--scope", metavar="SCOPE", help="Only this scope ('global' or a workspace path).")
 @click.option("--all", "every_scope", is_flag=True, help="Every scope in the database.")
-@click.option(
-    "--db",
-    metavar="PATH",
-    help=_DB_HELP,
-)
-@click.option("--workspace", metavar="DIR", help="Whose scopes (default: the current directory).")
+@db_option()
+@workspace_option("Whose scopes (default: the current directory).")
 @click.pass_context
 def export_command(
     ctx: click.Context,
@@ -515,27 +489,17 @@ def export_command(
     if target is not None and "://" in target:
         _resource_only(ctx, scope=scope, all=every_scope or None, db=db, workspace=workspace)
         ctx.exit(export_resource(target))
-    if scope is not None and every_scope:
-        _usage_error(ctx, "Use either --scope or --all, not both")
 
-    def export(service: MemoryService) -> int:
-        from agentscript.memory.scopes import parse_scope
+    def export() -> int:
+        from agentscript.app.memory_transfer import export_memory
 
-        if every_scope:
-            scopes = tuple(count.scope for count in service.store.scopes())
-        elif scope is not None:
-            scopes = (parse_scope(scope),)
-        else:
-            scopes = service.scopes_for(None).read
-        with _output(target) as stream:
-            count = 0
-            for entry in service.store.export(scopes) if scopes else ():
-                stream.write(stringify(entry.to_dict()) + "\n")
-                count += 1
+        count = export_memory(
+            workspace, partial(_output, target), database=db, scope=scope, every_scope=every_scope
+        )
         print(f"exported {count} {'entry' if count == 1 else 'entries'}", file=sys.stderr)
         return 0
 
-    _with_service(ctx, workspace, db, export)
+    ctx.exit(reporting_errors(export))
 
 
 @click.command(name="import", cls=_Command)
@@ -565,16 +529,19 @@ def import_command(
         )
     origin = source or "-"
 
-    def load(service: MemoryService) -> int:
+    def load() -> int:
+        from agentscript.app.memory_transfer import import_memory
+
         with export_lines(origin) as lines:
-            added, skipped = import_entries(service, lines, "<stdin>" if origin == "-" else origin)
+            named = "<stdin>" if origin == "-" else origin
+            added, skipped = import_memory(workspace, lines, named, database=db)
         if as_json:
             print(to_json({"added": added, "skipped": skipped}))
         else:
             print(f"added {added}, skipped {skipped}", file=sys.stderr)
         return 0
 
-    _with_service(ctx, workspace, db, load)
+    ctx.exit(reporting_errors(load))
 
 
 @click.command(name="serve", cls=_Command)
@@ -595,16 +562,8 @@ def import_command(
     help="The bearer token HTTP clients must send (prefer $AGENTSCRIPT_MEMORY_TOKEN: "
     "command lines are visible to other users).",
 )
-@click.option(
-    "--db",
-    metavar="PATH",
-    help=_DB_HELP,
-)
-@click.option(
-    "--workspace",
-    metavar="DIR",
-    help="The workspace whose memory this is (default: the current directory).",
-)
+@db_option()
+@workspace_option(_WORKSPACE_HELP)
 @click.pass_context
 def serve_command(
     ctx: click.Context, port: int | None, token: str | None, db: str | None, workspace: str | None
@@ -621,25 +580,18 @@ def serve_command(
             "none is generated",
         )
 
+    def ready(workspace_scope: str | None, url: str) -> None:
+        print(
+            f"memory MCP server for {workspace_scope} at {url} "
+            "(requests need Authorization: Bearer <token>)",
+            file=sys.stderr,
+            flush=True,
+        )
+
     def serve() -> int:
-        from agentscript.memory import mcp_server
+        from agentscript.app.memory_service import serve_memory
 
-        if port is None:
-            with _open_service(workspace, db) as service:
-                mcp_server.serve_stdio(service)
-            return 0
-        checked = mcp_server.check_token(secret or "")
-        with _open_service(workspace, db) as service:
-
-            def ready(url: str) -> None:
-                print(
-                    f"memory MCP server for {service.workspace} at {url} "
-                    "(requests need Authorization: Bearer <token>)",
-                    file=sys.stderr,
-                    flush=True,
-                )
-
-            mcp_server.serve_http(service, checked, port, on_ready=ready)
+        serve_memory(workspace, database=db, port=port, token=secret, on_ready=ready)
         return 0
 
     ctx.exit(reporting_errors(serve))
@@ -666,145 +618,12 @@ def add_service_commands(group: click.Group) -> None:
         group.add_command(command)
 
 
-# ------------------------------------------------------------------------ export / import
+# `agentscript memory`: the resource commands (memory.py) and the service's.
+memory_commands = memory_group
+add_service_commands(memory_commands)
 
 
-@cache
-def _export_line_model() -> type[BaseModel]:
-    """The model of one line of a service export: every field of an entry, strictly typed,
-    nothing else. Built on first use: pydantic is slow to import, and every command of the
-    program starts by importing this module."""
-    from pydantic import BaseModel, ConfigDict, Field
-
-    class ExportedSource(BaseModel):
-        model_config = ConfigDict(extra="forbid", strict=True)
-        session: str | None = None
-        run: str | None = None
-        reason: str | None = None
-
-    class ExportedEntry(BaseModel):
-        model_config = ConfigDict(extra="forbid", strict=True)
-        id: str = Field(min_length=1)
-        kind: Literal["fact", "knowledge", "episodic", "summary"]
-        key: str | None
-        title: str
-        body: str
-        tags: list[str]
-        context: str
-        scope: str = Field(min_length=1)
-        created_at: str
-        updated_at: str
-        accessed_at: str
-        event_time: str
-        level: Literal["day", "week", "month", "year"] | None
-        bucket: str
-        archived: bool
-        archive_reason: str | None
-        source: ExportedSource
-        archive_ref: list[str]
-        reinforce_count: int = Field(ge=0)
-        superseded_by: str | None
-
-    return ExportedEntry
-
-
-def import_entries(service: MemoryService, lines: Iterable[str], origin: str) -> tuple[int, int]:
-    """Insert the entries of a service export as they are (ids, scopes, times, versions);
-    returns (added, skipped). Every line is checked before anything is written, and all are
-    written in one transaction, so a bad line or a conflict (an active entry of the same key
-    or summary bucket with another id) imports nothing. Ids the database already holds, in
-    any scope, and ids repeated in the input are skipped."""
-    from agentscript.memory import EntryFilter, StoreConflict
-
-    entries = [
-        (number, _exported_entry(value, origin, number))
-        for number, value in _json_lines(lines, origin)
-    ]
-    known = {count.scope for count in service.store.scopes()}
-    added = skipped = 0
-    seen: set[str] = set()
-    with service.store.transaction() as tx:
-        for number, entry in entries:
-            scopes = tuple(sorted(known | {entry.scope}))
-            held = tx.select(EntryFilter(scopes=scopes, ids=(entry.id,), archived=None), limit=1)
-            if entry.id in seen or held:
-                skipped += 1
-                continue
-            try:
-                tx.insert(entry)
-            except StoreConflict as conflict:
-                raise CliError(
-                    f"{origin}:{number}: {conflict.message}; nothing was imported"
-                ) from None
-            seen.add(entry.id)
-            known.add(entry.scope)
-            added += 1
-    return added, skipped
-
-
-def _json_lines(lines: Iterable[str], origin: str) -> Iterator[tuple[int, object]]:
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            yield number, parse(line)
-        except json.JSONDecodeError as error:
-            raise CliError(f"{origin}:{number}: not valid JSON: {error.msg}") from None
-        except ValueError as error:
-            raise CliError(f"{origin}:{number}: not valid JSON: {error}") from None
-
-
-def _exported_entry(value: object, origin: str, number: int) -> Entry:
-    """An Entry from one export line, refused (naming the line and field) unless it could
-    have been written by the service: canonical timestamps and scope, a bucket of the right
-    level."""
-    from pydantic import ValidationError
-
-    from agentscript.memory import Entry, MemoryServiceError
-    from agentscript.memory.entries import require_storable
-    from agentscript.memory.scopes import parse_scope
-    from agentscript.memory.timeline import (
-        bucket_level,
-        format_timestamp,
-        parse_timestamp,
-    )
-
-    where = f"{origin}:{number}"
-    try:
-        data = _export_line_model().model_validate(value).model_dump()
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "(line)"
-        problem = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
-        raise CliError(f"{where}: {field}: {problem}") from None
-    for name in ("created_at", "updated_at", "accessed_at", "event_time"):
-        stamp = data[name]
-        try:
-            canonical = format_timestamp(parse_timestamp(stamp))
-        except ValueError:
-            canonical = None
-        if canonical != stamp:
-            raise CliError(
-                f"{where}: {name}: {stamp!r} is not a stored timestamp (2026-05-04T09:15:00.000Z)"
-            )
-    try:
-        scope = parse_scope(data["scope"])
-    except MemoryServiceError as error:
-        raise CliError(f"{where}: scope: {error.message}") from None
-    if scope != data["scope"]:
-        raise CliError(f"{where}: scope: {data['scope']!r} is not a normalised scope ({scope!r})")
-    summary = data["kind"] == "summary"
-    if summary and data["level"] is None:
-        raise CliError(f"{where}: level: a summary needs a level")
-    if not summary and data["level"] is not None:
-        raise CliError(f"{where}: level: only summaries have a level")
-    wanted = data["level"] if summary else "day"
-    if bucket_level(data["bucket"]) != wanted:
-        raise CliError(f"{where}: bucket: {data['bucket']!r} is not a {wanted} bucket")
-    try:
-        return require_storable(Entry.from_dict(data))
-    except MemoryServiceError as error:
-        raise CliError(f"{where}: {error.field}: {error.message}") from None
+# ------------------------------------------------------------------------ files
 
 
 @contextmanager

@@ -12,11 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from agentscript import api
+from agentscript.app import programs
+from agentscript.app.configuration import RunConfig
+from agentscript.app.run import run
 from agentscript.cli import render
 from agentscript.cli.errors import REPORTED_ERRORS, CliError, error_lines
 from agentscript.cli.input import PromptedInput, parse_input_object
-from agentscript.composition import RunConfig
 from agentscript.lang import ast
 from agentscript.lang.parser import parse_program
 from agentscript.runtime.errors import AgentScriptError
@@ -165,7 +166,7 @@ class ReplSession:
         if len(parsed.imports) != 1 or parsed.agents:
             raise CliError("Expected one import statement")
         # Loading resolves an agent import now, so a wrong path is reported at once.
-        api.load_source(statement, base_dir=self._base_dir())
+        programs.load_source(statement, base_dir=self._base_dir())
         if statement not in self.imports:
             self.imports.append(statement)
         self._say("imported")
@@ -209,7 +210,7 @@ class ReplSession:
         self._say(render.to_json(self._program().to_json()))
 
     def _check(self, argument: str) -> None:
-        diagnostics = api.check(self._program())
+        diagnostics = programs.check(self._program())
         for diagnostic in diagnostics:
             self._complain(diagnostic.format())
         if not any(diagnostic.severity == "error" for diagnostic in diagnostics):
@@ -227,7 +228,7 @@ class ReplSession:
             journal=False,
         )
         try:
-            result = api.run(self._program(), input_value, config)
+            result = run(self._program(), input_value, config)
         except AgentScriptError as error:
             if error.trace is not None:
                 self.last_trace = error.trace
@@ -265,7 +266,7 @@ class ReplSession:
 
     def _program(self) -> ast.Program:
         # Locations in errors refer to the session text that :show prints, so no file is named.
-        return api.load_source(self._source(), base_dir=self._base_dir())
+        return programs.load_source(self._source(), base_dir=self._base_dir())
 
     def _guarded(self, action: Callable[..., None], *args: str) -> None:
         """Run one command or paste; an error is printed and the session goes on."""

@@ -1,7 +1,7 @@
 """`agentscript runs …`: list, show, replay, draw and view the runs in a workspace's journal.
 
-Each command opens `<workspace>/.agentscript/runs.db` (the current directory by default),
-calls `agentscript.learn` and prints the result; a run is named by its id, an id prefix or
+Each command opens `<workspace>/.agentscript/runs.db` (the current directory by default)
+through agentscript.app.workspace, reads it with `agentscript.learn` and prints the result; a run is named by its id, an id prefix or
 `last`.
 """
 
@@ -14,14 +14,13 @@ from typing import TYPE_CHECKING
 import click
 
 from agentscript.cli.actions import reporting_errors
+from agentscript.cli.options import json_option, workspace_option
 from agentscript.cli.render import print_trace, to_json
 
 if TYPE_CHECKING:
     from agentscript.learn.journal import Journal
 
-_WORKSPACE = click.option(
-    "--workspace", metavar="DIR", default=".", show_default=True, help="Whose journal to read."
-)
+_WORKSPACE = workspace_option("Whose journal to read.", default=".")
 
 
 @click.group(name="runs")
@@ -30,21 +29,19 @@ def runs_group() -> None:
 
 
 def _with_journal(action: Callable[[Journal], int], workspace: str) -> int:
-    from agentscript.learn.journal import Journal
+    """Open the workspace's journal (agentscript.app.workspace), run `action`, close it."""
+    from agentscript.app.workspace import Workspace
 
     def act() -> int:
-        journal = Journal.for_workspace(workspace)
-        try:
-            return action(journal)
-        finally:
-            journal.close()
+        with Workspace(workspace) as place:
+            return action(place.journal)
 
     return reporting_errors(act)
 
 
 @runs_group.command(name="list")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_option("Print JSON instead of a table.")
 @_WORKSPACE
 @click.pass_context
 def list_command(ctx: click.Context, limit: int, as_json: bool, workspace: str) -> None:

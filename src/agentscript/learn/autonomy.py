@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from agentscript import api
-from agentscript.composition import RunConfig, build_llm
 from agentscript.lang import ast
+from agentscript.lang.checker import check_program
 from agentscript.lang.errors import ParseError, SemanticError
 from agentscript.learn.autonomy_ledger import (
     DAY_SECONDS,
@@ -40,10 +39,11 @@ from agentscript.learn.autonomy_ledger import (
     Outcome,
     one_line,
 )
+from agentscript.learn.ports import WindowRunner
 from agentscript.learn.profile import DesireView, ProfileStore
 from agentscript.runtime.budgets import BudgetExceeded
 from agentscript.runtime.errors import AgentScriptError
-from agentscript.runtime.ports import Closeable
+from agentscript.runtime.loader import load_program
 from agentscript.runtime.trace import TraceEvent, TraceSink
 
 # Tokens one window may spend, by kind (the budgets of the reference: an idle reflection is
@@ -58,12 +58,6 @@ DEFAULT_BUDGETS: dict[Kind, int] = {
 NO_UPDATE_MARKER = "(no update)"
 # A review's recap covers the runs since the last review, but never more than this.
 REVIEW_LOOKBACK_SECONDS = 7 * DAY_SECONDS
-# RunConfig fields an autonomous run sets itself: they keep it read-only, bounded and in its
-# workspace (the one its ledger and profiles are in), so a caller may not override them.
-RESERVED_FIELDS = frozenset(
-    {"approve", "ask_user", "tools", "mock_tools", "max_tokens", "workspace"}
-)
-
 # Why a window ended: it ran all its tasks, a task rested, its budget was spent, there was
 # nothing to pursue, or the program could not be run at all.
 StopReason = Literal["window", "rest", "budget", "nothing-to-do", "unrunnable"]
@@ -151,40 +145,40 @@ class _Task:
     name: str | None = None
 
 
-def run_autonomous(
+def run_window(
     path: str | Path,
     kind: Kind,
+    runner: WindowRunner,
     *,
     workspace: str | Path,
+    agent: str | None = None,
+    journal_file: str | Path | None = None,
     budget_tokens: int | None = None,
     window: int = 1,
-    config_overrides: Mapping[str, Any] | None = None,
     input_value: Mapping[str, Any] | None = None,
     clock: Clock = time.time,
     ledger: Ledger | None = None,
 ) -> WindowReport:
-    """Run the program at `path` unattended, up to `window` times, and record every run.
+    """Run the program at `path` unattended with `runner`, up to `window` times, and record
+    every run in the ledger of `workspace`.
 
     `budget_tokens` is the window's token budget (None: the kind's default, 0: no budget).
-    `config_overrides` sets other RunConfig fields (the model, the journal, ...), never the
-    ones in RESERVED_FIELDS. `input_value` is the program's input; a desire or review window
-    adds its `desire` or `recap` field. Whatever goes wrong in the window (a program that does
-    not load, a model that cannot be set up, a run that fails) is an `error` run in the report;
-    only a bad argument raises (ValueError; TypeError for a field RunConfig does not have).
+    `agent` is the entry agent (whose desires a desire window pursues) and `journal_file` the
+    journal a review's recap reads (default: the workspace's). `input_value` is the program's
+    input; a desire or review window adds its `desire` or `recap` field. Whatever goes wrong in
+    the window (a program that does not load, a model that cannot be set up, a run that fails)
+    is an `error` run in the report; only a bad argument raises ValueError. The runner is
+    closed when the window ends.
     """
     if window < 1:
         raise ValueError(f"window must be at least 1, got {window}")
     if budget_tokens is not None and budget_tokens < 0:
         raise ValueError(f"budget_tokens must be 0 or more, got {budget_tokens}")
-    overrides = dict(config_overrides or {})
-    reserved = sorted(RESERVED_FIELDS & overrides.keys())
-    if reserved:
-        raise ValueError(f"Autonomous runs set {', '.join(reserved)} themselves")
     budget = DEFAULT_BUDGETS[kind] if budget_tokens is None else budget_tokens
     workspace = Path(workspace)
     run = _Window(
-        RunConfig(**overrides, workspace=workspace, approve="autonomous", ask_user=None),
-        workspace,
+        runner,
+        _WindowPlace(workspace, agent, Path(journal_file) if journal_file else None),
         WindowReport(kind, [], "window", budget or None),
         ledger if ledger is not None else Ledger.for_workspace(workspace, clock=clock),
         clock,
@@ -193,35 +187,43 @@ def run_autonomous(
     return run.report
 
 
+@dataclass(frozen=True, slots=True)
+class _WindowPlace:
+    """Where a window works: its workspace, its entry agent and the journal it recaps."""
+
+    workspace: Path
+    agent: str | None
+    journal_file: Path | None
+
+
 class _Window:
-    """One window's state: the run configuration, the report it fills and where it records."""
+    """One window's state: its runner, where it works, the report it fills and where it
+    records."""
 
     def __init__(
         self,
-        config: RunConfig,
-        workspace: Path,
+        runner: WindowRunner,
+        place: _WindowPlace,
         report: WindowReport,
         ledger: Ledger,
         clock: Clock,
     ) -> None:
-        self.config = config
-        self.workspace = workspace
+        self.runner = runner
+        self.place = place
         self.report = report
         self.ledger = ledger
         self.clock = clock
-        self.owned: list[Closeable] = []
 
     @property
     def kind(self) -> Kind:
         return self.report.kind
 
     def run(self, path: str | Path, window: int, base: dict[str, Any]) -> None:
-        """Run the window, then close the providers it built for all its tasks."""
+        """Run the window, then close what the runner built for all its tasks."""
         try:
             self._run(path, window, base)
         finally:
-            for provider in reversed(self.owned):
-                provider.close()
+            self.runner.close()
 
     def _run(self, path: str | Path, window: int, base: dict[str, Any]) -> None:
         """Prepare the window (program, model, tasks), then run its tasks until all ran, one
@@ -230,7 +232,7 @@ class _Window:
         started = self.clock()
         try:
             program = _load(path)
-            self._share_model()
+            self.runner.prepare()
             tasks = self._tasks(program, window, base)
         except (ParseError, SemanticError, AgentScriptError, OSError) as problem:
             report.stopped = "unrunnable"
@@ -255,15 +257,6 @@ class _Window:
                 report.stopped = "rest"
                 return
 
-    def _share_model(self) -> None:
-        """One model for the whole window: a scripted mock goes on with its script from task
-        to task instead of starting over, and a real router keeps its connections. A dry run
-        keeps its model choice, which also decides its tools."""
-        if self.config.model == "dry-run":
-            return
-        llm = build_llm(self.config, self.owned)
-        self.config = replace(self.config, model=llm, responses=None, record=None, replay=None)
-
     def _tasks(self, program: ast.Program, window: int, base: dict[str, Any]) -> list[_Task]:
         """Up to `window` desires, or `window` runs with the same input (and, for a review,
         the recap)."""
@@ -276,8 +269,8 @@ class _Window:
     def _desire_tasks(self, program: ast.Program, window: int, base: dict[str, Any]) -> list[_Task]:
         """The strongest open desires the entry agent can pursue on its own (actionable,
         pursuit `self`); the ones that need the user go to the report instead."""
-        store = ProfileStore(self.workspace, self.clock)
-        profile = store.load(entry_agent(program, self.config.agent))
+        store = ProfileStore(self.place.workspace, self.clock)
+        profile = store.load(entry_agent(program, self.place.agent))
         now = self.clock()
         self.report.needs_user = profile.needs_user(now)
         pursuable = [
@@ -301,8 +294,8 @@ class _Window:
 
         last = self.ledger.last_started("review")
         since = max(last or 0.0, self.clock() - REVIEW_LOOKBACK_SECONDS)
-        configured = self.config.journal_path
-        journal = Journal.open(configured or journal_path(self.workspace), self.clock)
+        path = self.place.journal_file or journal_path(self.place.workspace)
+        journal = Journal.open(path, self.clock)
         try:
             return recap(journal, since).to_json()
         finally:
@@ -310,13 +303,10 @@ class _Window:
 
     def _run_task(self, program: ast.Program, task: _Task, left: int | None) -> AutonomyRun:
         watch = _Watch()
-        config = replace(
-            self.config, max_tokens=left, trace_sinks=[*self.config.trace_sinks, watch]
-        )
         started = self.clock()
         spent: Mapping[str, float | int] | None
         try:
-            result = api.run(program, task.input, config)
+            result = self.runner.run(program, task.input, max_tokens=left, watch=watch)
         except BudgetExceeded as error:
             outcome: Outcome = "blocked"
             note, spent = _budget_note(error, left), error.spent
@@ -349,8 +339,8 @@ class _Window:
 
 def _load(path: str | Path) -> ast.Program:
     """The program, checked once for the whole window (a window of broken runs is one error)."""
-    program = api.load(path)
-    errors = [d for d in api.check(program) if d.severity == "error"]
+    program = load_program(path)
+    errors = [d for d in check_program(program) if d.severity == "error"]
     if errors:
         raise SemanticError(errors)
     return program

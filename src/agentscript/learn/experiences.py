@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from agentscript.lang import ast
     from agentscript.learn.execution_trace import TaskExecutionTrace, ToolStep
     from agentscript.learn.journal_store import JournalEntry, RunRecord
+    from agentscript.learn.ports import SandboxedRunner
+    from agentscript.memory.results import RememberResult
     from agentscript.memory.service import MemoryService
     from agentscript.runtime.ports import LlmProvider
 
@@ -826,11 +828,14 @@ class Refiner:
         uri: str = PROVIDED_MODEL_URI,
         environ: Mapping[str, str] | None = None,
         max_calls: int = 2,
+        *,
+        runner: SandboxedRunner,
     ) -> None:
         self.llm = llm
         self.uri = uri
         self.environ = environ
         self.max_calls = max_calls
+        self.runner = runner
         self._program: ast.Program | None = None
 
     def refine(
@@ -847,22 +852,12 @@ class Refiner:
         return refined, None
 
     def _ask(self, candidate: Candidate) -> Any:
-        from agentscript import api
-        from agentscript.composition import RunConfig
-
         if self._program is None:
             if any(mark in self.uri for mark in ('"', "\\", "\n")):
                 raise AgentScriptError(f"Not a model URI: {self.uri!r}")
-            self._program = api.load_source(_REFINE_PROGRAM.replace("{uri}", self.uri))
-        config = RunConfig(
-            model=self.llm if self.llm is not None else "real",
-            environ=self.environ,
-            journal=False,
-            learn=False,
-            mock_tools=True,
-            mock_memory=True,
-            max_calls=self.max_calls,
-        )
+            from agentscript.runtime.loader import load_program_source
+
+            self._program = load_program_source(_REFINE_PROGRAM.replace("{uri}", self.uri))
         given = {
             "kind": candidate.kind,
             "title": candidate.title,
@@ -870,7 +865,9 @@ class Refiner:
             "when": candidate.when,
             "evidence": candidate.evidence.to_json(),
         }
-        return api.run(self._program, given, config).value
+        return self.runner(
+            self._program, given, llm=self.llm, environ=self.environ, max_calls=self.max_calls
+        )
 
 
 def _refused(candidate: Candidate, reason: str) -> str:
@@ -990,7 +987,7 @@ def _add_experience(
     return Added("created", key, candidate.kind, memory_id, confidence, tuple(problems))
 
 
-def reinforce_entry(service: MemoryService, memory_id: str) -> dict[str, Any]:
+def reinforce_entry(service: MemoryService, memory_id: str) -> RememberResult:
     """Write an experience again exactly as it is, which the memory service counts as a
     reinforcement (reinforce_count + 1, nothing else changes)."""
     entry = service.get(memory_id)
@@ -1081,8 +1078,8 @@ def recall_experiences(
     """The active experiences that best match `task` (ranked recall over knowledge entries
     tagged `experience`, and `kind` if given), as the memory service returns them."""
     tags = [EXPERIENCE_TAG] + ([kind] if kind else [])
-    results = service.recall(task, kind="knowledge", tags=tags, limit=limit)["results"]
-    return cast("list[dict[str, Any]]", results)
+    found = service.recall(task, kind="knowledge", tags=tags, limit=limit)
+    return [hit.to_json() for hit in found.hits]
 
 
 def experiences_of_run(graph: TaskGraph, run_id: str) -> list[Node]:
@@ -1122,16 +1119,19 @@ def _store(
         context=escape_lone_surrogates(final.task) if final.task else None,
         source=source,
     )
-    return final, str(written["id"]), problems
+    return final, written.id, problems
 
 
 def _similar_entry(service: MemoryService, candidate: Candidate) -> dict[str, Any] | None:
     tags = [EXPERIENCE_TAG, candidate.kind]
     if candidate.signature:
         tags.append(signature_tag(candidate.signature))
-    results = service.recall(
-        "", kind="knowledge", tags=tags, limit=DEDUP_POOL, body_chars=1_000_000
-    )["results"]
+    results = [
+        hit.to_json()
+        for hit in service.recall(
+            "", kind="knowledge", tags=tags, limit=DEDUP_POOL, body_chars=1_000_000
+        ).hits
+    ]
     best: dict[str, Any] | None = None
     best_score = SIMILAR
     for result in results:
@@ -1169,17 +1169,17 @@ def _as_stored(candidate: Candidate, entry: Mapping[str, Any]) -> Candidate:
 
 
 def _active_entry(service: MemoryService, key: str) -> dict[str, Any] | None:
-    for version in service.history(key)["versions"]:
-        if version["status"] == "active":
-            return cast("dict[str, Any]", version)
+    for version in service.history(key).versions:
+        if version.status == "active":
+            return version.to_json()
     return None
 
 
 def _archived(service: MemoryService, key: str) -> bool:
     """Whether memory holds the key only as archived versions: someone forgot or retired it
     there (a key memory never saw, as after switching databases, is not archived)."""
-    versions = service.history(key)["versions"]
-    return bool(versions) and all(version["status"] != "active" for version in versions)
+    versions = service.history(key).versions
+    return bool(versions) and all(version.status != "active" for version in versions)
 
 
 def _resolve(service: MemoryService, experience: str) -> tuple[str | None, dict[str, Any] | None]:

@@ -3,19 +3,19 @@
 `JournalSink` is a TraceSink. It numbers what it receives and keeps it in memory; the
 journal's background thread writes it every `FLUSH_SECONDS` (the sink itself when much is
 waiting) with a heartbeat, so a run killed mid-way leaves what it had done and is shown as
-interrupted. After `finish_run` the same thread writes the end, adds the run to the task graph
-with its execution trace (which can always be rebuilt from the journal), and hands both to the
-sink's learner, if any (run memory and experiences); a process waits for that at exit.
-Journaling never changes a run and never delays it: a journal, or a learner, that fails is
-reported in `problems`, never raised.
+interrupted. After `finish_run` the same thread writes the end and then either queues the run
+in the journal's learning backlog, in the same transaction (`learning_request`: the run is
+learned from later, by whoever next reads what it teaches; see agentscript.learn.backlog), or
+adds it to the task graph with its execution trace and hands both to the sink's learner (run
+memory and experiences). A process waits for that at exit, so queueing keeps the exit short
+and loses nothing. Journaling never changes a run and never delays it: a journal, or a
+learner, that fails is reported in `problems`, never raised.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
-import secrets
-import socket
 import threading
 import time
 from collections import deque
@@ -23,11 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentscript.learn.execution_trace import TaskExecutionTrace, build_execution_trace
-from agentscript.learn.graph import TaskGraph
-from agentscript.learn.graph_store import SqliteGraphStore
 from agentscript.learn.journal_store import (
     RUN_KIND,
     JournalEntry,
@@ -39,13 +36,19 @@ from agentscript.learn.journal_store import (
     SqliteJournalStore,
     dumps,
 )
-from agentscript.learn.locks import process_alive
+from agentscript.learn.locks import host_name, process_alive
 from agentscript.runtime.trace import REDACTED, TraceEvent, TraceSink, format_trace
+
+if TYPE_CHECKING:
+    from agentscript.learn.execution_trace import TaskExecutionTrace
+    from agentscript.learn.graph import TaskGraph
 
 # Where a workspace keeps its journal.
 JOURNAL_FILE = Path(".agentscript") / "runs.db"
 # How long an event may wait in memory before the background thread writes it.
 FLUSH_SECONDS = 0.05
+# The runs learned from: one that was interrupted teaches nothing reliable.
+LEARNED_STATUSES = frozenset({"ok", "error"})
 # How long a process that ends waits for the journal to write and learn its last runs.
 EXIT_WAIT_SECONDS = 30.0
 # Entries waiting that make the next event write them at once (bounds memory and loss).
@@ -58,7 +61,7 @@ STALE_SECONDS = 120.0
 Clock = Callable[[], float]
 # The step after a finished run is in the task graph: the journal, the run, its entries and its
 # execution trace in, problems out (agentscript.learn.run_memory.RunLearner).
-Learner = Callable[["Journal", RunRecord, list[JournalEntry], TaskExecutionTrace], list[str]]
+Learner = Callable[["Journal", RunRecord, list[JournalEntry], "TaskExecutionTrace"], list[str]]
 # A journal entry without its run id: seq, phase, kind, event id, parent, depth, at, data.
 _Record = tuple[int, Phase, str, int | None, int | None, int, float, Any]
 
@@ -70,21 +73,40 @@ def journal_path(workspace: str | Path) -> Path:
 def new_run_id(now: float) -> str:
     """`YYYYMMDD-HHMMSS-xxxxxx` (UTC, random suffix): sorts by start time, short to type."""
     stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%d-%H%M%S")
-    return f"{stamp}-{secrets.token_hex(3)}"
+    return f"{stamp}-{os.urandom(3).hex()}"
 
 
 class Journal:
-    """One journal file: the run store and the task graph kept beside it."""
+    """One journal file: the run store and the task graph kept beside it, opened when first
+    used (a run that only appends its events never loads the graph's code)."""
 
-    def __init__(self, store: JournalStore, graph: TaskGraph, clock: Clock = time.time) -> None:
+    def __init__(
+        self, store: JournalStore, open_graph: Callable[[], TaskGraph], clock: Clock = time.time
+    ) -> None:
         self.store = store
-        self.graph = graph
         self.clock = clock
+        self._open_graph = open_graph
+        self._graph: TaskGraph | None = None
+        self._graph_lock = threading.Lock()
 
     @classmethod
     def open(cls, path: str | Path, clock: Clock = time.time) -> Journal:
         """The SQLite journal at `path`; the file is created by the first run written."""
-        return cls(SqliteJournalStore(path), TaskGraph(SqliteGraphStore(path), clock), clock)
+
+        def open_graph() -> TaskGraph:
+            from agentscript.learn.graph import TaskGraph
+            from agentscript.learn.graph_store import SqliteGraphStore
+
+            return TaskGraph(SqliteGraphStore(path), clock)
+
+        return cls(SqliteJournalStore(path), open_graph, clock)
+
+    @property
+    def graph(self) -> TaskGraph:
+        with self._graph_lock:
+            if self._graph is None:
+                self._graph = self._open_graph()
+            return self._graph
 
     @classmethod
     def for_workspace(cls, workspace: str | Path, clock: Clock = time.time) -> Journal:
@@ -119,6 +141,8 @@ class Journal:
     def learn(self, run: RunRecord, entries: list[JournalEntry]) -> TaskExecutionTrace:
         """Add a run to the task graph and keep its execution trace on its EPISODE node. Safe to
         repeat; a run still going is summarised but nothing is stored for it."""
+        from agentscript.learn.execution_trace import build_execution_trace
+
         status = self.status(run)
         trace = build_execution_trace(run, entries, status)
         if status != "running":
@@ -128,7 +152,8 @@ class Journal:
 
     def close(self) -> None:
         self.store.close()
-        self.graph.store.close()
+        if self._graph is not None:
+            self._graph.store.close()
 
 
 _SHARED: dict[tuple[int, Path], Journal] = {}
@@ -154,7 +179,7 @@ def effective_status(run: RunRecord, now: float, host: str | None = None) -> Run
         return run.status
     if now - run.heartbeat_at > STALE_SECONDS:
         return "interrupted"
-    if run.host == (host or socket.gethostname()) and not process_alive(run.pid):
+    if run.host == (host or host_name()) and not process_alive(run.pid):
         return "interrupted"
     return "running"
 
@@ -174,6 +199,9 @@ class JournalSink(TraceSink):
         self.problems: list[str] = []
         # Learns from the run once it is in the task graph; what goes wrong is a problem.
         self.learner: Learner | None = None
+        # Instead: queue the run in the learning backlog with this request (JSON data that
+        # says how to learn from it), to be learned from later (agentscript.learn.backlog).
+        self.learning_request: dict[str, Any] | None = None
         self._heartbeat_seconds = heartbeat_seconds
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
@@ -208,7 +236,7 @@ class JournalSink(TraceSink):
             started_at=now,
             heartbeat_at=now,
             pid=os.getpid(),
-            host=socket.gethostname(),
+            host=host_name(),
             program=program,
             entry=entry,
             workspace=str(workspace) if workspace is not None else None,
@@ -269,11 +297,17 @@ class JournalSink(TraceSink):
             events=sum(1 for r in self._records if r[1] == "end" and r[2] != RUN_KIND),
         )
 
+        request = self.learning_request if status in LEARNED_STATUSES else None
+
         def write_and_learn() -> None:
             with self._flush_lock:
                 entries = self._entries(batch)
-                self._write(lambda: self.journal.store.save(ended, entries, new=not self._saved))
+                new = not self._saved
+                self._write(lambda: self.journal.store.save(ended, entries, new, request))
                 self._saved = True
+            if request is not None:
+                self._learned.set()
+                return
             everything = self._entries(self._records)
             traces: list[TaskExecutionTrace] = []
             self._write(lambda: traces.append(self.journal.learn(ended, everything)))
@@ -543,6 +577,8 @@ def replay_run(journal: Journal, reference: str) -> list[dict[str, Any]]:
 def run_trace(journal: Journal, reference: str) -> TaskExecutionTrace:
     """The run's execution trace: as stored when it ended, else built now from its entries
     (a run interrupted before it could finish, or one still going)."""
+    from agentscript.learn.execution_trace import TaskExecutionTrace
+
     run = journal.resolve(reference)
     stored = journal.graph.episode_trace(run.run_id)
     if stored is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -94,10 +94,25 @@ class JournalStore(Protocol):
         """Where the journal lives, for messages."""
         ...
 
-    def save(self, run: RunRecord, entries: Sequence[JournalEntry], new: bool) -> None:
+    def save(
+        self,
+        run: RunRecord,
+        entries: Sequence[JournalEntry],
+        new: bool,
+        learning: Mapping[str, Any] | None = None,
+    ) -> None:
         """Add `entries` to the run and bring its row up to `run` (status, heartbeat, end,
         error, usage; `events` grows by the finished trace events among the entries), creating
-        the row when `new`. One transaction."""
+        the row when `new`; with `learning`, queue the run in the learning backlog with that
+        request. One transaction, so an ended run is never missing from the backlog."""
+        ...
+
+    def backlog(self) -> list[tuple[str, dict[str, Any]]]:
+        """The runs waiting to be learned from, oldest first, with their learning requests."""
+        ...
+
+    def learned(self, run_id: str) -> None:
+        """Take the run out of the learning backlog."""
         ...
 
     def run(self, run_id: str) -> RunRecord | None: ...
@@ -219,6 +234,12 @@ _SCHEMA = (
         size INTEGER NOT NULL,
         body TEXT NOT NULL
     )""",
+    # Runs that ended and are not learned from yet (agentscript.learn.backlog).
+    """CREATE TABLE IF NOT EXISTS learning_backlog (
+        run_id TEXT PRIMARY KEY,
+        queued_at REAL NOT NULL,
+        request_json TEXT NOT NULL
+    )""",
 )
 
 _RUN_COLUMNS = (
@@ -249,9 +270,21 @@ class SqliteJournalStore:
     def location(self) -> str:
         return str(self.path)
 
-    def save(self, run: RunRecord, entries: Sequence[JournalEntry], new: bool) -> None:
+    def save(
+        self,
+        run: RunRecord,
+        entries: Sequence[JournalEntry],
+        new: bool,
+        learning: Mapping[str, Any] | None = None,
+    ) -> None:
         with self._file.writing() as connection:
             _insert_entries(connection, entries)
+            if learning is not None:
+                connection.execute(
+                    "INSERT OR REPLACE INTO learning_backlog (run_id, queued_at, request_json) "
+                    "VALUES (?, ?, ?)",
+                    (run.run_id, run.ended_at or run.heartbeat_at, dumps(dict(learning))),
+                )
             added = _finished_events(entries)
             if new:
                 connection.execute(
@@ -333,6 +366,19 @@ class SqliteJournalStore:
                 )
             )
         return entries
+
+    def backlog(self) -> list[tuple[str, dict[str, Any]]]:
+        with self._file.reading() as connection:
+            if connection is None:
+                return []
+            rows = connection.execute(
+                "SELECT run_id, request_json FROM learning_backlog ORDER BY queued_at, run_id"
+            ).fetchall()
+        return [(str(run_id), json.loads(request)) for run_id, request in rows]
+
+    def learned(self, run_id: str) -> None:
+        with self._file.writing() as connection:
+            connection.execute("DELETE FROM learning_backlog WHERE run_id = ?", (run_id,))
 
     def blob_count(self) -> int:
         """How many distinct large payloads are stored (for tests and benchmarks)."""

@@ -22,8 +22,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import secrets
-import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -106,12 +104,22 @@ def file_lock(
         raise ValueError("file_lock needs timeout >= 0, stale_after > 0 and poll > 0")
     lock = Path(path)
     lock.parent.mkdir(parents=True, exist_ok=True)
-    token = f"{os.getpid()}-{secrets.token_hex(8)}"
+    token = f"{os.getpid()}-{os.urandom(8).hex()}"
     _acquire(lock, token, timeout, stale_after, poll)
     try:
         yield
     finally:
         _release(lock, token)
+
+
+def host_name() -> str:
+    """This machine's name, as `socket.gethostname()` gives it, without importing socket on
+    POSIX (every journaled run records it, and a run's start should load little)."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
 
 
 def process_alive(pid: int) -> bool:
@@ -172,7 +180,7 @@ def _acquire(path: Path, token: str, timeout: float, stale_after: float, poll: f
 
 
 def _body(token: str) -> bytes:
-    owner = {"pid": os.getpid(), "host": socket.gethostname(), "ts": time.time(), "token": token}
+    owner = {"pid": os.getpid(), "host": host_name(), "ts": time.time(), "token": token}
     return json.dumps(owner).encode("utf-8")
 
 
@@ -212,12 +220,12 @@ def _stale(owner: LockOwner, stale_after: float) -> bool:
     assert owner.ts is not None and owner.pid is not None
     if now - owner.ts > stale_after:
         return True
-    return owner.host == socket.gethostname() and not process_alive(owner.pid)
+    return owner.host == host_name() and not process_alive(owner.pid)
 
 
 def _remove_stale(path: Path, owner: LockOwner) -> None:
     """Take a stale lock out of the way; only one contender's rename can succeed."""
-    grave = path.with_name(f"{path.name}.stale-{secrets.token_hex(8)}")
+    grave = path.with_name(f"{path.name}.stale-{os.urandom(8).hex()}")
     try:
         os.rename(path, grave)
     except FileNotFoundError:

@@ -707,12 +707,12 @@ def sync_needs_you(service: MemoryService, profile: Profile, now: float) -> str:
     key = needs_you_key(profile.agent)
     waiting = profile.needs_user(now)
     scope = service.workspace
-    versions = service.history(key, scope=scope)["versions"]
-    active = next((version for version in versions if version["status"] == "active"), None)
+    versions = service.history(key, scope=scope).versions
+    active = next((version.entry for version in versions if version.status == "active"), None)
     if not waiting:
         if active is None:
             return "none"
-        service.forget(active["id"], reason="no desire needs the user now", scope=active["scope"])
+        service.forget(active.id, reason="no desire needs the user now", scope=active.scope)
         return "forgotten"
     title = _cut("needs you: " + "; ".join(view.what for view in waiting), 200)
     lines = []
@@ -729,7 +729,7 @@ def sync_needs_you(service: MemoryService, profile: Profile, now: float) -> str:
         scope=scope,
         source={"reason": "profile needs-you"},
     )
-    return str(written["action"])
+    return written.action
 
 
 # ----------------------------------------------------------------------------- the card

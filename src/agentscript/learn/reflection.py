@@ -368,11 +368,11 @@ def entry_agent(run: RunRecord, entries: Sequence[JournalEntry]) -> str:
             if isinstance(name, str) and name:
                 return name
     if run.program and Path(run.program).is_file():
-        from agentscript import api
         from agentscript.lang.errors import ParseError
+        from agentscript.runtime.loader import load_program
 
         try:
-            mains = [item.name for item in api.load(run.program).agents if item.is_main]
+            mains = [item.name for item in load_program(run.program).agents if item.is_main]
         except (AgentScriptError, ParseError):
             mains = []
         if mains:
@@ -628,7 +628,7 @@ class _Applier:
             source={"run": self.run.run_id, "reason": REFLECTION_TRIGGER},
         )
         return OperationResult(
-            index, op.op, True, f"{written['action']} {written['kind']} {written['title']!r}"
+            index, op.op, True, f"{written.action} {written.kind} {written.title!r}"
         )
 
     def _experience_add(self, index: int, op: ExperienceAddOperation) -> OperationResult:

@@ -10,9 +10,8 @@ the memory service and the rules are imported by the background step that uses t
 
 from __future__ import annotations
 
-import os
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,17 +20,18 @@ from typing import TYPE_CHECKING, Any
 from agentscript.runtime.jsjson import escape_lone_surrogates
 
 if TYPE_CHECKING:
-    from agentscript.composition import RunConfig
     from agentscript.learn.execution_trace import TaskExecutionTrace
     from agentscript.learn.experiences import Refiner
     from agentscript.learn.journal import Journal
     from agentscript.learn.journal_store import JournalEntry, RunRecord
+    from agentscript.learn.ports import SandboxedRunner
     from agentscript.memory.service import MemoryService
     from agentscript.runtime.ports import LlmProvider
 
 RUN_MEMORY_REASON = "run-memory"
-# `RunConfig.learn_model` value that refines with the model the program itself used.
-PROGRAM_MODEL = "program"
+# Opens the memory service of a workspace on a database (the application layer passes the
+# memory.yml-configured opener; the bare `MemoryService.open` is the default).
+MemoryOpener = Callable[[str | None, "str | Path"], "MemoryService"]
 
 
 def run_memory_key(run_id: str) -> str:
@@ -47,9 +47,9 @@ def write_run_memory(
 
     key = run_memory_key(run.run_id)
     scope = service.workspace
-    versions = service.history(key, scope=scope)["versions"]
+    versions = service.history(key, scope=scope).versions
     if versions:
-        return {"id": versions[0]["id"], "action": "exists"}
+        return {"id": versions[0].entry.id, "action": "exists"}
     program = run.program.replace("\\", "/").rsplit("/", 1)[-1] if run.program else "program"
     task = goal_text(trace.goal, run.workspace)
     outcome = "succeeded" if trace.status == "ok" else "failed"
@@ -70,7 +70,7 @@ def write_run_memory(
         event_time=datetime.fromtimestamp(run.started_at, UTC),
         source={"run": run.run_id, "reason": RUN_MEMORY_REASON},
     )
-    return {"id": written["id"], "action": written["action"]}
+    return {"id": written.id, "action": written.action}
 
 
 def run_memory_text(run: RunRecord, trace: TaskExecutionTrace) -> str:
@@ -110,8 +110,10 @@ def run_memory_text(run: RunRecord, trace: TaskExecutionTrace) -> str:
 @dataclass(frozen=True, slots=True)
 class LearnModel:
     """The model that rewrites new experiences: `llm` answers (None: the real model router
-    with `environ`); `uri` names the model (None: the one the run's first generate used)."""
+    with `environ`); `uri` names the model (None: the one the run's first generate used);
+    `runner` runs the rewriting program (the application layer's sandboxed run)."""
 
+    runner: SandboxedRunner
     llm: LlmProvider | None = None
     uri: str | None = None
     environ: Mapping[str, str] | None = None
@@ -123,8 +125,8 @@ class LearnModel:
         if uri is None and self.llm is None:
             return None
         if uri is None:
-            return Refiner(self.llm, environ=self.environ)
-        return Refiner(self.llm, uri, self.environ)
+            return Refiner(self.llm, environ=self.environ, runner=self.runner)
+        return Refiner(self.llm, uri, self.environ, runner=self.runner)
 
 
 def program_model(entries: Sequence[JournalEntry]) -> str | None:
@@ -144,10 +146,16 @@ class RunLearner:
     the run memory, distils and stores the run's experiences. Runs that were interrupted are
     left alone. Returns the problems, one line each; never raises."""
 
-    def __init__(self, database: str | Path, learn_model: LearnModel | None = None) -> None:
+    def __init__(
+        self,
+        database: str | Path,
+        learn_model: LearnModel | None = None,
+        open_memory: MemoryOpener | None = None,
+    ) -> None:
         # A SQLite file or a PostgreSQL URI, as MemoryService.open takes it.
         self.database = database
         self.learn_model = learn_model
+        self.open_memory = open_memory
 
     def __call__(
         self,
@@ -159,11 +167,10 @@ class RunLearner:
         if trace.status not in ("ok", "error"):
             return []
         from agentscript.learn.experiences import learn_from_run
-        from agentscript.memory.service import MemoryService
 
         problems: list[str] = []
         try:
-            service = MemoryService.open(run.workspace, database=self.database)
+            service = self._open(run.workspace)
         except Exception as problem:  # learning must never break the run it learns from
             return [f"Learning: the memory at {self.database} cannot be opened: {problem}"]
         with service:
@@ -183,32 +190,9 @@ class RunLearner:
                 problems.append(f"Learning: experiences were not distilled: {problem}")
         return problems
 
+    def _open(self, workspace: str | None) -> MemoryService:
+        if self.open_memory is not None:
+            return self.open_memory(workspace, self.database)
+        from agentscript.memory.service import MemoryService
 
-def learner_for(config: RunConfig, database: str | Path | None = None) -> RunLearner:
-    """The learner a run's configuration asks for. The memory database is `database` (the
-    run's `memory_db`, which `memory://` tools open too), else `$AGENTSCRIPT_MEMORY_DB`, else
-    `~/.agentscript/memory.db`, decided now, when the run starts.
-
-    `config.learn_model`: None keeps the rules' text; "program" rewrites with the program's
-    own model when the run talks to a live one (the real router, or a provider handed in as
-    `config.model`; never the mock, a dry run or a replay); any other text is a model URI;
-    a provider is used as it is."""
-    chosen = config.learn_model
-    learn_model: LearnModel | None = None
-    if chosen == PROGRAM_MODEL:
-        if not isinstance(config.model, str):
-            learn_model = LearnModel(llm=config.model)
-        elif config.model == "real" and config.replay is None:
-            learn_model = LearnModel(environ=config.environ)
-    elif isinstance(chosen, str):
-        learn_model = LearnModel(uri=chosen, environ=config.environ)
-    elif chosen is not None:
-        learn_model = LearnModel(llm=chosen)
-    return RunLearner(database if database is not None else _default_database(), learn_model)
-
-
-def _default_database() -> Path:
-    """MemoryService.open's default database, decided the same way, but without importing the
-    memory service, which would cost every run's start more than the run itself."""
-    configured = os.environ.get("AGENTSCRIPT_MEMORY_DB")
-    return Path(configured) if configured else Path.home() / ".agentscript" / "memory.db"
+        return MemoryService.open(workspace, database=self.database)

@@ -3,7 +3,7 @@
 `MemoryService` is the API (remember, recall, update, forget, get, history, browse, stats,
 check, digest, and the compaction hooks); `SqliteStore` the default `MemoryStore`. Writing never
 calls a model; reading does only when memory.yml names one (lazy compaction, semantic
-re-ranking), through `configured.open_configured`. See docs/memory-service.md.
+re-ranking), through `agentscript.app.memory_service`. See docs/memory-service.md.
 """
 
 from agentscript.memory.config import MemoryConfig, load_config, parse_config

@@ -26,10 +26,8 @@ versions stay as history); forget with `purge` is `destructive`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
-from agentscript.memory.configured import open_configured
 from agentscript.memory.entries import GLOBAL_SCOPE
 from agentscript.memory.errors import MemoryServiceError
 from agentscript.memory.scopes import parse_scope
@@ -58,25 +56,6 @@ class MemoryTools:
             raise ExecutionError(f"memory_scopes in the approval policy: {error.message}") from None
         own = {service.workspace} if service.workspace is not None else set()
         self._allowed = frozenset({GLOBAL_SCOPE, *own, *granted})
-
-    @classmethod
-    def open(
-        cls,
-        workspace: str | Path,
-        database: str | Path | None = None,
-        granted_scopes: Iterable[str] = (),
-    ) -> MemoryTools:
-        """Open the service of `workspace` on `database` (default: `$AGENTSCRIPT_MEMORY_DB`,
-        else ~/.agentscript/memory.db); a broken memory.yml is an ExecutionError."""
-        try:
-            service = open_configured(workspace, database=database)
-        except MemoryServiceError as error:
-            raise ExecutionError(error.message) from None
-        try:
-            return cls(service, granted_scopes)
-        except BaseException:
-            service.close()
-            raise
 
     def risk(self, request: ToolCall) -> Risk:
         tool = _tool(request)

@@ -163,7 +163,7 @@ class _MemoryServer(Server[Any]):
 
 
 def _digest_text(service: MemoryService) -> str:
-    text: str = service.digest()["text"]
+    text = service.digest().text
     return text
 
 

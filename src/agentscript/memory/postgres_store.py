@@ -27,7 +27,6 @@ the password replaced. psycopg (the extra `agentscript[postgres]`) is imported o
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import string
 import threading
@@ -38,7 +37,7 @@ from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from agentscript.memory.entries import Entry, require_storable
+from agentscript.memory.entries import Entry
 from agentscript.memory.errors import INVALID_ARGUMENT, STORE_FAILURE, MemoryServiceError
 from agentscript.memory.store import (
     ENTRY_COLUMNS,
@@ -51,12 +50,13 @@ from agentscript.memory.store import (
     StoreConflict,
     TextQuery,
     entry_from_row,
+    entry_row,
     index_terms,
+    indexed_text,
     matching_vectors,
     pack_vector,
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
-from agentscript.memory.timeline import bucket_start_keys
 from agentscript.providers.storage.postgres_connections import (
     CONNECT_TIMEOUT_SECONDS,
     ConnectionPool,
@@ -726,7 +726,7 @@ class _Transaction:
     def insert(self, entry: Entry) -> None:
         counts, length = postings(entry, self._analyzer)
         parameters = {
-            **_row(entry),
+            **entry_row(entry, list),
             **_posting_columns(counts),
             "tokens": length,
             "scope_hash": scope_hash(entry.scope),
@@ -744,11 +744,11 @@ class _Transaction:
         if found is None:
             raise StoreConflict(f"entry {entry.id} does not exist in scope {entry.scope}")
         seq, previous_length, previous = int(found[0]), int(found[1]), entry_from_row(found[2:])
-        values = _row(entry)
+        values = entry_row(entry, list)
         assignments = ", ".join(
             f"{name} = {_placeholder(name)}" for name in values if name not in ("id", "scope")
         )
-        reindex = _indexed_text(previous) != _indexed_text(entry)
+        reindex = indexed_text(previous) != indexed_text(entry)
         counts, length = postings(entry, self._analyzer) if reindex else ({}, previous_length)
         hashed = scope_hash(entry.scope)
         removed: list[str] = []
@@ -816,10 +816,6 @@ class _Transaction:
 def _signed_64(text: str) -> int:
     """A stable signed 64-bit number for `text` (PostgreSQL's bigint)."""
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big", signed=True)
-
-
-def _indexed_text(entry: Entry) -> tuple[object, ...]:
-    return (entry.tags, entry.title, entry.key, entry.body, entry.context)
 
 
 def _posting_columns(counts: dict[str, list[int]]) -> dict[str, list[Any]]:
@@ -938,39 +934,6 @@ def _rebuild(connection: Connection, schema: str, analyzer: Analyzer) -> None:
         "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
         ["schema", SCHEMA_VERSION, "analyzer", analyzer.signature],
     )
-
-
-def _row(entry: Entry) -> dict[str, Any]:
-    require_storable(entry)
-    keys = bucket_start_keys(entry.bucket)
-    return {
-        "id": entry.id,
-        "kind": entry.kind,
-        "scope": entry.scope,
-        "key": entry.key,
-        "title": entry.title,
-        "body": entry.body,
-        "context": entry.context,
-        "tags": list(entry.tags),
-        "created_at": entry.created_at,
-        "updated_at": entry.updated_at,
-        "accessed_at": entry.accessed_at,
-        "event_time": entry.event_time,
-        "level": entry.level,
-        "bucket": entry.bucket,
-        "archived": int(entry.archived),
-        "archive_reason": entry.archive_reason,
-        "source": json.dumps(entry.source.to_dict(), ensure_ascii=False),
-        "archive_ref": list(entry.archive_ref),
-        "reinforce_count": entry.reinforce_count,
-        "superseded_by": entry.superseded_by,
-        "title_norm": entry.title_norm,
-        "day": keys["day"],
-        "week": keys["week"],
-        "month": keys["month"],
-        "year": keys["year"],
-        "session": entry.source.session,
-    }
 
 
 def _where(where: EntryFilter) -> tuple[str, dict[str, Any]]:

@@ -5,7 +5,7 @@ shows) and returns JSON-able dicts, so an MCP server or a CLI only parses argume
 results. It never calls a model itself: compaction, which needs one, builds on
 `compaction_sources`, `pending_buckets` and `write_summary` below, and runs before reads through
 the `before_read` hook (compaction.py installs it); recall hands its candidates to `semantic`,
-a SemanticRanker, when one is installed (configured.py does it from memory.yml). Writes never
+a SemanticRanker, when one is installed (agentscript.app.memory_service does it from memory.yml). Writes never
 reach a model. It never speaks SQL: storage is a MemoryStore.
 """
 
@@ -52,6 +52,17 @@ from agentscript.memory.errors import (
 )
 from agentscript.memory.postgres_store import PostgresMemoryStore, is_postgres_uri
 from agentscript.memory.recall import RecallTuning, rank
+from agentscript.memory.results import (
+    DigestResult,
+    EntryVersion,
+    ForgetResult,
+    HistoryResult,
+    RecallHit,
+    RecallResult,
+    RememberResult,
+    UpdateResult,
+    read_report,
+)
 from agentscript.memory.scopes import ScopePlan, parse_scope, route, workspace_id
 from agentscript.memory.semantic import SemanticRanker
 from agentscript.memory.sqlite_store import SqliteStore
@@ -197,7 +208,7 @@ class MemoryService:
         event_time: TimeArgument = None,
         source: Source | dict[str, Any] | None = None,
         context: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> RememberResult:
         """Store a memory without calling any model; returns `{id, action, scope, kind, title}`.
 
         `action` is `created`; `updated` when an active entry of the scope had the same `key`
@@ -242,13 +253,7 @@ class MemoryService:
                 entry, action = self._remember_keyed(tx, candidate, now)
             else:
                 entry, action = self._remember_unkeyed(tx, candidate, now)
-        return {
-            "id": entry.id,
-            "action": action,
-            "scope": entry.scope,
-            "kind": entry.kind,
-            "title": entry.title,
-        }
+        return RememberResult(entry.id, action, entry.scope, entry.kind, entry.title)
 
     def _remember_keyed(
         self, tx: StoreTransaction, candidate: Entry, now: str
@@ -336,7 +341,7 @@ class MemoryService:
         context: str | None = None,
         event_time: TimeArgument = None,
         scope: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> UpdateResult:
         """Correct an active entry; returns `{id, action: "updated", previous_id, changed}`.
 
         Nothing is overwritten: the corrected entry is a new version with a new id, and the
@@ -388,12 +393,7 @@ class MemoryService:
                 )
             revised = current.evolve(**changes)
             if revised == current:
-                return {
-                    "id": current.id,
-                    "action": "updated",
-                    "previous_id": None,
-                    "changed": False,
-                }
+                return UpdateResult(current.id, previous_id=None, changed=False)
             check_size(revised, self.config.max_entry_bytes)
             successor = revised.evolve(
                 id=str(uuid.uuid4()), created_at=now, updated_at=now, accessed_at=now
@@ -404,12 +404,7 @@ class MemoryService:
                 )
             )
             tx.insert(successor)
-        return {
-            "id": successor.id,
-            "action": "updated",
-            "previous_id": current.id,
-            "changed": True,
-        }
+        return UpdateResult(successor.id, previous_id=current.id, changed=True)
 
     def forget(
         self,
@@ -418,7 +413,7 @@ class MemoryService:
         reason: str | None = None,
         purge: bool = False,
         scope: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ForgetResult:
         """Archive an entry (recall skips it; `include_archived`, `get` and `history` still
         show it); returns `{id, action: "archived" | "already_archived" | "purged", purged}`.
 
@@ -437,27 +432,16 @@ class MemoryService:
         with self.store.transaction() as tx:
             current = self._get(tx, plan, entry_id)
             if current.archived:
-                return {
-                    "id": current.id,
-                    "action": "already_archived",
-                    "archived": True,
-                    "purged": [],
-                }
+                return ForgetResult(current.id, "already_archived")
             tx.replace(current.evolve(archived=True, archive_reason=why))
             restored = []
             if current.kind == "summary":
                 restored = _restore_sources(tx, current.scope, [current], set())
-        answer: dict[str, Any] = {
-            "id": current.id,
-            "action": "archived",
-            "archived": True,
-            "purged": [],
-        }
-        if current.kind == "summary":
-            answer["restored"] = restored
-        return answer
+        return ForgetResult(
+            current.id, "archived", restored=restored if current.kind == "summary" else None
+        )
 
-    def _purge(self, plan: ScopePlan, entry_id: str) -> dict[str, Any]:
+    def _purge(self, plan: ScopePlan, entry_id: str) -> ForgetResult:
         """`forget(purge=True)`: see there. The store scrubs its files once it is done."""
         with self.store.transaction() as tx:
             current = self._get(tx, plan, entry_id)
@@ -471,14 +455,13 @@ class MemoryService:
             tx.delete(current.scope, tuple(doomed + [entry.id for entry in tainted]))
             restored = _restore_sources(tx, current.scope, tainted, set(doomed))
         self.store.scrub()
-        return {
-            "id": current.id,
-            "action": "purged",
-            "archived": True,
-            "purged": sorted(doomed),
-            "summaries_removed": sorted(entry.id for entry in tainted),
-            "restored": restored,
-        }
+        return ForgetResult(
+            current.id,
+            "purged",
+            sorted(doomed),
+            summaries_removed=sorted(entry.id for entry in tainted),
+            restored=restored,
+        )
 
     # ------------------------------------------------------------------------- reading
 
@@ -499,7 +482,7 @@ class MemoryService:
         include_archived: bool = False,
         limit: int = DEFAULT_RECALL_LIMIT,
         body_chars: int = DEFAULT_BODY_CHARS,
-    ) -> dict[str, Any]:
+    ) -> RecallResult:
         """Ranked search; returns `{results: [...], count}`, each result with its `score`,
         `level` and the `scope` it came from, bodies cut at `body_chars`.
 
@@ -551,13 +534,11 @@ class MemoryService:
             hits = [(entry, 0.0) for entry in self.store.select(where, limit=count)]
         if hits:
             self.store.touch(plan.read, tuple(entry.id for entry, _ in hits), format_timestamp(now))
-        results = [_result(entry, score, cut) for entry, score in hits]
-        response: dict[str, Any] = {"results": results, "count": len(results)}
-        if note is not None:
-            response["note"] = note
-        return _with_compaction(response, compaction)
+        note, compaction = read_report(compaction, note)
+        hits_found = [RecallHit.of(entry, score, cut) for entry, score in hits]
+        return RecallResult(hits_found, note, compaction)
 
-    def history(self, key: str, *, scope: str | None = None) -> dict[str, Any]:
+    def history(self, key: str, *, scope: str | None = None) -> HistoryResult:
         """Every version ever stored under `key` in the readable scopes, newest first, each
         with `status`: active, superseded or archived."""
         normal = clean_key(key)
@@ -565,12 +546,10 @@ class MemoryService:
         versions = self.store.select(
             EntryFilter(scopes=plan.read, key=normal, archived=None), order="created"
         )
-        return {
-            "key": normal,
-            "versions": [
-                {**entry.to_dict(), "status": _status(entry)} for entry in _by_succession(versions)
-            ],
-        }
+        return HistoryResult(
+            normal,
+            [EntryVersion(entry, _status(entry)) for entry in _by_succession(versions)],
+        )
 
     def browse(
         self,
@@ -814,7 +793,7 @@ class MemoryService:
         max_bytes: int | None = None,
         max_entries: int | None = None,
         scope: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> DigestResult:
         """The session-start digest: `{text, bytes, entries, omitted}`.
 
         The resident layer first: entries tagged ATTENTION_TAG (what an agent needs the user
@@ -841,7 +820,7 @@ class MemoryService:
             10_000,
         )
         if not self.config.digest.enabled and max_bytes is None and max_entries is None:
-            return {"text": "", "bytes": 0, "entries": 0, "omitted": 0}
+            return DigestResult("", 0, 0, 0)
         plan = self.scopes_for(scope)
         compaction = self._before_read(plan.read)
         resident, outline = self._digest_lines(plan, budget_entries + 1)
@@ -854,24 +833,16 @@ class MemoryService:
         skipped = len(resident) - len(chosen)
         chosen = _fitting(header, chosen, outline, skipped, budget_entries, budget_bytes)
         lines = [*resident, *outline]
+        note, compaction = read_report(compaction)
         if not chosen:
-            return _with_compaction(
-                {"text": "", "bytes": 0, "entries": 0, "omitted": len(lines)}, compaction
-            )
+            return DigestResult("", 0, 0, len(lines), note, compaction)
         omitted = self._digest_total(plan) - len(chosen)
         body = [*header, *chosen]
         if omitted > 0:
             body.append(_omitted_line(omitted))
         text = "\n".join([*body, DIGEST_FOOTER])
-        return _with_compaction(
-            {
-                "text": text,
-                "bytes": len(text.encode("utf-8")),
-                "entries": len(chosen),
-                "omitted": max(omitted, 0),
-            },
-            compaction,
-        )
+        size = len(text.encode("utf-8"))
+        return DigestResult(text, size, len(chosen), max(omitted, 0), note, compaction)
 
     def _digest_lines(self, plan: ScopePlan, wanted: int) -> tuple[list[str], list[str]]:
         """The resident layer (attention, global facts) and the outline (summaries, then
@@ -1268,28 +1239,6 @@ def _status(entry: Entry) -> Literal["active", "superseded", "archived"]:
     if entry.active:
         return "active"
     return "superseded" if entry.superseded_by else "archived"
-
-
-def _result(entry: Entry, score: float, body_chars: int) -> dict[str, Any]:
-    cut = len(entry.body) > body_chars
-    return {
-        "id": entry.id,
-        "kind": entry.kind,
-        "key": entry.key,
-        "title": entry.title,
-        "body": entry.body[:body_chars] + ("…" if cut else ""),
-        "body_truncated": cut,
-        "tags": list(entry.tags),
-        "scope": entry.scope,
-        "score": round(score, 6),
-        "level": entry.level,
-        "bucket": entry.bucket,
-        "event_time": entry.event_time,
-        "updated_at": entry.updated_at,
-        "archived": entry.archived,
-        "reinforce_count": entry.reinforce_count,
-        "source": entry.source.to_dict(),
-    }
 
 
 def _summary_line(entry: Entry) -> dict[str, Any]:

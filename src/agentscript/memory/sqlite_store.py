@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
-from agentscript.memory.entries import Entry, require_storable
+from agentscript.memory.entries import Entry
 from agentscript.memory.errors import STORE_FAILURE, MemoryServiceError
 from agentscript.memory.store import (
     ENTRY_COLUMNS,
@@ -35,12 +35,14 @@ from agentscript.memory.store import (
     StoreConflict,
     TextQuery,
     entry_from_row,
+    entry_row,
     index_terms,
+    indexed_text,
+    json_list,
     matching_vectors,
     pack_vector,
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
-from agentscript.memory.timeline import bucket_start_keys
 from agentscript.providers.storage.sqlite_files import connect, write_transaction
 
 SCHEMA_VERSION = "1"
@@ -400,7 +402,7 @@ class _Transaction:
         return _tally(self._connection, where, by, min_count)
 
     def insert(self, entry: Entry) -> None:
-        values = _row(entry)
+        values = entry_row(entry, json_list)
         with _conflicts(entry):
             cursor = self._connection.execute(
                 f"INSERT INTO memory_entries ({', '.join(values)}) VALUES ({_marks(list(values))})",
@@ -416,14 +418,14 @@ class _Transaction:
         if found is None:
             raise StoreConflict(f"entry {entry.id} does not exist in scope {entry.scope}")
         seq, previous = int(found[0]), _entry_of(found[1:])
-        values = _row(entry)
+        values = entry_row(entry, json_list)
         with _conflicts(entry):
             self._connection.execute(
                 f"UPDATE memory_entries SET {', '.join(f'{name} = ?' for name in values)} "
                 "WHERE seq = ?",
                 [*values.values(), seq],
             )
-        if _indexed_text(previous) != _indexed_text(entry):
+        if indexed_text(previous) != indexed_text(entry):
             self._connection.execute("DELETE FROM memory_terms WHERE rowid = ?", (seq,))
             self._connection.execute(
                 "DELETE FROM memory_vectors WHERE seq IN "
@@ -494,10 +496,6 @@ def _marks(values: Sequence[object]) -> str:
     return ", ".join("?" * len(values))
 
 
-def _indexed_text(entry: Entry) -> tuple[object, ...]:
-    return (entry.tags, entry.title, entry.key, entry.body, entry.context)
-
-
 def _index(connection: sqlite3.Connection, seq: int, entry: Entry, analyzer: Analyzer) -> None:
     terms = index_terms(entry, analyzer)
     connection.execute(
@@ -505,39 +503,6 @@ def _index(connection: sqlite3.Connection, seq: int, entry: Entry, analyzer: Ana
         f"VALUES (?, ?, {_marks(INDEXED_FIELDS)})",
         [seq, scope_term(entry.scope), *(" ".join(terms[name]) for name in INDEXED_FIELDS)],
     )
-
-
-def _row(entry: Entry) -> dict[str, Any]:
-    require_storable(entry)
-    keys = bucket_start_keys(entry.bucket)
-    return {
-        "id": entry.id,
-        "scope": entry.scope,
-        "kind": entry.kind,
-        "key": entry.key,
-        "title": entry.title,
-        "title_norm": entry.title_norm,
-        "body": entry.body,
-        "context": entry.context,
-        "tags": json.dumps(list(entry.tags), ensure_ascii=False),
-        "created_at": entry.created_at,
-        "updated_at": entry.updated_at,
-        "accessed_at": entry.accessed_at,
-        "event_time": entry.event_time,
-        "level": entry.level,
-        "bucket": entry.bucket,
-        "day": keys["day"],
-        "week": keys["week"],
-        "month": keys["month"],
-        "year": keys["year"],
-        "archived": int(entry.archived),
-        "archive_reason": entry.archive_reason,
-        "source": json.dumps(entry.source.to_dict(), ensure_ascii=False),
-        "archive_ref": json.dumps(list(entry.archive_ref)),
-        "reinforce_count": entry.reinforce_count,
-        "superseded_by": entry.superseded_by,
-        "session": entry.source.session,
-    }
 
 
 def _entry_of(row: Sequence[Any]) -> Entry:

@@ -24,16 +24,17 @@ vector is deleted with its entry and when its entry's text changes; it is never 
 
 from __future__ import annotations
 
+import json
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
 
-from agentscript.memory.entries import Entry, Kind, Source
+from agentscript.memory.entries import Entry, Kind, Source, require_storable
 from agentscript.memory.errors import CONFLICT, MemoryServiceError
 from agentscript.memory.text import Analyzer
-from agentscript.memory.timeline import Level
+from agentscript.memory.timeline import Level, bucket_start_keys
 
 # The fields a store indexes for text search, in a fixed order every store uses.
 INDEXED_FIELDS = ("tags", "title", "key", "body", "context")
@@ -192,6 +193,53 @@ def entry_from_row(row: Sequence[Any], decode_json: Callable[[Any], Any] = _as_s
         reinforce_count=int(values["reinforce_count"]),
         superseded_by=values["superseded_by"],
     )
+
+
+def entry_row(entry: Entry, encode_list: Callable[[list[str]], Any]) -> dict[str, Any]:
+    """The column values of one entry, the inverse of `entry_from_row` plus the derived
+    columns (normalised title, bucket keys, session) the stores filter on. `encode_list`
+    stores the list columns (tags, archive_ref): JSON text, or a driver's array. An entry
+    that cannot be stored as UTF-8 (a lone surrogate) is refused here, for every store."""
+    require_storable(entry)
+    keys = bucket_start_keys(entry.bucket)
+    return {
+        "id": entry.id,
+        "kind": entry.kind,
+        "scope": entry.scope,
+        "key": entry.key,
+        "title": entry.title,
+        "body": entry.body,
+        "context": entry.context,
+        "tags": encode_list(list(entry.tags)),
+        "created_at": entry.created_at,
+        "updated_at": entry.updated_at,
+        "accessed_at": entry.accessed_at,
+        "event_time": entry.event_time,
+        "level": entry.level,
+        "bucket": entry.bucket,
+        "archived": int(entry.archived),
+        "archive_reason": entry.archive_reason,
+        "source": json.dumps(entry.source.to_dict(), ensure_ascii=False),
+        "archive_ref": encode_list(list(entry.archive_ref)),
+        "reinforce_count": entry.reinforce_count,
+        "superseded_by": entry.superseded_by,
+        "title_norm": entry.title_norm,
+        "day": keys["day"],
+        "week": keys["week"],
+        "month": keys["month"],
+        "year": keys["year"],
+        "session": entry.source.session,
+    }
+
+
+def indexed_text(entry: Entry) -> tuple[object, ...]:
+    """What the full-text index is built from: a change here means re-indexing the entry."""
+    return (entry.tags, entry.title, entry.key, entry.body, entry.context)
+
+
+def json_list(values: list[str]) -> str:
+    """A list column as JSON text (SQLite)."""
+    return json.dumps(values, ensure_ascii=False)
 
 
 class StoreReader(Protocol):

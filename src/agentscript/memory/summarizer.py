@@ -2,7 +2,7 @@
 
 It speaks to the runtime's provider layer (`LlmProvider.generate`, a free-form generate with
 `return_shape=None`), so every model a program can use can write summaries, and tests use the
-scripted mock. The caller builds the provider (`composition.build_llm`, or `ModelRouter`); the
+scripted mock. The caller builds the provider (`agentscript.app.composition.build_llm`, or `ModelRouter`); the
 model URI comes from memory.yml (`timeline.model`).
 
 It fails closed: a provider error, an answer that is not text, an empty answer or one over the

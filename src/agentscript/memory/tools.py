@@ -30,6 +30,7 @@ from pydantic import (
 
 from agentscript.memory.entries import KINDS
 from agentscript.memory.errors import INVALID_ARGUMENT, MemoryServiceError
+from agentscript.memory.results import ForgetResult, JsonResult, RecallResult, UpdateResult
 from agentscript.memory.service import (
     DEFAULT_BODY_CHARS,
     DEFAULT_RECALL_LIMIT,
@@ -232,7 +233,8 @@ class ExperiencesArguments(_Arguments):
     scope: str | None = Field(None, description=_SCOPE)
 
 
-Handler = Callable[[MemoryService, dict[str, Any]], dict[str, Any]]
+# A tool's call of the service: a typed result (sent as its `to_json()`) or plain JSON.
+Handler = Callable[[MemoryService, dict[str, Any]], JsonResult | dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -285,17 +287,17 @@ class ToolDefinition:
         }
 
 
-def _update(service: MemoryService, arguments: dict[str, Any]) -> dict[str, Any]:
+def _update(service: MemoryService, arguments: dict[str, Any]) -> UpdateResult:
     entry_id = arguments.pop("id")
     return service.update(entry_id, **arguments)
 
 
-def _forget(service: MemoryService, arguments: dict[str, Any]) -> dict[str, Any]:
+def _forget(service: MemoryService, arguments: dict[str, Any]) -> ForgetResult:
     entry_id = arguments.pop("id")
     return service.forget(entry_id, **arguments)
 
 
-def _experiences(service: MemoryService, arguments: dict[str, Any]) -> dict[str, Any]:
+def _experiences(service: MemoryService, arguments: dict[str, Any]) -> RecallResult:
     return service.recall(
         arguments["task"],
         tags=[EXPERIENCE_TAG],
@@ -470,9 +472,10 @@ def call_tool(service: MemoryService, name: str, arguments: object) -> dict[str,
         return {"error": _validation_error(error, tool.arguments, arguments)}
     values = {name: value for name, value in parsed.model_dump().items() if value is not None}
     try:
-        return tool.handler(service, values)
+        result = tool.handler(service, values)
     except MemoryServiceError as error:
         return {"error": error.to_dict()}
+    return result.to_json() if isinstance(result, JsonResult) else result
 
 
 def _error(code: str, message: str, field_name: str | None = None) -> dict[str, Any]:

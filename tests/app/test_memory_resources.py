@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from agentscript.providers.memory.commands import export, import_records, repair, show
+from agentscript.app.memory_resources import export, import_records, repair, show
 from agentscript.providers.memory.store import MemoryStoreError
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.jsjson import stringify

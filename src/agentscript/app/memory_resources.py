@@ -1,4 +1,4 @@
-"""The library side of the `agentscript memory` commands: show, export, import and repair.
+"""The memory resource use cases of `agentscript memory`: show, export, import and repair.
 
 The CLI parses options, calls one of these and renders the result. They act for the person at
 the terminal, not for a program, so paths are not confined to a workspace root; relative

@@ -1,0 +1,93 @@
+"""How to run a program: the run configuration every entry point fills (the CLI from its flags).
+
+Plain data, cheap to import: the providers it names are built by `composition`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, TextIO
+
+from agentscript.runtime.interpreter import DEFAULT_CONCURRENCY, DEFAULT_MAX_CALL_DEPTH
+from agentscript.runtime.ports import (
+    GenerateRequest,
+    InputProvider,
+    LlmProvider,
+    MemoryProvider,
+    ToolProvider,
+)
+from agentscript.runtime.trace import TraceSink
+
+if TYPE_CHECKING:
+    from agentscript.providers.tools.approvals import ApprovalMode, AskUser
+
+ModelChoice = Literal["real", "mock", "dry-run"]
+
+
+@dataclass(slots=True)
+class RunConfig:
+    """How to run a program. Every field has a sensible default; the CLI fills it from flags."""
+
+    model: ModelChoice | LlmProvider = "real"
+    # With model="mock": answer generates from this script instead of shape defaults.
+    responses: str | Path | None = None
+    # Save every model exchange to this JSONL file / answer from such a file instead of a model.
+    record: str | Path | None = None
+    replay: str | Path | None = None
+    tools: ToolProvider | None = None
+    memory: MemoryProvider | None = None
+    input_provider: InputProvider | None = None
+    agent: str | None = None
+    function: str | None = None
+    trace_sinks: list[TraceSink] = field(default_factory=list)
+    # Where `debug: true` generates print their prompts (stderr when None).
+    debug_stream: TextIO | None = None
+    on_dry_run_prompt: Callable[[GenerateRequest], None] | None = None
+    max_call_depth: int = DEFAULT_MAX_CALL_DEPTH
+    # Run budgets: exceeding one stops the run with BudgetExceeded naming it.
+    max_tokens: int | None = None
+    max_calls: int | None = None
+    max_seconds: float | None = None
+    # Where provider keys, base URLs and timeouts are read from (os.environ when None).
+    environ: Mapping[str, str] | None = None
+    # The directory host tools are confined to (default: the program's directory).
+    workspace: str | Path | None = None
+    # Answer every tool call with the mock tool instead of running host tools.
+    mock_tools: bool = False
+    # Approvals: "ask" (the default; refuses when there is no terminal), "auto" or "deny"; a
+    # policy file (YAML or JSON); and who answers when a call asks (None: nobody can).
+    approve: ApprovalMode | None = None
+    approvals: str | Path | None = None
+    ask_user: AskUser | None = None
+    # Environment variables `env://` may read; None lets it read any name that does not look
+    # like a secret.
+    env_allow: list[str] | None = None
+    # Answer memory calls from an in-process mock instead of the real backends.
+    mock_memory: bool = False
+    # The directory memory files must stay in (default: the workspace).
+    memory_root: str | Path | None = None
+    # The long-term memory database `memory://` tools open (default: $AGENTSCRIPT_MEMORY_DB,
+    # else ~/.agentscript/memory.db).
+    memory_db: str | Path | None = None
+    # How many `parallel for` iterations run at once.
+    concurrency: int = DEFAULT_CONCURRENCY
+    # `use one of` choices by site id, e.g. {"main.as#Writer.draft[tone]": "formal"}.
+    variants: dict[str, str] = field(default_factory=dict)
+    # Journal the run (events, task graph, execution trace) in `<workspace>/.agentscript/runs.db`
+    # or at `journal_path`. Dry runs are never journaled.
+    journal: bool = True
+    journal_path: str | Path | None = None
+    # Send the run to an OpenTelemetry collector over OTLP/HTTP: True, False, or None to
+    # follow the standard OTEL_* variables (on when an OTLP endpoint is set).
+    otel: bool | None = None
+    # After a journaled run ends ok or with an error, write its run memory and distil its
+    # experiences into the long-term memory at `memory_db` (agentscript.learn.run_memory).
+    learn: bool = True
+    # Rewrite new experiences with a model: None (the rules' text), "program" (the program's
+    # own model), a model URI, or a provider.
+    learn_model: str | LlmProvider | None = None
+    # The prompt layout, "0.1.0" or "compact"; None lets the provider choose (compact for the
+    # providers that enforce shapes natively, 0.1.0 for the mock and the dry run).
+    prompt_layout: str | None = None

@@ -1,0 +1,71 @@
+"""The run use case: check a program, build its providers, run it, journal it.
+
+The CLI's `run`, the Python API's `agentscript.run`, autonomous windows and the refinement of
+experiences all run programs through `run`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentscript.app.programs import load
+from agentscript.lang import ast
+from agentscript.lang.checker import check_program
+from agentscript.lang.errors import SemanticError
+from agentscript.runtime.errors import AgentScriptError
+
+if TYPE_CHECKING:
+    from agentscript.app.configuration import RunConfig
+    from agentscript.runtime.interpreter import RunResult
+
+
+def run(
+    program: ast.Program | str | Path,
+    input: Any = None,
+    config: RunConfig | None = None,
+) -> RunResult:
+    """Check, then run the entry function. Raises SemanticError if the program has errors, or an
+    AgentScriptError (with `.trace` holding the trace so far) if the run fails."""
+    if not isinstance(program, ast.Program):
+        program = load(program)
+    diagnostics = [d for d in check_program(program) if d.severity == "error"]
+    if diagnostics:
+        raise SemanticError(diagnostics)
+    # The runtime is imported here, not at module level: loading and checking stay fast.
+    from agentscript.app.composition import build_run
+    from agentscript.app.configuration import RunConfig
+    from agentscript.runtime.interpreter import execute
+
+    config = config or RunConfig()
+    setup = build_run(config, program.source_path)
+    journal = setup.journal
+    input_value = {} if input is None else input
+    if journal is not None:
+        entry = (
+            f"{config.agent or ''}.{config.function or ''}"
+            if config.agent or config.function
+            else None
+        )
+        journal.start_run(program.source_path, input_value, entry=entry, workspace=setup.workspace)
+    try:
+        result = execute(program, input_value, setup.options)
+    except AgentScriptError as error:
+        if journal is not None:
+            journal.finish_run("error", error=error, usage=error.spent)
+            error.journal = journal
+        raise
+    except KeyboardInterrupt:
+        if journal is not None:
+            journal.finish_run("interrupted")
+        raise
+    except BaseException as error:
+        if journal is not None:
+            journal.finish_run("error", error=error)
+        raise
+    finally:
+        setup.close()
+    if journal is not None:
+        journal.finish_run("ok", value=result.value, usage=result.usage)
+        result.journal = journal
+    return result

@@ -1,0 +1,51 @@
+"""The options several commands share, declared once: `--workspace`, `--db`, `--mock`, `--json`.
+
+Each is a decorator factory, so a command states what its option means for it (`--workspace`
+is "whose journal to read" for one and "where tools are confined" for another) while the flag,
+its value name and its parsing stay the same everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+Command = TypeVar("Command", bound=Callable[..., Any])
+Decorator = Callable[[Command], Command]
+
+DB_HELP = (
+    "The memory database, a SQLite file or a postgresql:// URI (default: "
+    "$AGENTSCRIPT_MEMORY_DB, else ~/.agentscript/memory.db)."
+)
+
+
+def workspace_option(help: str, default: str | None = None) -> Decorator[Any]:
+    """`--workspace DIR`; with a `default` (".") the help shows it."""
+    return click.option(
+        "--workspace", metavar="DIR", default=default, show_default=default is not None, help=help
+    )
+
+
+def db_option(name: str = "db") -> Decorator[Any]:
+    """`--db PATH`, the memory database, passed to the command as `name`."""
+    return click.option("--db", name, metavar="PATH", help=DB_HELP)
+
+
+def mock_option(help: str) -> Decorator[Any]:
+    """`--mock [FILE]`: the mock model, with scripted answers from FILE when one is given;
+    the command receives `responses`: None without the flag, "" for the bare flag."""
+    return click.option(
+        "--mock",
+        "responses",
+        is_flag=False,
+        flag_value="",
+        default=None,
+        metavar="[FILE]",
+        help=help,
+    )
+
+
+def json_option(help: str = "Print JSON.") -> Decorator[Any]:
+    return click.option("--json", "as_json", is_flag=True, help=help)

@@ -1,0 +1,65 @@
+"""The memory service's typed results: attributes for callers, `to_json()` for the wire."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agentscript.memory import MemoryService
+from agentscript.memory.results import (
+    DigestResult,
+    ForgetResult,
+    HistoryResult,
+    RecallHit,
+    RecallResult,
+    RememberResult,
+    UpdateResult,
+)
+
+
+def test_each_operation_returns_its_typed_result(tmp_path: Path) -> None:
+    with MemoryService.open(tmp_path, database=tmp_path / "memory.db") as memory:
+        written = memory.remember("Deploys go out on Fridays", kind="fact", key="deploy day")
+        assert isinstance(written, RememberResult)
+        assert (written.action, written.kind) == ("created", "fact")
+
+        updated = memory.update(written.id, text="Deploys go out on Thursdays")
+        assert isinstance(updated, UpdateResult)
+        assert updated.changed and updated.previous_id == written.id
+
+        found = memory.recall("deploys thursdays")
+        assert isinstance(found, RecallResult) and found.count == 1
+        (hit,) = found.hits
+        assert isinstance(hit, RecallHit)
+        assert hit.id == updated.id and hit.score > 0 and hit.key == "deploy day"
+        assert hit.body == "Deploys go out on Thursdays" and not hit.body_truncated
+
+        history = memory.history("Deploy Day")
+        assert isinstance(history, HistoryResult)
+        assert [version.status for version in history.versions] == ["active", "superseded"]
+        assert history.versions[0].entry.id == updated.id
+
+        digest = memory.digest()
+        assert isinstance(digest, DigestResult) and "deploy day" in digest.text
+        assert digest.bytes == len(digest.text.encode("utf-8"))
+
+        forgotten = memory.forget(updated.id)
+        assert isinstance(forgotten, ForgetResult) and forgotten.action == "archived"
+        assert memory.recall("deploys").count == 0
+
+
+def test_the_json_form_is_the_documented_wire_form(tmp_path: Path) -> None:
+    with MemoryService.open(tmp_path, database=tmp_path / "memory.db") as memory:
+        written = memory.remember("The build cache lives in /var/cache/build")
+        found = memory.recall("build cache", body_chars=9)
+        empty = memory.recall("the of and")
+
+    assert set(written.to_json()) == {"id", "action", "scope", "kind", "title"}
+    data = found.to_json()
+    assert data["count"] == 1 and data["results"][0]["id"] == written.id
+    assert data["results"][0]["body"] == "The build…" and data["results"][0]["body_truncated"]
+    assert "note" not in data
+    assert "no searchable words" in empty.to_json()["note"]
+    assert json.loads(json.dumps(data)) == data  # plain JSON all the way down
+    # The mapping view reads the same JSON and compares equal to it.
+    assert found["count"] == 1 and found == data and dict(written) == written.to_json()
