@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from agentscript.providers.memory.commands import import_records
+from agentscript.app.memory_resources import import_records
 from agentscript.providers.memory.router import MemoryRouter
 from agentscript.providers.memory.rules import timestamp
 from agentscript.runtime.jsjson import stringify
