@@ -119,7 +119,14 @@ def test_forget_archives_and_purges(
     assert code == 0
     assert out == f"purged 2 entries: {', '.join(sorted([first['id'], second['id']]))}\n"
     code, out, _ = cli(capsys, "memory", "forget", kept["id"], "--purge", *where, "--json")
-    assert json.loads(out) == {"id": kept["id"], "action": "purged", "purged": [kept["id"]]}
+    assert json.loads(out) == {
+        "id": kept["id"],
+        "action": "purged",
+        "archived": True,
+        "purged": [kept["id"]],
+        "summaries_removed": [],
+        "restored": [],
+    }
     with memory(workspace, database) as service:
         assert service.stats()["active"] + service.stats()["archived"] == 0
 
@@ -162,7 +169,14 @@ def test_tables_are_drawn_with_rich_at_a_terminal(
     assert "(1 entry)" in out and "━" in out
 
 
-def test_browse_groups_by_bucket(capsys: pytest.CaptureFixture[str], where: list[str]) -> None:
+def test_browse_groups_by_bucket(
+    capsys: pytest.CaptureFixture[str], workspace: Path, where: list[str]
+) -> None:
+    # Reads compact ended days by default; this test looks at the days themselves.
+    (workspace / ".agentscript").mkdir(exist_ok=True)
+    (workspace / ".agentscript" / "memory.yml").write_text(
+        "timeline: {day: false, week: false, month: false, year: false}\n"
+    )
     remember(where, capsys, "Rolled back 2.3", "--kind", "episodic", "--event-time", "2026-05-04")
     remember(where, capsys, "Shipped 2.4", "--kind", "episodic", "--event-time", "2026-05-06")
     remember(where, capsys, "Planned 2.5", "--kind", "episodic", "--event-time", "2026-05-06")

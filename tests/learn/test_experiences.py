@@ -514,6 +514,19 @@ def test_every_finished_run_leaves_one_run_memory(workspace: Path, database: Pat
     assert lines[5].startswith("Duration: ")
 
 
+def test_auto_sink_false_in_memory_yml_writes_no_run_memory(
+    workspace: Path, database: Path
+) -> None:
+    (workspace / ".agentscript").mkdir(exist_ok=True)
+    (workspace / ".agentscript" / "memory.yml").write_text("auto_sink: false\n")
+
+    ran = learned_run(workspace, database, [FOUND, TOTAL])
+
+    assert ran.problems == []
+    with open_memory(workspace, database) as memory:
+        assert memory.history(run_memory_key(ran.run_id))["versions"] == []
+
+
 def test_learning_a_run_again_adds_nothing(workspace: Path, database: Path) -> None:
     ran = learned_run(workspace, database, [GUESSED])
     journal = journal_of(workspace)

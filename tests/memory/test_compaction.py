@@ -34,7 +34,7 @@ from agentscript.memory.compaction import (
     LazyCompaction,
     ancestor_bucket,
     compact,
-    enable_lazy_compaction,
+    enable_compaction,
     settled_at,
 )
 from agentscript.memory.config import TimelineConfig, parse_config
@@ -422,9 +422,40 @@ def test_a_dry_run_plans_the_chain_without_a_model_and_writes_nothing(
     ]
 
 
-def test_compaction_without_a_summarizer_is_refused(memory: MemoryService) -> None:
-    with pytest.raises(MemoryServiceError, match="compaction needs a model"):
-        compact(memory, None)
+def test_without_a_summarizer_compaction_is_extractive_and_a_model_upgrades_it(
+    memory: MemoryService, memory_clock: FixedClock
+) -> None:
+    episode(memory, "2026-05-04", "Deployed 2.3", tags=["deploy"])
+    episode(memory, "2026-05-05", "Rolled back 2.3", key="release.state")
+    memory_clock.set(datetime(2026, 5, 11, 9, tzinfo=UTC))
+
+    first = compact(memory, None)
+
+    assert shape(first) == [
+        ("day", "2026-05-04", "written"),
+        ("day", "2026-05-05", "written"),
+        ("week", "2026-W19", "written"),
+    ]
+    week_id = first.written[-1].summary_id
+    assert week_id is not None
+    week = memory.get(week_id)
+    assert week["source"] == {"reason": "week compaction, extractive"}
+    # A week of extractive days still lists what happened in them.
+    assert "  - [00:00] Deployed 2.3 #deploy" in week["body"]
+    assert "`release.state` Rolled back 2.3" in week["body"]
+    model = EchoModel()
+
+    upgraded = compact(memory, summarizer(model))
+
+    # Only the active summary is rewritten (its days are archived in it), in place.
+    assert shape(upgraded) == [("week", "2026-W19", "written")]
+    assert model.calls == ["week"]
+    rewritten = memory.get(week_id)
+    assert rewritten["source"] == {"reason": "week compaction"}
+    assert rewritten["title"] == "week summary"
+    assert rewritten["archive_ref"] == week["archive_ref"]
+    assert compact(memory, summarizer(model)).written == []
+    assert model.calls == ["week"]
     with pytest.raises(MemoryServiceError, match="levels must be one of day, week, month, year"):
         compact(memory, summarizer(), levels=["hour"])
 
@@ -624,7 +655,7 @@ def test_recall_and_digest_compact_ended_buckets_first(
     memory = open_memory(config=WITH_MODEL)
     first = episode(memory, "2026-05-04", "Deployed 2.3 with make release")
     episode(memory, "2026-05-05", "Rolled back 2.3 after the cache bug")
-    hook = enable_lazy_compaction(memory, ScriptedLlm(DAY_ANSWERS), interval=0)
+    hook = enable_compaction(memory, ScriptedLlm(DAY_ANSWERS), background=False, interval=0)
     assert isinstance(hook, LazyCompaction) and memory.before_read is hook
 
     recalled = memory.recall("deploy 2.3")
@@ -651,7 +682,7 @@ def test_browse_and_stats_compact_too(
 ) -> None:
     memory = open_memory(config=WITH_MODEL)
     episode(memory, "2026-05-04")
-    enable_lazy_compaction(memory, ScriptedLlm(DAY_ANSWERS), interval=0)
+    enable_compaction(memory, ScriptedLlm(DAY_ANSWERS), background=False, interval=0)
 
     browsed = memory.browse()
 
@@ -663,13 +694,26 @@ def test_browse_and_stats_compact_too(
     assert stats["scopes"][0]["by_level"]["day"] == 2
 
 
-def test_lazy_compaction_is_off_without_a_model(memory: MemoryService) -> None:
-    episode(memory, "2026-05-04")
+def test_without_a_model_reads_write_extractive_summaries(memory: MemoryService) -> None:
+    source = episode(memory, "2026-05-04T09:30", "Deployed 2.3\nwith make release")
+    hook = enable_compaction(memory, EchoModel())
+    assert isinstance(hook, LazyCompaction) and memory.before_read is hook
 
-    assert enable_lazy_compaction(memory, EchoModel()) is None
+    recalled = memory.recall("deployed")
 
-    assert memory.before_read is None
-    assert "compaction" not in memory.recall()
+    assert recalled["compaction"]["written"] == 1
+    (hit,) = recalled["results"]
+    summary = memory.get(hit["id"])
+    assert (summary["kind"], summary["level"], summary["bucket"]) == (
+        "summary",
+        "day",
+        "2026-05-04",
+    )
+    assert summary["source"] == {"reason": "day compaction, extractive"}
+    assert summary["title"] == "Monday 4 May 2026: 1 entry"
+    assert "Extractive summary, written without a model" in summary["body"]
+    assert "- [09:30] Deployed 2.3: with make release" in summary["body"]
+    assert memory.get(source)["archived"]
     with pytest.raises(MemoryServiceError, match="compaction needs a model") as error:
         Summarizer.from_config(memory.config, EchoModel())
     assert error.value.code == "invalid_config"
@@ -682,7 +726,9 @@ def test_reads_never_fail_because_compaction_did(
     source = episode(memory, "2026-05-04", "Deployed 2.3")
     model = FailingModel()
     ticker = Ticker()
-    enable_lazy_compaction(memory, model, interval=0, retry_after=600, monotonic=ticker)
+    enable_compaction(
+        memory, model, background=False, interval=0, retry_after=600, monotonic=ticker
+    )
 
     recalled = memory.recall("deployed")
 
@@ -705,7 +751,7 @@ def test_a_read_survives_a_store_failure_in_its_compaction(
 ) -> None:
     memory = open_memory(config=WITH_MODEL)
     source = episode(memory, "2026-05-04")
-    enable_lazy_compaction(memory, EchoModel(), interval=0)
+    enable_compaction(memory, EchoModel(), background=False, interval=0)
 
     def broken(scope: str, level: str) -> list[dict[str, Any]]:
         raise MemoryServiceError(STORE_FAILURE, "memory database: disk I/O error")
@@ -729,7 +775,9 @@ def test_a_read_makes_a_bounded_number_of_model_calls(
         episode(memory, day)
     model = EchoModel()
     ticker = Ticker()
-    enable_lazy_compaction(memory, model, max_summaries=2, interval=60, monotonic=ticker)
+    enable_compaction(
+        memory, model, max_summaries=2, background=False, interval=60, monotonic=ticker
+    )
 
     first = memory.recall()
     # Cut short with work left: the next read goes on at once, whatever the interval.
@@ -873,17 +921,21 @@ def test_the_command_plans_then_compacts_with_a_scripted_model(
     assert again.stdout == "Nothing to compact: no ended bucket holds unsummarised entries\n"
 
 
-def test_the_command_needs_a_model_and_says_so_in_one_line(
+def test_the_command_without_a_model_writes_extractive_summaries(
     compact_workspace: tuple[Path, Path],
 ) -> None:
     workspace, database = compact_workspace
 
-    result = invoke(workspace, database)
+    result = invoke(workspace, database, "--json")
 
-    assert result.exit_code == 1
-    assert result.stdout == ""
-    assert result.stderr.startswith("Compaction needs a model: set timeline.model")
-    assert len(result.stderr.splitlines()) == 1
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["written"] >= 1 and report["failed"] == 0
+    with MemoryService.open(workspace, database=database) as memory:
+        summaries = memory.recall("", kind="summary")["results"]
+        assert summaries
+        for hit in summaries:
+            assert memory.get(hit["id"])["source"]["reason"].endswith(", extractive")
 
 
 @pytest.mark.parametrize(

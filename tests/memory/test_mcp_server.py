@@ -160,17 +160,22 @@ def test_stdio_serves_the_digest_as_a_resource(places: tuple[Path, Path]) -> Non
         memory.remember("User prefers short answers", kind="fact", key="style", scope="global")
         expected = memory.digest()["text"]
 
-    async def session() -> tuple[Any, Any, BaseException]:
+    async def session() -> tuple[Any, Any, BaseException, str | None]:
         async with Client(stdio_server(database, workspace)) as client:
+            instructions = client.instructions
             listed = await client.list_resources()
             read = await client.read_resource("memory://digest")
             try:
                 await client.read_resource("memory://other")
             except MCPError as error:
-                return listed, read, error
+                return listed, read, error, instructions
             raise AssertionError("an unknown resource was read")
 
-    listed, read, error = run(session)
+    listed, read, error, instructions = run(session)
+    # Hosts that read a server's instructions get the session start without asking.
+    assert instructions is not None
+    assert instructions.startswith("Long-term memory across sessions.")
+    assert instructions.endswith(expected)
     (resource,) = listed.resources
     assert (resource.uri, resource.name, resource.mime_type) == (
         "memory://digest",

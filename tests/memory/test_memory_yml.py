@@ -135,3 +135,78 @@ def test_the_service_honours_layers(
     with pytest.raises(MemoryServiceError, match="kind 'knowledge' is not enabled") as error:
         memory.remember("A lesson")
     assert error.value.code == "disabled_kind"
+
+
+# The file of the seed's specification (§2.3), verbatim but for its `inject` section, which
+# the seed adds in v0.2 with the same defaults.
+SEED_FILE = """\
+scope: workspace            # workspace | global-first | global
+layers: [fact, knowledge, episodic]
+auto_sink: true
+timeline: { day: true, week: true, month: true, year: true, archive: keep }
+weekly_template: ""          # 空 = 默认建议
+max_entries: 2000
+inject: { enabled: true, max_bytes: 3000, max_entries: 20 }
+"""
+
+
+def test_the_seeds_file_is_read_with_its_aliases_noted_in_check(
+    memory_workspace: Path, open_memory: Callable[..., MemoryService]
+) -> None:
+    path = write_config(memory_workspace, SEED_FILE)
+    memory = open_memory()
+    config = memory.config
+    assert (config.scope, config.layers, config.max_entries) == (
+        "workspace",
+        ("fact", "knowledge", "episodic"),
+        2000,
+    )
+    assert config.auto_sink is True
+    assert (config.timeline.archive, config.timeline.week_template) == ("keep", None)
+    assert config.timeline.levels == ("day", "week", "month", "year")
+    assert config.digest == DEFAULT_CONFIG.digest
+    memory.remember("Editor is vim", kind="fact", key="editor")
+    assert memory.recall("vim")["results"]
+    assert memory.check()["notes"] == [
+        f"{path}: `inject` is the seed's name of `digest`, read as it",
+        f"{path}: `weekly_template` is the seed's name of `timeline.week_template`, read as it",
+    ]
+
+
+def test_seed_aliases_carry_their_values_and_may_not_repeat_a_setting() -> None:
+    config = parse_config(
+        'weekly_template: "## Shipped\\n## Open"\ninject: {max_bytes: 1200}\nauto_sink: false\n'
+    )
+    assert config.timeline.week_template == "## Shipped\n## Open"
+    assert (config.digest.max_bytes, config.digest.max_entries) == (1200, 20)
+    assert config.auto_sink is False
+    with pytest.raises(MemoryServiceError, match="inject: sets digest a second time") as error:
+        parse_config("inject: {max_bytes: 1200}\ndigest: {max_bytes: 900}\n")
+    assert error.value.field == "inject"
+    with pytest.raises(MemoryServiceError, match=r"weekly_template: sets timeline\.week_template"):
+        parse_config("weekly_template: a\ntimeline: {week_template: b}\n")
+    with pytest.raises(MemoryServiceError, match=r"timeline\.archive: Input should be 'keep'"):
+        parse_config("timeline: {archive: shred}\n")
+
+
+def test_archive_delete_removes_what_a_summary_replaces(
+    memory_workspace: Path, open_memory: Callable[..., MemoryService]
+) -> None:
+    from agentscript.memory.compaction import compact
+
+    write_config(
+        memory_workspace, "timeline: {week: false, month: false, year: false, archive: delete}\n"
+    )
+    memory = open_memory()
+    source = memory.remember("Deployed 2.3", kind="episodic", event_time="2026-05-01")["id"]
+
+    report = compact(memory, None)
+
+    (written,) = report.written
+    assert written.summary_id is not None
+    summary = memory.get(written.summary_id)
+    assert summary["archive_ref"] == [source]
+    with pytest.raises(MemoryServiceError) as error:
+        memory.get(source)
+    assert error.value.code == "not_found"
+    assert memory.check()["findings"] == []

@@ -334,7 +334,7 @@ def test_remember_recall_update_history_and_forget(
     ]
 
     forgotten = ok(memory, "forget", {"id": created["id"], "reason": "moved to CI"})
-    assert forgotten == {"id": created["id"], "action": "archived", "purged": []}
+    assert forgotten == {"id": created["id"], "action": "archived", "archived": True, "purged": []}
     assert ok(memory, "forget", {"id": created["id"]})["action"] == "already_archived"
     assert ok(memory, "recall", {"query": "deploy"})["count"] == 0
     archived = ok(memory, "recall", {"query": "deploy", "include_archived": True})

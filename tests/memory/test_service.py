@@ -260,6 +260,7 @@ def test_forget_archives_and_is_idempotent(memory: MemoryService) -> None:
     assert memory.forget(first["id"], reason="obsolete") == {
         "id": first["id"],
         "action": "archived",
+        "archived": True,
         "purged": [],
     }
     entry = memory.get(first["id"])

@@ -105,7 +105,12 @@ def test_stats_count_by_kind_level_archive_and_month(memory: MemoryService) -> N
 
 def test_check_is_clean_on_a_sound_store(memory: MemoryService) -> None:
     memory.remember("Fine")
-    assert memory.check() == {"ok": True, "scopes": [memory.workspace, "global"], "findings": []}
+    assert memory.check() == {
+        "ok": True,
+        "scopes": [memory.workspace, "global"],
+        "findings": [],
+        "notes": [],
+    }
 
 
 def test_check_finds_duplicate_titles(memory: MemoryService) -> None:
@@ -145,7 +150,9 @@ def test_check_finds_stale_summaries_and_orphans(memory: MemoryService) -> None:
     (stale,) = memory.check()["findings"]
     assert stale["code"] == "stale_summary"
     assert stale["ids"] == sorted([summary, source])
-    memory.forget(source, purge=True)
+    # A source deleted behind the service's back (purge would remove the summary too).
+    with memory.store.transaction() as tx:
+        tx.delete(scope, (source,))
     (orphan,) = memory.check()["findings"]
     assert orphan["code"] == "orphan_reference"
     assert orphan["ids"] == sorted([summary, source])
@@ -201,6 +208,37 @@ def test_digest_lists_global_facts_then_summaries_then_recent_entries(
     assert digest["entries"] == 4 and digest["omitted"] == 0
     assert digest["bytes"] == len(digest["text"].encode("utf-8"))
     assert memory.digest() == digest
+
+
+def test_the_resident_layer_holds_every_global_fact_within_its_share(
+    memory: MemoryService, memory_clock: FixedClock
+) -> None:
+    memory.remember("Works in UTC", kind="fact", scope="global")
+    for index in range(30):
+        memory.remember(
+            f"Preference number {index}", kind="fact", key=f"p{index:02}", scope="global"
+        )
+    memory_clock.advance(timedelta(minutes=5))
+    memory.remember("Run tests with make check")
+    memory.remember("Deployed 2.3 today", kind="episodic")
+
+    digest = memory.digest()  # memory.yml defaults: 20 lines, 3000 bytes
+
+    lines = digest["text"].splitlines()[2:-1]
+    # Half of the 20 lines for the resident layer: keyed facts by key, then the others.
+    assert lines[:10] == [f"- p{index:02}: Preference number {index}" for index in range(10)]
+    workspace_lines = [line for line in lines if "Run tests" in line or "Deployed 2.3" in line]
+    assert len(workspace_lines) == 2
+    assert digest["entries"] == 12 and digest["omitted"] == 21
+
+
+def test_a_global_fact_without_a_key_is_resident_too(memory: MemoryService) -> None:
+    memory.remember("Works in UTC", kind="fact", scope="global")
+    memory.remember("Name is Ada", kind="fact", key="name", scope="global")
+    memory.remember("Run tests with make check")
+    lines = memory.digest()["text"].splitlines()[2:-1]
+    assert lines[:2] == ["- name: Name is Ada", "- Works in UTC"]
+    assert lines[2].endswith("Run tests with make check")
 
 
 def test_digest_respects_the_byte_budget_in_utf8(memory: MemoryService) -> None:

@@ -43,8 +43,11 @@ def compact_memory(
                 provider.close()
 
 
-def _summarizer(config: MemoryConfig, responses: str | None, owned: list[Closeable]) -> Summarizer:
-    """The summarizer over the mock model (`responses`) or the real one memory.yml names."""
+def _summarizer(
+    config: MemoryConfig, responses: str | None, owned: list[Closeable]
+) -> Summarizer | None:
+    """The summarizer over the mock model (`responses`) or the real one memory.yml names;
+    None (extractive summaries, no model) when it names none."""
     from agentscript.app.composition import build_llm
     from agentscript.app.configuration import RunConfig
     from agentscript.memory.summarizer import Summarizer
@@ -53,8 +56,5 @@ def _summarizer(config: MemoryConfig, responses: str | None, owned: list[Closeab
         llm = build_llm(RunConfig(model="mock", responses=responses or None), owned)
         return Summarizer(llm, config.timeline.model, week_template=config.timeline.week_template)
     if config.timeline.model is None:
-        raise AppError(
-            "Compaction needs a model: set timeline.model in .agentscript/memory.yml (for "
-            "example `timeline: {model: openai://gpt-4.1-mini}`), or use --mock FILE"
-        )
+        return None
     return Summarizer.from_config(config, build_llm(RunConfig(model="real"), owned))

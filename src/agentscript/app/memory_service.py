@@ -2,8 +2,9 @@
 
 `MemoryService.open` gives the bare service: no model is ever called (tests and tools that ask
 for exactly that use it). `open_memory_service` adds what the workspace's memory.yml asks for:
-lazy compaction when it names a timeline model (asked through the real model router) and
-semantic re-ranking when it names an embedding model. The model clients close with the
+compaction on reads (always: extractive without a timeline model; with one, that model rewrites
+the summaries on a background worker, asked through the real model router) and semantic
+re-ranking when it names an embedding model. The worker and the model clients close with the
 service. Every use case opens the service here: the memory commands, the MCP server,
 `memory://` tools, learning after a run, reflection, feedback and compaction.
 """
@@ -14,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from agentscript.memory.adapter import MemoryTools
-from agentscript.memory.compaction import enable_lazy_compaction
+from agentscript.memory.compaction import enable_compaction
 from agentscript.memory.errors import MemoryServiceError
 from agentscript.memory.semantic import SemanticRanker
 from agentscript.memory.service import MemoryService
@@ -99,11 +100,12 @@ def serve_memory(
 
 def _compaction(service: MemoryService, environ: Mapping[str, str] | None) -> None:
     if service.config.timeline.model is None:
+        enable_compaction(service, None)
         return
     from agentscript.providers.llm.router import ModelRouter
 
     router = ModelRouter(environ)
-    if enable_lazy_compaction(service, router) is None:
+    if enable_compaction(service, router) is None:
         router.close()
     else:
         service.on_close.append(router.close)

@@ -58,7 +58,8 @@ def compact_command(
 ) -> None:
     """Summarise ended days, weeks, months and years of long-term memory: each day's episodic
     entries become a day summary, days a week, weeks a month, months a year. The sources are
-    archived, never deleted."""
+    archived (or deleted with `timeline.archive: delete`). Without timeline.model the summaries
+    are extractive (titles, keys, tags, first lines); with it, extractive ones are rewritten."""
 
     def act() -> int:
         from agentscript.app.compact import compact_memory

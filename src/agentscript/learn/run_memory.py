@@ -175,7 +175,9 @@ class RunLearner:
             return [f"Learning: the memory at {self.database} cannot be opened: {problem}"]
         with service:
             try:
-                write_run_memory(service, run, trace)
+                # memory.yml `auto_sink: false`: the workspace wants no run memories.
+                if service.config.auto_sink:
+                    write_run_memory(service, run, trace)
             except Exception as problem:
                 problems.append(f"Learning: the run memory was not written: {problem}")
             try:

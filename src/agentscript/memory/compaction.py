@@ -21,7 +21,10 @@ The rules, in the order they are applied to a bucket:
 - an empty or failed summary writes nothing and is reported as `failed` with the reason.
 
 `compact` is the explicit run (`agentscript memory compact`); `LazyCompaction` is the hook that
-lets reads (recall, browse, stats, digest) run a small, bounded pass first.
+lets reads (recall, browse, stats, digest) run a small, bounded pass first, and
+`BackgroundCompaction` the one that hands a read's model work to a worker thread instead.
+Without a model, summaries are extractive (summarizer.ExtractiveSummarizer, marked in their
+`source.reason`); a run with a model rewrites each in place (same id, same sources).
 """
 
 from __future__ import annotations
@@ -32,15 +35,16 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from agentscript.memory.entries import Entry, require_level
-from agentscript.memory.errors import CONFLICT, INVALID_ARGUMENT, MemoryServiceError
+from agentscript.memory.entries import EXTRACTIVE_MARK, Entry, is_extractive, require_level
+from agentscript.memory.errors import CONFLICT, MemoryServiceError
 from agentscript.memory.scopes import parse_scope
 from agentscript.memory.service import MemoryService
 from agentscript.memory.store import EntryFilter, MemoryStore
-from agentscript.memory.summarizer import Summarizer
+from agentscript.memory.summarizer import BucketSummarizer, ExtractiveSummarizer, Summarizer
 from agentscript.memory.timeline import (
     CHILD_LEVEL,
     LEVELS,
@@ -69,6 +73,10 @@ PARENT_LEVEL: dict[Level, Level | None] = {
 DEFAULT_LAZY_SUMMARIES = 2
 DEFAULT_LAZY_INTERVAL_SECONDS = 60.0
 DEFAULT_RETRY_AFTER_SECONDS = 600.0
+# Extractive summaries cost no call, so a read may write many (a backlog of 100 days is a few
+# milliseconds each); the background worker's model calls per pass before it looks again.
+EXTRACTIVE_SUMMARIES_PER_READ = 50
+DEFAULT_BACKGROUND_SUMMARIES = 8
 _NOTE_FAILURES = 3
 
 
@@ -268,7 +276,7 @@ class _Run:
     def __init__(
         self,
         service: MemoryService,
-        summarizer: Summarizer | None,
+        summarizer: BucketSummarizer | None,
         scopes: tuple[str, ...],
         levels: tuple[Level, ...],
         *,
@@ -276,6 +284,7 @@ class _Run:
         progress: Progress | None = None,
         limit: int | None = None,
         exclude: frozenset[BucketKey] = frozenset(),
+        stop: Callable[[], bool] = lambda: False,
     ) -> None:
         self.service = service
         self.summarizer = summarizer
@@ -285,6 +294,7 @@ class _Run:
         self.progress = progress
         self.limit = limit
         self.exclude = exclude
+        self.stop = stop
         self.identity = _store_identity(service.store)
         self.report = CompactionReport(scopes, levels, dry_run)
         self.attempted: dict[BucketKey, BucketOutcome] = {}
@@ -351,11 +361,86 @@ class _Run:
                     reason=f"waits for {below}, which is not summarised yet",
                 )
                 continue
-            if self.limit is not None and self.calls >= self.limit:
+            if self._out_of_budget():
                 return False
             self.waiting.pop(key, None)
             self.attempted[key] = self._one(scope, level, item)
+        return self._upgrade_level(scope, level)
+
+    def _out_of_budget(self) -> bool:
+        return self.stop() or (self.limit is not None and self.calls >= self.limit)
+
+    def _upgrade_level(self, scope: str, level: Level) -> bool:
+        """With a model, rewrite the extractive summaries of `level` (written while no model
+        was configured) from their archived sources; False when out of budget."""
+        if self.dry_run or self.summarizer is None or self.summarizer.method != "model":
+            return True
+        extractive = [
+            entry
+            for entry in self.service.store.select(
+                EntryFilter(scopes=(scope,), kinds=("summary",), levels=(level,))
+            )
+            if is_extractive(entry)
+        ]
+        for summary in sorted(extractive, key=lambda entry: entry.bucket):
+            key: BucketKey = (scope, level, summary.bucket)
+            if key in self.attempted or key in self.exclude:
+                continue
+            if self._out_of_budget():
+                return False
+            self.attempted[key] = self._upgrade(scope, level, summary)
         return True
+
+    def _upgrade(self, scope: str, level: Level, summary: Entry) -> BucketOutcome:
+        bucket = summary.bucket
+        with _CLAIMS.hold((self.identity, scope, level, bucket)) as held:
+            if not held:
+                return BucketOutcome(
+                    scope, level, bucket, "skipped", reason="another caller is summarising it"
+                )
+            sources = self.service.summary_sources(summary.id, scope)
+            if not sources:
+                return BucketOutcome(
+                    scope,
+                    level,
+                    bucket,
+                    "skipped",
+                    summary_id=summary.id,
+                    reason="its sources are gone (timeline.archive: delete): kept as it is",
+                )
+            assert self.summarizer is not None
+            self.calls += 1
+            try:
+                text = self.summarizer.summarize(
+                    level, bucket, sources, None, clock=self.service.clock
+                )
+            except MemoryServiceError as error:
+                return BucketOutcome(
+                    scope, level, bucket, "failed", len(sources), reason=error.message
+                )
+            self.report.usage.add(text.usage)
+            try:
+                self.service.rewrite_summary(
+                    summary.id,
+                    scope,
+                    title=text.title,
+                    body=text.body,
+                    reason=f"{level} compaction",
+                    only_if_extractive=True,
+                )
+            except MemoryServiceError as error:
+                return BucketOutcome(
+                    scope,
+                    level,
+                    bucket,
+                    "skipped",
+                    len(sources),
+                    replaces=summary.id,
+                    reason=f"the summary changed while it was rewritten: {error.message}",
+                )
+        return BucketOutcome(
+            scope, level, bucket, "written", len(sources), summary.id, replaces=summary.id
+        )
 
     def _candidates(self, scope: str, level: Level) -> list[_Pending]:
         found = {
@@ -457,7 +542,7 @@ class _Run:
                     title=summary.title,
                     body=summary.body,
                     source_ids=[entry.id for entry in sources],
-                    source={"reason": f"{level} compaction"},
+                    source={"reason": self._reason(level)},
                     replaces=replaces,
                 )
             except MemoryServiceError as error:
@@ -481,6 +566,10 @@ class _Run:
                     reason=f"the summary could not be stored: {error.message}",
                 )
         return BucketOutcome(scope, level, bucket, "written", len(sources), written["id"], replaces)
+
+    def _reason(self, level: Level) -> str:
+        extractive = self.summarizer is not None and self.summarizer.method == "extractive"
+        return f"{level} compaction{EXTRACTIVE_MARK if extractive else ''}"
 
     def _current_summary(self, scope: str, level: Level, bucket: str) -> Entry | None:
         found = self.service.store.select(
@@ -517,7 +606,7 @@ def compaction_levels(
 
 def compact(
     service: MemoryService,
-    summarizer: Summarizer | None,
+    summarizer: BucketSummarizer | None,
     *,
     scope: str | None = None,
     levels: Iterable[str] | None = None,
@@ -530,16 +619,13 @@ def compact(
     `scope`: one scope, else every scope the service reads (the workspace and global).
     `levels`: the levels to build, else memory.yml's. `dry_run`: list what would be
     summarised, including the weeks and months those summaries would complete, without
-    calling the model or writing (the summarizer may then be None). `progress` is called
+    calling the model or writing. Without a summarizer the summaries are extractive (no model;
+    a later run with a model rewrites them, as it rewrites any it finds). `progress` is called
     before and after each bucket. Failures are outcomes, never exceptions; store errors
     that stop the run are raised.
     """
     if summarizer is None and not dry_run:
-        raise MemoryServiceError(
-            INVALID_ARGUMENT,
-            "compaction needs a model: set timeline.model in .agentscript/memory.yml",
-            "summarizer",
-        )
+        summarizer = ExtractiveSummarizer()
     scopes = (parse_scope(scope),) if scope is not None else service.scopes_for().read
     run = _Run(
         service,
@@ -571,12 +657,13 @@ class LazyCompaction:
     def __init__(
         self,
         service: MemoryService,
-        summarizer: Summarizer,
+        summarizer: BucketSummarizer,
         *,
         max_summaries: int = DEFAULT_LAZY_SUMMARIES,
         interval: float = DEFAULT_LAZY_INTERVAL_SECONDS,
         retry_after: float = DEFAULT_RETRY_AFTER_SECONDS,
         monotonic: Callable[[], float] = time.monotonic,
+        stop: Callable[[], bool] = lambda: False,
     ) -> None:
         if max_summaries < 1:
             raise ValueError("max_summaries must be at least 1")
@@ -586,6 +673,7 @@ class LazyCompaction:
         self.interval = interval
         self.retry_after = retry_after
         self._monotonic = monotonic
+        self._stop = stop
         self._lock = threading.Lock()
         self._looked: dict[tuple[str, ...], float] = {}
         self._failed: dict[BucketKey, float] = {}
@@ -613,6 +701,7 @@ class LazyCompaction:
                 dry_run=False,
                 limit=self.max_summaries,
                 exclude=resting,
+                stop=self._stop,
             ).run()
         except Exception as error:  # a read must never fail because its compaction did
             detail = getattr(error, "message", None) or str(error) or type(error).__name__
@@ -631,28 +720,186 @@ class LazyCompaction:
         return result
 
 
-def enable_lazy_compaction(
+class BackgroundCompaction:
+    """The read hook for model compaction: a read that may find work schedules it on this
+    service's one worker thread and returns at once, so no read waits on a model.
+
+    The worker runs `LazyCompaction` passes (the same budget, interval and rest after a
+    failure) until the scopes asked for are done. Across processes, the worker first takes the
+    store's compaction lock (a file beside a SQLite database, taken without waiting): at most
+    one worker per store summarises at a time, and each re-reads what is left once it holds
+    the lock, so concurrent processes make one model call per summary. A process whose worker
+    finds the lock taken leaves the work to the holder. Failures reach the next read as its
+    `compaction.note`. `close` stops the worker between two summaries.
+    """
+
+    def __init__(
+        self,
+        service: MemoryService,
+        summarizer: BucketSummarizer,
+        *,
+        max_summaries: int = DEFAULT_BACKGROUND_SUMMARIES,
+        interval: float = DEFAULT_LAZY_INTERVAL_SECONDS,
+        retry_after: float = DEFAULT_RETRY_AFTER_SECONDS,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._stopping = threading.Event()
+        self._passes = LazyCompaction(
+            service,
+            summarizer,
+            max_summaries=max_summaries,
+            interval=interval,
+            retry_after=retry_after,
+            monotonic=monotonic,
+            stop=self._stopping.is_set,
+        )
+        self._lock_path = _worker_lock_path(service.store)
+        self._lock = threading.Lock()
+        self._wanted: list[tuple[str, ...]] = []
+        self._thread: threading.Thread | None = None
+        self._notes: list[str] = []
+
+    def __call__(self, scopes: tuple[str, ...]) -> dict[str, Any] | None:
+        with self._lock:
+            notes, self._notes = self._notes, []
+            if not self._stopping.is_set():
+                if scopes not in self._wanted:
+                    self._wanted.append(scopes)
+                if self._thread is None:
+                    self._thread = threading.Thread(
+                        target=self._work, name="memory-compaction", daemon=True
+                    )
+                    self._thread.start()
+        if not notes:
+            return None
+        return {"background": True, "note": "; ".join(notes)}
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the worker is idle; False when it is still busy after `timeout`."""
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+            return not thread.is_alive()
+        return True
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop the worker after the summary it is writing, waiting up to `timeout`."""
+        self._stopping.set()
+        self.wait(timeout)
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                if not self._wanted or self._stopping.is_set():
+                    self._thread = None
+                    return
+                scopes = self._wanted.pop(0)
+            with _worker_lock(self._lock_path) as held:
+                result = self._passes(scopes) if held else None
+            if result is not None and "note" in result:
+                with self._lock:
+                    self._notes.append(result["note"])
+            if result is not None and not result.get("complete", True):
+                with self._lock:
+                    if scopes not in self._wanted:
+                        self._wanted.append(scopes)
+
+
+def _worker_lock_path(store: MemoryStore) -> Path | None:
+    """The file whose lock makes one compaction worker per database file, or None for a
+    store without one (PostgreSQL: there the in-process claims and the store's one active
+    summary per bucket keep summaries single, but two processes may both ask the model)."""
+    path = getattr(store, "path", None)
+    if isinstance(path, str | Path):
+        return Path(f"{path}.compaction.lock")
+    return None
+
+
+@contextmanager
+def _worker_lock(path: Path | None) -> Iterator[bool]:
+    if path is None:
+        yield True
+        return
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.release()
+
+
+class CompactionHooks:
+    """Several read hooks in order, their reports merged: the extractive pass that keeps a
+    read's view summarised at once, then the background model worker that rewrites it."""
+
+    def __init__(self, *hooks: Callable[[tuple[str, ...]], dict[str, Any] | None]) -> None:
+        self.hooks = hooks
+
+    def __call__(self, scopes: tuple[str, ...]) -> dict[str, Any] | None:
+        reports = [report for hook in self.hooks if (report := hook(scopes)) is not None]
+        if not reports:
+            return None
+        merged = dict(reports[0])
+        notes = [report["note"] for report in reports if "note" in report]
+        if notes:
+            merged["note"] = "; ".join(notes)
+        return merged
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until every background worker among the hooks is idle (see
+        BackgroundCompaction.wait)."""
+        return all(
+            hook.wait(timeout) for hook in self.hooks if isinstance(hook, BackgroundCompaction)
+        )
+
+
+def enable_compaction(
     service: MemoryService,
-    llm: LlmProvider,
+    llm: LlmProvider | None,
     *,
+    background: bool = True,
     max_summaries: int = DEFAULT_LAZY_SUMMARIES,
     interval: float = DEFAULT_LAZY_INTERVAL_SECONDS,
     retry_after: float = DEFAULT_RETRY_AFTER_SECONDS,
     monotonic: Callable[[], float] = time.monotonic,
-) -> LazyCompaction | None:
-    """Install lazy compaction on `service` with the model memory.yml names (`timeline.model`,
-    asked through `llm`); returns the hook, or None, leaving reads as they are, when the
-    file names no model or enables no level."""
+) -> Callable[[tuple[str, ...]], dict[str, Any] | None] | None:
+    """Install compaction on `service`'s reads; returns the hook (None when memory.yml
+    enables no level).
+
+    Without a model (memory.yml names none, or `llm` is None) reads write extractive
+    summaries, which cost no call. With one, reads still write extractive summaries at once,
+    and the model rewrites them on the background worker (`background=False` runs the model
+    inside the read instead, for tests and one-shot tools). The worker stops when the
+    service closes.
+    """
     config = service.config
-    if config.timeline.model is None or not config.timeline.levels:
+    if not config.timeline.levels:
         return None
-    hook = LazyCompaction(
-        service,
-        Summarizer.from_config(config, llm),
-        max_summaries=max_summaries,
-        interval=interval,
-        retry_after=retry_after,
-        monotonic=monotonic,
+    passes = partial(
+        LazyCompaction, service, interval=interval, retry_after=retry_after, monotonic=monotonic
     )
+    extractive = passes(ExtractiveSummarizer(), max_summaries=EXTRACTIVE_SUMMARIES_PER_READ)
+    hook: Callable[[tuple[str, ...]], dict[str, Any] | None]
+    if config.timeline.model is None or llm is None:
+        hook = extractive
+    elif not background:
+        hook = passes(Summarizer.from_config(config, llm), max_summaries=max_summaries)
+    else:
+        worker = BackgroundCompaction(
+            service,
+            Summarizer.from_config(config, llm),
+            interval=interval,
+            retry_after=retry_after,
+            monotonic=monotonic,
+        )
+        service.on_close.insert(0, worker.close)
+        hook = CompactionHooks(extractive, worker)
     service.before_read = hook
     return hook

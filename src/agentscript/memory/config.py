@@ -18,13 +18,16 @@ from agentscript.memory.timeline import LEVELS, Level
 
 CONFIG_RELATIVE_PATH = Path(".agentscript") / "memory.yml"
 ScopeMode = Literal["workspace", "global-first", "global"]
+ArchiveMode = Literal["keep", "delete"]
 
 
 @dataclass(frozen=True)
 class TimelineConfig:
     """Which summary levels compaction builds: day from episodic entries, week from days, …;
     `model`, the LLM URI that writes the summaries (none: compaction is off until one is set);
-    `week_template`, an optional outline every week summary follows."""
+    `week_template`, an optional outline every week summary follows; `archive`, what becomes of
+    the entries a summary replaces: `keep` them archived (recall with include_archived finds them,
+    forgetting the summary brings them back) or `delete` them once the summary is stored."""
 
     day: bool = True
     week: bool = True
@@ -32,6 +35,7 @@ class TimelineConfig:
     year: bool = True
     model: str | None = None
     week_template: str | None = None
+    archive: ArchiveMode = "keep"
 
     @property
     def levels(self) -> tuple[Level, ...]:
@@ -61,7 +65,10 @@ class RecallConfig:
 @dataclass(frozen=True)
 class MemoryConfig:
     """The whole file. `layers` are the kinds `remember` accepts (summaries are compaction's);
-    `max_entries` caps the active entries of one scope; `max_entry_bytes` caps one entry."""
+    `max_entries` caps the active entries of one scope; `max_entry_bytes` caps one entry;
+    `auto_sink`, whether a run's end and a context compaction are written to memory by
+    themselves; `notes`, what the file said in the seed's spelling (read as today's keys), for
+    `memory check` to report."""
 
     scope: ScopeMode = "workspace"
     layers: tuple[Kind, ...] = REMEMBERED_KINDS
@@ -70,6 +77,8 @@ class MemoryConfig:
     recall: RecallConfig = field(default_factory=RecallConfig)
     max_entries: int = 2000
     max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES
+    auto_sink: bool = True
+    notes: tuple[str, ...] = ()
 
 
 DEFAULT_CONFIG = MemoryConfig()

@@ -2,6 +2,12 @@
 
 Strict means an unknown key at any depth is an error (a typo must never be silently ignored),
 `"3000"` is not a number, and ranges are enforced; every message names the file and the field.
+
+The seed's spelling of the file (dsh-agent-memory's memory.yml, §2.3 of its specification) is
+accepted too: `inject:` is read as `digest:` and a top-level `weekly_template` as
+`timeline.week_template`. Each alias used leaves a note that `memory check` reports, so a user
+learns today's name without the file ever failing; a file giving both spellings of one setting
+is an error, since which one wins would be a guess.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agentscript.memory.config import (
     DEFAULT_CONFIG,
+    ArchiveMode,
     DigestConfig,
     MemoryConfig,
     RecallConfig,
@@ -37,6 +44,7 @@ class _Timeline(BaseModel):
     year: bool = True
     model: str | None = None
     week_template: Annotated[str, Field(max_length=4000)] | None = None
+    archive: ArchiveMode = "keep"
 
     @field_validator("model")
     @classmethod
@@ -90,6 +98,7 @@ class _File(BaseModel):
     recall: _Recall = _Recall()
     max_entries: _PositiveInt = 2000
     max_entry_bytes: Annotated[int, Field(ge=1024, le=10_000_000)] = DEFAULT_MAX_ENTRY_BYTES
+    auto_sink: bool = True
 
     @field_validator("layers", mode="before")
     @classmethod
@@ -108,16 +117,59 @@ class _File(BaseModel):
                 raise ValueError("lists a layer twice")
         return value
 
-    def settings(self) -> MemoryConfig:
+    def settings(self, notes: tuple[str, ...] = ()) -> MemoryConfig:
+        timeline = self.timeline.model_dump()
+        # An empty template is the seed's "no template: the default outline".
+        timeline["week_template"] = timeline["week_template"] or None
         return MemoryConfig(
             scope=self.scope,
             layers=self.layers,
-            timeline=TimelineConfig(**self.timeline.model_dump()),
+            timeline=TimelineConfig(**timeline),
             digest=DigestConfig(**self.digest.model_dump()),
             recall=RecallConfig(**self.recall.model_dump()),
             max_entries=self.max_entries,
             max_entry_bytes=self.max_entry_bytes,
+            auto_sink=self.auto_sink,
+            notes=notes,
         )
+
+
+# The seed's keys: (where it puts the setting, where ours is, the note `memory check` shows).
+_SEED_ALIASES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("inject",), ("digest",)),
+    (("weekly_template",), ("timeline", "week_template")),
+)
+
+
+def _with_seed_aliases(document: dict[str, Any], origin: str) -> tuple[dict[str, Any], list[str]]:
+    """`document` with the seed's keys moved to today's, and a note per key moved."""
+    moved = dict(document)
+    notes = []
+    for (seed_key,), target in _SEED_ALIASES:
+        if seed_key not in moved:
+            continue
+        *parents, leaf = target
+        section = moved
+        for name in parents:
+            inner = section.get(name)
+            if inner is None:
+                inner = {}
+            if not isinstance(inner, dict):
+                break  # the section itself is wrong: validation says so
+            section[name] = inner = dict(inner)
+            section = inner
+        else:
+            if leaf in section:
+                raise MemoryServiceError(
+                    INVALID_CONFIG,
+                    f"{origin}: {seed_key}: sets {'.'.join(target)} a second time; keep one",
+                    seed_key,
+                )
+            section[leaf] = moved.pop(seed_key)
+            notes.append(
+                f"{origin}: `{seed_key}` is the seed's name of `{'.'.join(target)}`, read as it"
+            )
+    return moved, notes
 
 
 def parse_config_text(text: str, origin: str) -> MemoryConfig:
@@ -139,8 +191,9 @@ def parse_config_text(text: str, origin: str) -> MemoryConfig:
             f"{origin}: the top level must be a mapping of settings, not a "
             f"{type(document).__name__}",
         )
+    document, notes = _with_seed_aliases(document, origin)
     try:
-        return _File.model_validate(document).settings()
+        return _File.model_validate(document).settings(tuple(notes))
     except ValidationError as error:
         first = error.errors()[0]
         field = ".".join(str(part) for part in first["loc"]) or "(top level)"

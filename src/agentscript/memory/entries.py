@@ -306,6 +306,15 @@ def clean_title(value: object) -> str:
     return " ".join(title.split())
 
 
+# The end of a summary's `source.reason` when no model wrote it: `day compaction, extractive`.
+EXTRACTIVE_MARK = ", extractive"
+
+
+def is_extractive(entry: Entry) -> bool:
+    """Whether a summary was written without a model (so a model may rewrite it later)."""
+    return entry.kind == "summary" and (entry.source.reason or "").endswith(EXTRACTIVE_MARK)
+
+
 def title_from_text(text: str) -> str:
     """The first non-empty line, markdown heading marks removed, cut to DERIVED_TITLE_CHARS."""
     for line in text.splitlines():

@@ -1,7 +1,8 @@
 """The memory service as an MCP server, over stdio or Streamable HTTP (`agentscript memory serve`).
 
 It serves the tools of `tools.py` exactly as defined there (names, JSON Schemas, annotations,
-results), and the session digest as the resource `memory://digest`. The SDK's low-level
+results), and the session digest as the resource `memory://digest` and at the end of the
+instructions it sends at initialise. The SDK's low-level
 `Server` is used rather than `MCPServer`, because MCPServer derives every input schema from a
 Python signature, while these schemas are defined once, in `tools.py`, and must reach a model
 unchanged. Service calls run in worker threads: SQLite waits on disk and on other writers, and
@@ -124,7 +125,8 @@ def build_server(service: MemoryService) -> Server[Any]:
             contents=[TextResourceContents(uri=DIGEST_URI, text=text, mime_type="text/plain")]
         )
 
-    return Server(
+    return _MemoryServer(
+        service,
         SERVER_NAME,
         version=__version__,
         instructions=INSTRUCTIONS,
@@ -133,6 +135,31 @@ def build_server(service: MemoryService) -> Server[Any]:
         on_list_resources=list_resources,
         on_read_resource=read_resource,
     )
+
+
+class _MemoryServer(Server[Any]):
+    """A Server whose instructions, sent at initialise, end with the session digest read at
+    that moment: hosts that show a server's instructions to their model get the session
+    start without asking for the resource. A digest that cannot be read leaves the plain
+    instructions; initialise never fails because of it."""
+
+    def __init__(self, service: MemoryService, *args: Any, **options: Any) -> None:
+        self._service = service
+        self._instructions: str | None = None
+        super().__init__(*args, **options)
+
+    @property
+    def instructions(self) -> str | None:
+        try:
+            digest = _digest_text(self._service)
+        except Exception:  # the digest is a courtesy; the session must start regardless
+            digest = ""
+        parts = [part for part in (self._instructions, digest) if part]
+        return "\n\n".join(parts) or None
+
+    @instructions.setter
+    def instructions(self, value: str | None) -> None:
+        self._instructions = value
 
 
 def _digest_text(service: MemoryService) -> str:

@@ -596,6 +596,22 @@ class PostgresMemoryStore:
             connection.execute("SELECT pg_advisory_xact_lock(%s)", [self._lock_key])
             _rebuild(connection, self._schema, self.analyzer)
 
+    def scrub(self) -> None:
+        """Make the space of deleted rows reusable at once (VACUUM of the namespace's tables)
+        instead of when autovacuum comes by. PostgreSQL keeps the bytes of dead rows in its
+        files until the space is reused; `VACUUM FULL`, which rewrites the tables under an
+        exclusive lock, is the administrator's call, not a purge's."""
+        with self._connection() as connection:
+            connection.autocommit = True
+            try:
+                tables = connection.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = %s", [self._schema]
+                ).fetchall()
+                for (table,) in tables:
+                    connection.execute(f'VACUUM {self._schema}."{table}"')
+            finally:
+                connection.autocommit = False
+
     def close(self) -> None:
         with self._pool_lock:
             if self._pool is not None:

@@ -92,9 +92,23 @@ class ForgetResult(JsonResult):
     id: str
     action: str
     purged: list[str] = field(default_factory=list)
+    # A purge: the summaries removed with the entry and the sources made active again; a
+    # forgotten summary: the sources made active again. None when not applicable.
+    summaries_removed: list[str] | None = None
+    restored: list[str] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "action": self.action, "purged": list(self.purged)}
+        result: dict[str, Any] = {
+            "id": self.id,
+            "action": self.action,
+            "archived": True,
+            "purged": list(self.purged),
+        }
+        if self.summaries_removed is not None:
+            result["summaries_removed"] = list(self.summaries_removed)
+        if self.restored is not None:
+            result["restored"] = list(self.restored)
+        return result
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -35,6 +35,7 @@ from agentscript.memory.entries import (
     clean_tags,
     clean_text,
     clean_title,
+    is_extractive,
     merge_tags,
     require_kind,
     require_level,
@@ -176,10 +177,14 @@ class MemoryService:
         return cls(store, workspace=workspace, config=config, clock=clock, tuning=tuning)
 
     def close(self) -> None:
-        self.store.close()
-        for release in self.on_close:
-            release()
-        self.on_close.clear()
+        """Release what was added (a compaction worker first, which may still write), then
+        close the store."""
+        try:
+            for release in self.on_close:
+                release()
+            self.on_close.clear()
+        finally:
+            self.store.close()
 
     def __enter__(self) -> MemoryService:
         return self
@@ -451,26 +456,50 @@ class MemoryService:
         show it); returns `{id, action: "archived" | "already_archived" | "purged", purged}`.
 
         With `purge`, the entry is deleted from the table and the text index instead, together
-        with every other version of its key (a purged value must not survive as history).
-        Summaries that listed it keep the id in `archive_ref`; `check` reports them.
+        with every other version of its key (a purged value must not survive as history), and
+        so is every summary that drew on them, up the levels (`summaries_removed`): the
+        summaries' other sources become active again (`restored`), so compaction writes the
+        summaries anew without the purged text. Forgetting a summary likewise restores its
+        sources (the summary is archived), so the bucket is compacted again rather than hidden.
+        `archived` is True when the entry is no longer active.
         """
         why = clean_line(reason, "reason", 200) or REASON_FORGOTTEN
         plan = self.scopes_for(scope)
+        if purge:
+            return self._purge(plan, entry_id)
         with self.store.transaction() as tx:
             current = self._get(tx, plan, entry_id)
-            if purge:
-                doomed = [current.id]
-                if current.key is not None:
-                    versions = tx.select(
-                        EntryFilter(scopes=(current.scope,), key=current.key, archived=None)
-                    )
-                    doomed.extend(entry.id for entry in versions if entry.id != current.id)
-                tx.delete(current.scope, tuple(doomed))
-                return ForgetResult(current.id, "purged", sorted(doomed))
             if current.archived:
                 return ForgetResult(current.id, "already_archived")
             tx.replace(current.evolve(archived=True, archive_reason=why))
-        return ForgetResult(current.id, "archived")
+            restored = []
+            if current.kind == "summary":
+                restored = _restore_sources(tx, current.scope, [current], set())
+        return ForgetResult(
+            current.id, "archived", restored=restored if current.kind == "summary" else None
+        )
+
+    def _purge(self, plan: ScopePlan, entry_id: str) -> ForgetResult:
+        """`forget(purge=True)`: see there. The store scrubs its files once it is done."""
+        with self.store.transaction() as tx:
+            current = self._get(tx, plan, entry_id)
+            doomed = [current.id]
+            if current.key is not None:
+                versions = tx.select(
+                    EntryFilter(scopes=(current.scope,), key=current.key, archived=None)
+                )
+                doomed.extend(entry.id for entry in versions if entry.id != current.id)
+            tainted = _summaries_drawing_on(tx, current.scope, set(doomed))
+            tx.delete(current.scope, tuple(doomed + [entry.id for entry in tainted]))
+            restored = _restore_sources(tx, current.scope, tainted, set(doomed))
+        self.store.scrub()
+        return ForgetResult(
+            current.id,
+            "purged",
+            sorted(doomed),
+            summaries_removed=sorted(entry.id for entry in tainted),
+            restored=restored,
+        )
 
     # ------------------------------------------------------------------------- reading
 
@@ -679,7 +708,8 @@ class MemoryService:
         message, ids}]}`: duplicate titles, scopes over (or within 10 % of) max_entries, stale
         summaries (a source changed or came back after the summary was written), orphan
         references (archive_ref or superseded_by naming an entry that is gone), and the
-        store's own integrity problems."""
+        store's own integrity problems. `notes` says what memory.yml spells the seed's way
+        (accepted, but today's name is the one documented)."""
         plan = self.scopes_for(scope)
         findings: list[dict[str, Any]] = [
             {"code": "store", "severity": "error", "scope": None, "message": problem, "ids": []}
@@ -687,7 +717,12 @@ class MemoryService:
         ]
         for name in plan.read:
             findings.extend(self._check_scope(name))
-        return {"ok": not findings, "scopes": list(plan.read), "findings": findings}
+        return {
+            "ok": not findings,
+            "scopes": list(plan.read),
+            "findings": findings,
+            "notes": list(self.config.notes),
+        }
 
     def _check_scope(self, scope: str) -> list[dict[str, Any]]:
         findings: list[dict[str, Any]] = []
@@ -743,7 +778,7 @@ class MemoryService:
             missing = [
                 identifier for identifier in summary.archive_ref if identifier not in sources
             ]
-            if missing:
+            if missing and self.config.timeline.archive == "keep":
                 finding(
                     "orphan_reference",
                     "warning",
@@ -799,11 +834,13 @@ class MemoryService:
     ) -> DigestResult:
         """The session-start digest: `{text, bytes, entries, omitted}`.
 
-        Entries tagged ATTENTION_TAG first (what an agent needs the user for), then keyed
-        global facts (by key), then summaries (newest bucket first), then other
-        recent entries (newest first), one line each (titles and tags, never bodies), cut
-        whole lines at `max_entries` lines and `max_bytes` UTF-8 bytes including the wrapper,
-        with a last line saying how many were left out. The same memory gives the same text,
+        The resident layer first: entries tagged ATTENTION_TAG (what an agent needs the user
+        for), then every global fact (keyed ones by key, then the others newest first), within
+        half of each budget, so many facts never crowd out the workspace; then the outline:
+        summaries (newest bucket first), then other recent entries (newest first). One line
+        each (titles and tags, never bodies), cut whole lines at `max_entries` lines and
+        `max_bytes` UTF-8 bytes including the wrapper (memory.yml `digest:`, the seed's
+        `inject:`), with a last line saying how many were left out. The same memory gives the same text,
         so hosts can cache it; the wrapper carries the marker `remember` refuses. Empty text
         when nothing is stored, or when memory.yml disables the digest and the call gives no
         budget of its own (an explicit budget is an explicit request).
@@ -824,16 +861,16 @@ class MemoryService:
             return DigestResult("", 0, 0, 0)
         plan = self.scopes_for(scope)
         compaction = self._before_read(plan.read)
-        lines = self._digest_lines(plan, budget_entries + 1)
+        resident, outline = self._digest_lines(plan, budget_entries + 1)
         header = [DIGEST_HEADER.format(scope=plan.write), DIGEST_PREAMBLE]
-        chosen: list[str] = []
-        for index, line in enumerate(lines):
-            left = len(lines) - index - 1
-            tail = [_omitted_line(left)] if left else []
-            trial = "\n".join([*header, *chosen, line, *tail, DIGEST_FOOTER])
-            if len(chosen) >= budget_entries or len(trial.encode("utf-8")) > budget_bytes:
-                break
-            chosen.append(line)
+        # The resident layer (attention, then global facts) within its share, so many facts
+        # never push the workspace's summaries and recent work out; then the outline.
+        wrapper = len("\n".join([*header, DIGEST_FOOTER]).encode("utf-8"))
+        share = wrapper + max(budget_bytes - wrapper, 0) // 2
+        chosen = _fitting(header, [], resident, len(outline), budget_entries // 2 or 1, share)
+        skipped = len(resident) - len(chosen)
+        chosen = _fitting(header, chosen, outline, skipped, budget_entries, budget_bytes)
+        lines = [*resident, *outline]
         if chosen and chosen[-1] == DIGEST_LEARNED_HEADING:
             chosen.pop()  # a heading without its section
         note, compaction = read_report(compaction)
@@ -848,40 +885,48 @@ class MemoryService:
         size = len(text.encode("utf-8"))
         return DigestResult(text, size, shown_entries, max(omitted, 0), note, compaction)
 
-    def _digest_lines(self, plan: ScopePlan, wanted: int) -> list[str]:
+    def _digest_lines(self, plan: ScopePlan, wanted: int) -> tuple[list[str], list[str]]:
+        """The resident layer (attention, global facts) and the outline (summaries, then
+        recent entries not shown already), each at most `wanted` lines."""
         attention = self.store.select(
             EntryFilter(scopes=plan.read, tags=(ATTENTION_TAG,)), limit=wanted
         )
         facts = []
         if GLOBAL_SCOPE in plan.read:
-            facts = self.store.select(
-                EntryFilter(scopes=(GLOBAL_SCOPE,), kinds=("fact",), keyed=True), limit=wanted
-            )
-            facts.sort(key=lambda entry: (entry.key or "", entry.id))
+            # Every global fact, keyed ones by key, then the others newest first: all of them
+            # are read (a scope holds at most max_entries) so the first keys are the ones shown.
+            facts = self.store.select(EntryFilter(scopes=(GLOBAL_SCOPE,), kinds=("fact",)))
+            facts.sort(key=lambda entry: (entry.key is None, entry.key or ""))
+            facts = facts[:wanted]
         summaries = self.store.select(
             EntryFilter(scopes=plan.read, kinds=("summary",)), order="event", limit=wanted
         )
         pinned = {entry.id for entry in attention}
         facts = [entry for entry in facts if entry.id not in pinned]
-        shown = pinned | {entry.id for entry in facts}
-        recent = [
-            entry
-            for entry in self.store.select(
-                EntryFilter(scopes=plan.read, kinds=REMEMBERED_KINDS),
-                limit=wanted + len(shown),
+        # Global facts belong to the resident layer only, shown there or not at all.
+        others = tuple(kind for kind in REMEMBERED_KINDS if kind != "fact")
+        local = tuple(name for name in plan.read if name != GLOBAL_SCOPE)
+        candidates = self.store.select(
+            EntryFilter(scopes=plan.read, kinds=others), limit=wanted + len(pinned)
+        )
+        if local:
+            candidates += self.store.select(
+                EntryFilter(scopes=local, kinds=("fact",)), limit=wanted + len(pinned)
             )
-            if entry.id not in shown
+        candidates.sort(key=lambda entry: (entry.updated_at, entry.id), reverse=True)
+        recent = [entry for entry in candidates if entry.id not in pinned]
+        resident = [f"- {entry.title}" for entry in attention]
+        resident += [
+            f"- {entry.key}: {entry.title}" if entry.key else f"- {entry.title}" for entry in facts
         ]
-        lines = [f"- {entry.title}" for entry in attention]
-        lines += [f"- {entry.key}: {entry.title}" for entry in facts]
-        lines += [f"- [{entry.level} summary {entry.bucket}] {entry.title}" for entry in summaries]
-        lines += [self._digest_line(entry) for entry in recent if not entry.learned]
-        lines = lines[:wanted]
+        outline = [f"- [{entry.level} summary {entry.bucket}] {entry.title}" for entry in summaries]
+        outline += [self._digest_line(entry) for entry in recent if not entry.learned]
+        outline = outline[:wanted]
         # What runs learned on their own comes last, in its own section.
         learned = [self._digest_line(entry) for entry in recent if entry.learned]
-        if learned and len(lines) < wanted:
-            lines += [DIGEST_LEARNED_HEADING, *learned[: wanted - len(lines)]]
-        return lines
+        if learned and len(outline) < wanted:
+            outline += [DIGEST_LEARNED_HEADING, *learned[: wanted - len(outline)]]
+        return resident[:wanted], outline
 
     def _digest_line(self, entry: Entry) -> str:
         day = local_day(parse_timestamp(entry.event_time), self.clock).isoformat()
@@ -944,6 +989,7 @@ class MemoryService:
         """Store a summary and archive its sources in one transaction; returns `{id, action:
         "created", archived: [ids]}`.
 
+        With memory.yml `timeline.archive: delete` the sources are deleted instead of archived.
         Every source must still be an active source of (scope, level, bucket), else nothing
         is written and a `conflict` error says which changed (list them again and retry). A
         bucket has at most one active summary: to rebuild one (late sources arrived), pass
@@ -1015,12 +1061,67 @@ class MemoryService:
                 archive_ref=tuple(entry.id for entry in retired),
             )
             check_size(summary, self.config.max_entry_bytes)
-            for entry in retired:
-                tx.replace(
-                    entry.evolve(archived=True, archive_reason=f"summarised in {summary.id}")
-                )
+            if self.config.timeline.archive == "delete":
+                # memory.yml `timeline.archive: delete`: the summary is all that remains; its
+                # archive_ref still says what it replaced.
+                tx.delete(summary.scope, tuple(entry.id for entry in retired))
+            else:
+                for entry in retired:
+                    tx.replace(
+                        entry.evolve(archived=True, archive_reason=f"summarised in {summary.id}")
+                    )
             tx.insert(summary)
-        return {"id": summary.id, "action": "created", "archived": list(summary.archive_ref)}
+        retired_as = "deleted" if self.config.timeline.archive == "delete" else "archived"
+        return {"id": summary.id, "action": "created", retired_as: list(summary.archive_ref)}
+
+    def summary_sources(self, summary_id: str, scope: str) -> list[Entry]:
+        """The entries a summary replaced (its archive_ref) that still exist, oldest first,
+        without the earlier summary of the same bucket it may have rebuilt."""
+        name = parse_scope(scope)
+        found = self.store.select(EntryFilter(scopes=(name,), ids=(summary_id,), archived=None))
+        if not found:
+            return []
+        summary = found[0]
+        sources = self.store.select(
+            EntryFilter(scopes=(name,), ids=summary.archive_ref, archived=None),
+            order="event",
+            descending=False,
+        )
+        return [entry for entry in sources if entry.level != summary.level]
+
+    def rewrite_summary(
+        self,
+        summary_id: str,
+        scope: str,
+        *,
+        title: str,
+        body: str,
+        reason: str,
+        only_if_extractive: bool = False,
+    ) -> None:
+        """Give an active summary new text in place (same id, same sources): how a model
+        upgrades an extractive summary. A `conflict` when the summary is no longer active,
+        or, with `only_if_extractive`, no longer extractive (another worker upgraded it)."""
+        name = parse_scope(scope)
+        now = format_timestamp(self.clock.now())
+        with self.store.transaction() as tx:
+            current = _first(tx.select(EntryFilter(scopes=(name,), ids=(summary_id,))))
+            if current is None or current.kind != "summary":
+                raise MemoryServiceError(
+                    CONFLICT, f"{summary_id} is not an active summary", "summary_id"
+                )
+            if only_if_extractive and not is_extractive(current):
+                raise MemoryServiceError(
+                    CONFLICT, f"summary {summary_id} was rewritten already", "summary_id"
+                )
+            rewritten = current.evolve(
+                title=clean_title(title),
+                body=clean_text(body, "body", required=True),
+                updated_at=now,
+                source=Source(reason=reason),
+            )
+            check_size(rewritten, self.config.max_entry_bytes)
+            tx.replace(rewritten)
 
     def _sources_filter(self, scope: str, level: str, bucket: str) -> EntryFilter:
         unit = require_level(level)
@@ -1107,6 +1208,50 @@ class MemoryService:
 # ----------------------------------------------------------------------------- functions
 
 
+def _summaries_drawing_on(tx: StoreReader, scope: str, gone: set[str]) -> list[Entry]:
+    """Every summary of `scope`, active or archived, whose text drew on an entry of `gone`:
+    directly (it lists one in archive_ref) or through a summary that did, up the levels."""
+    summaries = tx.select(EntryFilter(scopes=(scope,), kinds=("summary",), archived=None))
+    tainted: dict[str, Entry] = {}
+    reached = set(gone)
+    grew = True
+    while grew:
+        grew = False
+        for summary in summaries:
+            if summary.id not in tainted and reached.intersection(summary.archive_ref):
+                tainted[summary.id] = summary
+                reached.add(summary.id)
+                grew = True
+    return list(tainted.values())
+
+
+def _restore_sources(
+    tx: StoreTransaction, scope: str, summaries: list[Entry], gone: set[str]
+) -> list[str]:
+    """Make active again the sources these summaries archived (not those in `gone`, nor
+    other summaries among them), so compaction summarises their buckets anew; a keyed source
+    whose key has an active entry meanwhile stays archived. The ids restored, sorted."""
+    removed = {summary.id for summary in summaries}
+    wanted = {
+        identifier
+        for summary in summaries
+        for identifier in summary.archive_ref
+        if identifier not in gone and identifier not in removed
+    }
+    if not wanted:
+        return []
+    reasons = {f"summarised in {summary.id}" for summary in summaries}
+    restored = []
+    for entry in tx.select(EntryFilter(scopes=(scope,), ids=tuple(wanted), archived=True)):
+        if entry.archive_reason not in reasons:
+            continue  # archived for another reason since: forgotten, superseded
+        if entry.key is not None and tx.count(EntryFilter(scopes=(scope,), key=entry.key)):
+            continue
+        tx.replace(entry.evolve(archived=False, archive_reason=None))
+        restored.append(entry.id)
+    return sorted(restored)
+
+
 def _first(entries: list[Entry]) -> Entry | None:
     return entries[0] if entries else None
 
@@ -1168,6 +1313,23 @@ def _with_compaction(response: dict[str, Any], report: dict[str, Any] | None) ->
     if note:
         response["note"] = f"{response['note']}; {note}" if response.get("note") else note
     return response
+
+
+def _fitting(
+    header: list[str], chosen: list[str], lines: list[str], after: int, entries: int, size: int
+) -> list[str]:
+    """`chosen` and the first of `lines` that fit in `entries` lines and `size` UTF-8 bytes
+    of digest text, counting the "N more" line that the lines left out (and `after` others
+    left out elsewhere) would need."""
+    taken = list(chosen)
+    for index, line in enumerate(lines):
+        left = len(lines) - index - 1 + after
+        tail = [_omitted_line(left)] if left else []
+        trial = "\n".join([*header, *taken, line, *tail, DIGEST_FOOTER])
+        if len(taken) >= entries or len(trial.encode("utf-8")) > size:
+            break
+        taken.append(line)
+    return taken
 
 
 def _omitted_line(count: int) -> str:

@@ -353,6 +353,17 @@ class SqliteStore:
             with write_transaction(connection):
                 _rebuild(connection, self.analyzer)
 
+    def scrub(self) -> None:
+        """Leave no trace of deleted text in the files: the text index keeps a deleted
+        entry's terms in its older segments until they are merged, so merge them all (FTS5
+        `optimize`), then copy the WAL into the database and empty it. Freed pages are zeroed
+        (secure_delete). Costs a pass over the index: for purges, not for every write."""
+        with self._lock, self._errors():
+            connection = self._open()
+            with write_transaction(connection):
+                connection.execute("INSERT INTO memory_terms(memory_terms) VALUES ('optimize')")
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     @contextmanager
     def _errors(self) -> Iterator[None]:
         """Database failures as MemoryServiceErrors naming the file."""

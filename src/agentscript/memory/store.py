@@ -330,6 +330,11 @@ class MemoryStore(StoreReader, Protocol):
         sentences; empty when sound."""
         ...
 
+    def scrub(self) -> None:
+        """After a purge: make what was deleted unrecoverable from the store's files as far
+        as the store can (see each store's note)."""
+        ...
+
     def export(self, scopes: tuple[str, ...]) -> Iterator[Entry]:
         """Every entry of these scopes, oldest first, from one consistent snapshot."""
         ...

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, Protocol
 
 from agentscript.memory.config import MemoryConfig
 from agentscript.memory.entries import Entry, title_from_text
@@ -52,6 +53,31 @@ _SOURCE_NOUN: dict[Level, str] = {
 }
 
 
+EXTRACTIVE_NOTE = (
+    "(Extractive summary, written without a model: the entries' titles, keys, tags and first "
+    "lines. A model rewrites it once memory.yml names `timeline.model`.)"
+)
+# The body of an extractive summary, in characters: below a model summary's bound.
+DEFAULT_EXTRACT_CHARS = 4000
+
+
+class BucketSummarizer(Protocol):
+    """What compaction needs: the text of one bucket's summary. `method` says how it is
+    written (`model` or `extractive`), and so whether a summary may be upgraded later."""
+
+    method: Literal["model", "extractive"]
+
+    def summarize(
+        self,
+        level: Level,
+        bucket: str,
+        sources: Sequence[Entry],
+        previous: Entry | None = None,
+        *,
+        clock: Clock | None = None,
+    ) -> Summary: ...
+
+
 class SummaryError(MemoryServiceError):
     """The model gave no usable summary; nothing may be written for the bucket."""
 
@@ -75,6 +101,8 @@ class Summarizer:
     that ignores it (the mock and scripted ones). Output is bounded twice: the request asks for
     at most `max_output_tokens`, and an answer over `max_output_chars` is refused.
     """
+
+    method: Literal["model", "extractive"] = "model"
 
     def __init__(
         self,
@@ -229,6 +257,69 @@ class Summarizer:
         if level == "week" and self.week_template:
             lines.append("Follow this outline for the week:\n" + self.week_template)
         return "\n".join(lines)
+
+
+class ExtractiveSummarizer:
+    """Summaries without a model, so compaction runs on a default install: the bucket's label
+    and entry count as the title, then one line per source (local time or bucket, key, title,
+    tags, and the first line of the body when it says more than the title), a previous
+    summary's lines first, cut at `max_chars` with a count of the lines left out. It never
+    fails for a bucket that has sources, and calls nothing."""
+
+    method: Literal["model", "extractive"] = "extractive"
+
+    def __init__(self, max_chars: int = DEFAULT_EXTRACT_CHARS) -> None:
+        self.max_chars = max_chars
+
+    def summarize(
+        self,
+        level: Level,
+        bucket: str,
+        sources: Sequence[Entry],
+        previous: Entry | None = None,
+        *,
+        clock: Clock | None = None,
+    ) -> Summary:
+        if not sources:
+            raise SummaryError(f"{level} {bucket} has no entries to summarise")
+        lines = [line for entry in sources for line in _extract_lines(entry, clock)]
+        if previous is not None:
+            kept = [line for line in previous.body.splitlines() if line.startswith("- ")]
+            lines = [*kept, *lines]
+        body = [EXTRACTIVE_NOTE, ""]
+        size = len(EXTRACTIVE_NOTE) + 1
+        for index, line in enumerate(lines):
+            if size + len(line) + 1 > self.max_chars:
+                body.append(f"- … and {len(lines) - index} more (see the archive)")
+                break
+            body.append(line)
+            size += len(line) + 1
+        count = len(lines)
+        title = f"{bucket_label(bucket)}: {count} entr{'y' if count == 1 else 'ies'}"
+        return Summary(title=title_from_text(title), body="\n".join(body))
+
+
+def _extract_lines(entry: Entry, clock: Clock | None) -> list[str]:
+    """A source's line; a summary's own lines follow its line, indented, so a week built
+    from extractive days still lists what happened."""
+    lines = [_extract_line(entry, clock)]
+    if entry.kind == "summary":
+        lines += [f"  {line}" for line in entry.body.splitlines() if line.lstrip().startswith("- ")]
+    return lines
+
+
+def _extract_line(entry: Entry, clock: Clock | None) -> str:
+    when = entry.bucket
+    if clock is not None and entry.kind != "summary":
+        when = f"{clock.to_local(parse_timestamp(entry.event_time)):%H:%M}"
+    key = f" `{entry.key}`" if entry.key else ""
+    tags = "".join(f" #{tag.replace(' ', '-')}" for tag in entry.tags)
+    line = f"- [{when}]{key} {entry.title}{tags}"
+    rest = entry.body.removeprefix(entry.title).strip()
+    first = next((part.strip() for part in rest.splitlines() if part.strip()), "")
+    if first and entry.kind != "summary":
+        line += f": {first[:200]}"
+    return line
 
 
 def _describe(entry: Entry, clock: Clock | None) -> str:
