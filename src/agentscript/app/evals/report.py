@@ -42,12 +42,14 @@ def write_report(report: EvalReport, path: str | Path) -> Path:
 def _traces(report: EvalReport) -> dict[str, str]:
     """Each run's trace by run id: the pretty lines `runs show --pretty` prints, then the whole
     trace as JSON (prompts, answers, usage), cut at TRACE_CHARS."""
-    if report.journal is None or not Path(report.journal).exists():
+    if report.journal is None:
         return {}
     from agentscript.learn.journal import Journal, rebuild_trace, wait_for_journal
     from agentscript.runtime.trace import format_trace
 
-    wait_for_journal()
+    wait_for_journal()  # first: the journal's file may be written by the background worker
+    if not Path(report.journal).exists():
+        return {}
     run_ids = {row.run_id for row in report.rows} | {row.judge_run_id for row in report.rows}
     journal = Journal.open(report.journal)
     traces: dict[str, str] = {}

@@ -97,6 +97,11 @@ class Workspace:
                 if hops > MAX_SYMLINK_HOPS:
                     raise self.escape(path)
                 target = self._readlink(resolved, part)
+                if target is None:
+                    # Swapped for something else since the look: look at it again (the hops
+                    # bound keeps a path swapped back and forth from walking for ever).
+                    pending.insert(0, part)
+                    continue
                 if target.startswith("/"):
                     inside = self._inside_root(target)
                     if inside is None:
@@ -147,9 +152,15 @@ class Workspace:
             return "link"
         return "dir" if stat.S_ISDIR(info.st_mode) else "file"
 
-    def _readlink(self, parents: list[str], name: str) -> str:
+    def _readlink(self, parents: list[str], name: str) -> str | None:
+        """The link's target; None when `name` stopped being a link after it was looked at."""
         with self._directory(parents) as fd:
-            return os.readlink(name, dir_fd=fd)
+            try:
+                return os.readlink(name, dir_fd=fd)
+            except OSError as problem:
+                if problem.errno in (errno.EINVAL, errno.ENOENT):
+                    return None
+                raise
 
     # ------------------------------------------------------------------ descriptors
 
