@@ -8,6 +8,7 @@ mapping over that JSON form (`result["count"]`), for callers written against the
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -22,8 +23,9 @@ class JsonResult(Mapping[str, Any]):
 
     __slots__ = ()
 
+    @abstractmethod
     def to_json(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """The result as JSON data; the mapping reads through it."""
 
     def __getitem__(self, name: str) -> Any:
         return self.to_json()[name]

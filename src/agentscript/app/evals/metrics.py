@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -84,7 +85,7 @@ def _canonical(value: Any) -> str:
     return json.dumps(normalise(value), sort_keys=True, ensure_ascii=False)
 
 
-class _Builtin:
+class _Builtin(ABC):
     name = "builtin"
 
     def validate(self, cases: list[Case]) -> None:
@@ -93,8 +94,9 @@ class _Builtin:
     def score(self, case: Case, value: Any, judge_run: JudgeRun) -> Score:
         return self.compare(case.expected, value)
 
+    @abstractmethod
     def compare(self, expected: Any, value: Any) -> Score:
-        raise NotImplementedError
+        """The score of `value` against `expected`."""
 
 
 class ExactMetric(_Builtin):
