@@ -227,8 +227,8 @@ def test_refusals_fail_the_call_with_the_services_message(workspace: Path, datab
     )
     assert failure(workspace, database, "    return Memory.summarise({})") == (
         "Tool Memory.summarise (memory://workspace) failed: Unsupported memory method "
-        "'summarise'. Supported: remember, recall, update, forget, stats, check, browse, "
-        "digest, history, experiences at 11:12"
+        "'summarise'. Supported: remember, remember_many, recall, update, forget, stats, "
+        "check, browse, digest, history, experiences at 11:12"
     )
 
 
@@ -302,6 +302,7 @@ def test_every_tool_is_a_method() -> None:
     assert sorted(METHODS) == sorted(
         [
             "remember",
+            "remember_many",
             "recall",
             "update",
             "forget",

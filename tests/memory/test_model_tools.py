@@ -60,6 +60,7 @@ def walk(schema: Any) -> list[tuple[str, Any]]:
 def test_the_tools_are_the_issues_seven_and_three_more() -> None:
     assert [tool.name for tool in TOOLS] == [
         "remember",
+        "remember_many",
         "recall",
         "update",
         "forget",
@@ -263,7 +264,9 @@ def test_arguments_must_be_an_object_and_the_tool_must_exist(memory: MemoryServi
     }
     error = refusal(memory, "memorize", {})
     assert error["code"] == "unknown_tool"
-    assert error["message"].startswith("unknown tool 'memorize'; the tools are remember, recall")
+    assert error["message"].startswith(
+        "unknown tool 'memorize'; the tools are remember, remember_many, recall"
+    )
     # No arguments at all is the empty object.
     assert ok(memory, "memory_stats", None)["active"] == 0
 

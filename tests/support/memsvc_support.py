@@ -10,14 +10,19 @@ script, this module starts the writer processes of the reliability tests, forked
 process that imported everything once:
 
     python memsvc_support.py stress DB WORKERS COUNT   # WORKERS writers, COUNT remembers each
-    python memsvc_support.py zygote DB                 # "go" forks a writer, "kill" SIGKILLs it
+    python memsvc_support.py zygote DB [BATCH]         # "go" forks a writer, "kill" SIGKILLs it
+    python memsvc_support.py capped DB WORKERS         # WORKERS batch writers fill a capped scope
 
 DB is a SQLite file or a PostgreSQL URI, as MemoryService.open takes it.
 
 A stress writer remembers COUNT distinct entries, plus one keyed fact and one merging title per
 round that every writer shares, so supersede and merge race across processes. A zygote's writer
 remembers until it is killed, printing `id <id>` after each remember returned; the zygote prints
-`started <pid>` and, once the writer is gone, `ended <pid> <code>`. Failures print `error ...`.
+`started <pid>` and, once the writer is gone, `ended <pid> <code>`. With BATCH, the writer
+calls remember_many with BATCH items instead and prints every item's id once the call returned.
+A capped writer remembers batches of CAPPED_BATCH episodic turns of a session of its own into
+CAPPED_SCOPE (CAPPED_CONFIG) until the scope is full, printing `id <id>` per stored item.
+Failures print `error ...`.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from agentscript.memory import FixedClock, MemoryConfig, MemoryService
+from agentscript.memory import FixedClock, MemoryConfig, MemoryService, MemoryServiceError
 
 START = datetime(2026, 5, 6, 9, 30, tzinfo=UTC)
 MEMORY_BACKENDS = ("sqlite", "postgres")
@@ -43,6 +48,9 @@ SHARED_TITLE = "Shared lesson learned by every writer"
 WRITER_MAX_REMEMBERS = 100_000
 # Room for every writer's notes in the one entry they all merge into.
 STRESS_CONFIG = MemoryConfig(max_entries=100_000, max_entry_bytes=1_000_000)
+CAPPED_SCOPE = "/stress/capped"
+CAPPED_CONFIG = MemoryConfig(max_entries=95)
+CAPPED_BATCH = 4
 
 
 @pytest.fixture
@@ -139,11 +147,43 @@ def stress(database: str, workers: int, count: int) -> int:
     return 0 if codes == [0] * workers else 1
 
 
-def zygote(database: str) -> None:
+def capped(database: str, workers: int) -> int:
+    """Fork `workers` batch writers into the capped scope at once; 0 if every one succeeded."""
+    _warm_up(database)
+    writers = [
+        _fork(lambda worker=worker: _fill_capped(database, worker)) for worker in range(workers)
+    ]
+    codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in writers]
+    return 0 if codes == [0] * workers else 1
+
+
+def _fill_capped(database: str, worker: int) -> None:
+    memory = MemoryService.open(None, database=database, config=CAPPED_CONFIG)
+    for batch in range(WRITER_MAX_REMEMBERS):
+        items = [
+            {
+                "text": f"Worker {worker} batch {batch} turn {turn}",
+                "kind": "episodic",
+                "scope": CAPPED_SCOPE,
+                "source": {"session": f"worker-{worker}"},
+            }
+            for turn in range(CAPPED_BATCH)
+        ]
+        try:
+            results = memory.remember_many(items)
+        except MemoryServiceError as error:
+            if error.code != "scope_full":
+                raise
+            break
+        os.write(1, "".join(f"id {result.id}\n" for result in results).encode())
+    memory.close()
+
+
+def zygote(database: str, batch: int = 1) -> None:
     """Fork one writer per "go" read from stdin; SIGKILL it at the next line ("kill")."""
     _warm_up(database)
     while sys.stdin.readline().strip() == "go":
-        pid = _fork(lambda: _remember_until_killed(database))
+        pid = _fork(lambda: _remember_until_killed(database, batch))
         os.write(1, f"started {pid}\n".encode())
         sys.stdin.readline()
         # The writer is not reaped before this kill, so its pid cannot belong to anyone else.
@@ -189,14 +229,28 @@ def _remember_many(database: str, worker: int, count: int) -> None:
     memory.close()
 
 
-def _remember_until_killed(database: str) -> None:
-    """Print `id <id>` once each remember returned, in one write, so a kill cannot tear it."""
+def _remember_until_killed(database: str, batch: int) -> None:
+    """Print `id <id>` once each remember returned, in one write, so a kill cannot tear it;
+    with `batch` > 1, remember_many batches of episodic turns of one session."""
     memory = _open(database)
     for index in range(WRITER_MAX_REMEMBERS):
-        result = memory.remember(
-            f"Crash test memory {os.getpid()} #{index}", kind="episodic", scope=STRESS_SCOPE
-        )
-        os.write(1, f"id {result['id']}\n".encode())
+        if batch == 1:
+            result = memory.remember(
+                f"Crash test memory {os.getpid()} #{index}", kind="episodic", scope=STRESS_SCOPE
+            )
+            os.write(1, f"id {result.id}\n".encode())
+            continue
+        items = [
+            {
+                "text": f"Crash test batch {os.getpid()} #{index} item {item}",
+                "kind": "episodic",
+                "scope": STRESS_SCOPE,
+                "source": {"session": f"crash-{os.getpid()}"},
+            }
+            for item in range(batch)
+        ]
+        results = memory.remember_many(items)
+        os.write(1, "".join(f"id {result.id}\n" for result in results).encode())
 
 
 if __name__ == "__main__":
@@ -204,6 +258,8 @@ if __name__ == "__main__":
     if command == "stress":
         sys.exit(stress(arguments[0], int(arguments[1]), int(arguments[2])))
     elif command == "zygote":
-        zygote(arguments[0])
+        zygote(arguments[0], int(arguments[1]) if len(arguments) > 1 else 1)
+    elif command == "capped":
+        sys.exit(capped(arguments[0], int(arguments[1])))
     else:
         sys.exit(f"unknown command {command!r}")

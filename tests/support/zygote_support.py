@@ -49,6 +49,11 @@ def kill_writers(
     finally:
         zygote.stdin.close()
         zygote.wait(timeout=timeout)
+        # Closed now rather than when collected: a long test session runs out of descriptors
+        # below 1024, which select()-based helpers (browser.py) need.
+        for pipe in (zygote.stdout, zygote.stderr):
+            if pipe is not None:
+                pipe.close()
     return acknowledged, outcomes
 
 

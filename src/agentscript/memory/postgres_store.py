@@ -12,6 +12,10 @@ included, so a memory can move between the two without recall changing:
   database's collation; ties are broken by id in the same order.
 * Scope is a predicate of the index lookup itself (each posting carries a hash of its entry's
   scope) and again of the SQL that joins the entries.
+* The active entries of each scope (`memory_scope_counts`) and the last episodic entry of each
+  (scope, source session) (`memory_session_tails`, linking an entry to the one written before
+  it) are kept as entries are written, like the term counts: collected over a transaction and
+  written at its end, under the namespace's lock, so the cap on a scope is exact.
 * Writers are serialised per namespace by a transaction-scoped advisory lock taken before the
   first read, in READ COMMITTED, so every statement after the lock sees what the previous writer
   committed; commits wait for the WAL flush (`synchronous_commit=on`). A killed client's
@@ -28,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import string
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -40,19 +43,26 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from agentscript.memory.entries import Entry
 from agentscript.memory.errors import INVALID_ARGUMENT, STORE_FAILURE, MemoryServiceError
 from agentscript.memory.store import (
+    ASCII_FOLD,
     ENTRY_COLUMNS,
     INDEXED_FIELDS,
+    LINKED_CONTEXT_TURNS,
     Dimension,
     EntryFilter,
     Match,
     Order,
+    PendingTouches,
     ScopeCount,
     StoreConflict,
+    TermStatistics,
     TextQuery,
+    bodies_before,
     entry_from_row,
     entry_row,
+    fts5_tokens,
     index_terms,
     indexed_text,
+    linked_context,
     matching_vectors,
     pack_vector,
 )
@@ -69,7 +79,9 @@ if TYPE_CHECKING:
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 DEFAULT_NAMESPACE = "agentscript_memory"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+# Schema 1 lacked the scope counts and the session links; it is upgraded in place.
+_UPGRADED_VERSIONS = ("1",)
 # Rows fetched per round trip by export and verify, which stream whole namespaces.
 STREAM_ROWS = 500
 
@@ -83,10 +95,6 @@ BM25_MIN_IDF = 1e-6
 _NAMESPACE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _SYSTEM_SCHEMA = re.compile(r"pg_.*|information_schema")
 
-# FTS5's `ascii` tokenizer: ASCII letters and digits and every non-ASCII character make tokens,
-# every other ASCII character separates them, and A-Z fold to a-z.
-_FTS5_SEPARATORS = re.compile(r"[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+")
-_ASCII_FOLD = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 _COLUMNS = ENTRY_COLUMNS
 _SELECTED = ", ".join(f"e.{name}" for name in _COLUMNS)
@@ -109,6 +117,20 @@ _DIMENSIONS: dict[str, str] = {
     "year": "e.year",
 }
 _ORDERS: dict[str, str] = {"updated": "updated_at", "event": "event_time", "created": "created_at"}
+
+# The active entries of each scope, and the last episodic entry of each source session.
+_COUNTS_AND_TAILS = (
+    """CREATE TABLE IF NOT EXISTS {schema}.memory_scope_counts (
+        scope text COLLATE "C" PRIMARY KEY,
+        active bigint NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS {schema}.memory_session_tails (
+        scope text COLLATE "C" NOT NULL,
+        session text COLLATE "C" NOT NULL,
+        seq bigint NOT NULL,
+        PRIMARY KEY (scope, session)
+    )""",
+)
 
 # Only `{schema}` (the quoted, validated schema name) and, in _SEARCH, `{clause}` (written by
 # _where, with every value a parameter) are formatted into SQL.
@@ -142,6 +164,8 @@ _SCHEMA = (
         superseded_by text COLLATE "C",
         session text COLLATE "C",
         tokens integer NOT NULL,
+        previous_seq bigint,
+        next_seq bigint,
         CONSTRAINT memory_entries_id UNIQUE (id)
     )""",
     "CREATE UNIQUE INDEX memory_entries_active_key ON {schema}.memory_entries (scope, key) "
@@ -178,6 +202,7 @@ _SCHEMA = (
     )""",
     "INSERT INTO {schema}.memory_stats (documents, tokens) VALUES (0, 0)",
     "CREATE TABLE {schema}.memory_meta (name text PRIMARY KEY, value text NOT NULL)",
+    *_COUNTS_AND_TAILS,
     # f(t, e) of BM25 below: one addition per occurrence, in field order, as FTS5 adds them
     # (a loop is also three times faster than the same fold written as a SQL aggregate).
     """CREATE FUNCTION {schema}.memory_frequency(counts integer[], weights float8[])
@@ -195,6 +220,27 @@ _SCHEMA = (
     $$""",
 )
 
+# What schema 2 added, run to upgrade a namespace of schema 1.
+_VERSION_2 = (
+    "ALTER TABLE {schema}.memory_entries ADD COLUMN previous_seq bigint",
+    "ALTER TABLE {schema}.memory_entries ADD COLUMN next_seq bigint",
+    *_COUNTS_AND_TAILS,
+)
+# Links the episodic entries of each (scope, session) in the order they were written, and
+# records each session's last one (an upgrade from schema 1).
+_LINK_SESSIONS = (
+    """UPDATE {schema}.memory_entries AS e SET previous_seq = l.previous_seq,
+        next_seq = l.next_seq
+    FROM (SELECT seq, lag(seq) OVER w AS previous_seq, lead(seq) OVER w AS next_seq
+        FROM {schema}.memory_entries WHERE kind = 'episodic' AND session IS NOT NULL
+        WINDOW w AS (PARTITION BY scope, session ORDER BY seq)) AS l
+    WHERE e.seq = l.seq""",
+    """INSERT INTO {schema}.memory_session_tails (scope, session, seq)
+    SELECT scope, session, max(seq) FROM {schema}.memory_entries
+    WHERE kind = 'episodic' AND session IS NOT NULL GROUP BY scope, session
+    ON CONFLICT (scope, session) DO UPDATE SET seq = excluded.seq""",
+)
+
 # The vectors of semantic re-ranking (store.py), a cache that goes with its entry's row. Created
 # with IF NOT EXISTS on every first use, so namespaces made before it existed gain it too.
 _VECTORS = """CREATE TABLE IF NOT EXISTS {schema}.memory_vectors (
@@ -207,9 +253,9 @@ _VECTORS = """CREATE TABLE IF NOT EXISTS {schema}.memory_vectors (
 
 _INSERT = f"""WITH entry AS (
     INSERT INTO {{schema}}.memory_entries ({", ".join(_COLUMNS)}, title_norm, day, week, month,
-        year, session, tokens)
+        year, session, tokens, previous_seq)
     VALUES ({", ".join(_placeholder(name) for name in _COLUMNS)}, %(title_norm)s, %(day)s, %(week)s,
-        %(month)s, %(year)s, %(session)s, %(tokens)s)
+        %(month)s, %(year)s, %(session)s, %(tokens)s, %(previous_seq)s)
     RETURNING seq
 )
 INSERT INTO {{schema}}.memory_postings (term, scope_hash, seq, counts)
@@ -275,12 +321,6 @@ LIMIT %(limit)s"""
 def is_postgres_uri(database: object) -> TypeGuard[str]:
     """Whether a `database` argument names a PostgreSQL database rather than a SQLite file."""
     return isinstance(database, str) and database.partition("://")[0] in POSTGRES_SCHEMES
-
-
-def fts5_tokens(text: str) -> list[str]:
-    """The tokens FTS5's `ascii` tokenizer makes of `text`: what the SqliteStore's index holds
-    for a field whose analysed terms are joined by spaces."""
-    return [token.translate(_ASCII_FOLD) for token in _FTS5_SEPARATORS.split(text) if token]
 
 
 def postings(entry: Entry, analyzer: Analyzer) -> tuple[dict[str, list[int]], int]:
@@ -397,6 +437,8 @@ class PostgresMemoryStore:
         self._pool_lock = threading.Lock()
         self._ready = False
         self._ready_lock = threading.Lock()
+        self._touches = PendingTouches()
+        self._touches_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"PostgresMemoryStore({self.database.display!r})"
@@ -413,7 +455,9 @@ class PostgresMemoryStore:
         offset: int = 0,
     ) -> list[Entry]:
         with self._connection() as connection:
-            return _select(connection, self._schema, where, order, descending, limit, offset)
+            entries = _select(connection, self._schema, where, order, descending, limit, offset)
+        with self._touches_lock:
+            return [self._touches.overlay(entry) for entry in entries]
 
     def count(self, where: EntryFilter) -> int:
         with self._connection() as connection:
@@ -432,7 +476,7 @@ class PostgresMemoryStore:
         clause, parameters = _where(where)
         # A term of letters and digits is one FTS5 token, folded as the index folds it.
         parameters |= {
-            "phrases": [term.translate(_ASCII_FOLD) for term in dict.fromkeys(terms)],
+            "phrases": [term.translate(ASCII_FOLD) for term in dict.fromkeys(terms)],
             "scope_hashes": [scope_hash(scope) for scope in where.scopes],
             "weights": list(query.weights.as_tuple()),
             "k1": BM25_K1,
@@ -447,6 +491,21 @@ class PostgresMemoryStore:
             Match(identifier, float(score), session, recency, bucket)
             for identifier, score, session, recency, bucket in rows
         ]
+
+    def term_documents(self, terms: Sequence[str]) -> TermStatistics:
+        wanted = list(dict.fromkeys(terms))
+        with self._connection() as connection:
+            total = connection.execute(
+                f"SELECT documents FROM {self._schema}.memory_stats"
+            ).fetchone()
+            rows = connection.execute(
+                f"SELECT term, documents FROM {self._schema}.memory_terms "
+                "WHERE term = ANY(%s::text[])",
+                [[term.translate(ASCII_FOLD) for term in wanted]],
+            ).fetchall()
+        counts = {term: int(documents) for term, documents in rows}
+        holding = {term: counts.get(term.translate(ASCII_FOLD), 0) for term in wanted}
+        return TermStatistics(int(total[0]) if total else 0, holding)
 
     def scopes(self) -> list[ScopeCount]:
         with self._connection() as connection:
@@ -473,7 +532,9 @@ class PostgresMemoryStore:
             cursor.itersize = STREAM_ROWS
             cursor.execute(statement, parameters)
             for row in cursor:
-                yield entry_from_row(row)
+                with self._touches_lock:
+                    entry = self._touches.overlay(entry_from_row(row))
+                yield entry
 
     def verify(self) -> list[str]:
         """Compare the totals and the term counts with the postings and the table, and every
@@ -504,10 +565,18 @@ class PostgresMemoryStore:
                     f"postings {repair}"
                 )
             wrong = 0
+            # The session chains, for the linked context of episodic entries (store.py).
+            chain: dict[int, tuple[int | None, str]] = {
+                int(seq): (before, body)
+                for seq, before, body in connection.execute(
+                    f"SELECT seq, previous_seq, body FROM {self._schema}.memory_entries "
+                    "WHERE kind = 'episodic' AND session IS NOT NULL"
+                )
+            }
             with connection.cursor(name="agentscript_memory_verify") as cursor:
                 cursor.itersize = STREAM_ROWS
                 cursor.execute(
-                    f"SELECT {_SELECTED}, e.tokens, "
+                    f"SELECT {_SELECTED}, e.tokens, e.previous_seq, "
                     "array_agg(p.term ORDER BY p.term) FILTER (WHERE p.seq IS NOT NULL), "
                     "array_agg(p.scope_hash ORDER BY p.term) FILTER (WHERE p.seq IS NOT NULL), "
                     "array_agg(p.counts ORDER BY p.term) FILTER (WHERE p.seq IS NOT NULL) "
@@ -517,8 +586,11 @@ class PostgresMemoryStore:
                 )
                 for row in cursor:
                     entry = entry_from_row(row[: len(_COLUMNS)])
-                    length, terms, hashes, counts = row[len(_COLUMNS) :]
-                    expected, expected_length = postings(entry, self.analyzer)
+                    length, before, terms, hashes, counts = row[len(_COLUMNS) :]
+                    context = linked_context(entry, bodies_before(before, chain))
+                    expected, expected_length = postings(
+                        entry.evolve(context=context), self.analyzer
+                    )
                     stored = dict(zip(terms or [], counts or [], strict=True))
                     own = scope_hash(entry.scope)
                     if (
@@ -535,21 +607,42 @@ class PostgresMemoryStore:
 
     @contextmanager
     def transaction(self) -> Iterator[_Transaction]:
-        with self._connection() as connection, connection.transaction():
-            connection.execute("SELECT pg_advisory_xact_lock(%s)", [self._lock_key])
-            writes = _Transaction(connection, self._schema, self.analyzer)
-            yield writes
-            writes.totals.apply(connection, self._schema)
+        with self._touches_lock:
+            pending = self._touches.drain()
+        try:
+            with self._connection() as connection, connection.transaction():
+                connection.execute("SELECT pg_advisory_xact_lock(%s)", [self._lock_key])
+                self._write_touches(connection, pending)
+                writes = _Transaction(connection, self._schema, self.analyzer)
+                yield writes
+                writes.totals.apply(connection, self._schema)
+        except BaseException:
+            with self._touches_lock:
+                self._touches.restore(pending)
+            raise
 
     def touch(self, scopes: tuple[str, ...], ids: tuple[str, ...], moment: str) -> None:
         if not ids:
             return
         EntryFilter(scopes=scopes)  # the same scope check as every read
-        with self._bookkeeping() as connection:
+        with self._touches_lock:
+            self._touches.record(scopes, ids, moment)
+            pending = self._touches.drain() if self._touches.due() else {}
+        self._flush_touches(pending)
+
+    def _flush_touches(self, pending: dict[tuple[tuple[str, ...], str], list[str]]) -> None:
+        if pending:
+            with self._bookkeeping() as connection:
+                self._write_touches(connection, pending)
+
+    def _write_touches(
+        self, connection: Connection, pending: dict[tuple[tuple[str, ...], str], list[str]]
+    ) -> None:
+        for (scopes, moment), ids in pending.items():
             connection.execute(
                 f"UPDATE {self._schema}.memory_entries SET accessed_at = %s "
-                "WHERE scope = ANY(%s::text[]) AND id = ANY(%s::text[])",
-                [moment, list(scopes), list(ids)],
+                "WHERE scope = ANY(%s::text[]) AND id = ANY(%s::text[]) AND accessed_at < %s",
+                [moment, list(scopes), ids, moment],
             )
 
     def vectors(
@@ -613,6 +706,10 @@ class PostgresMemoryStore:
                 connection.autocommit = False
 
     def close(self) -> None:
+        with self._touches_lock:
+            pending = self._touches.drain()
+        if pending:
+            self._flush_touches(pending)
         with self._pool_lock:
             if self._pool is not None:
                 self._pool = None
@@ -680,6 +777,15 @@ class PostgresMemoryStore:
                         f"SELECT name, value FROM {self._schema}.memory_meta"
                     ).fetchall()
                 )
+                if meta.get("schema") in _UPGRADED_VERSIONS:
+                    for statement in (*_VERSION_2, *_LINK_SESSIONS):
+                        connection.execute(statement.format(schema=self._schema))
+                    _recount(connection, self._schema)
+                    connection.execute(
+                        f"UPDATE {self._schema}.memory_meta SET value = %s WHERE name = 'schema'",
+                        [SCHEMA_VERSION],
+                    )
+                    meta["schema"] = SCHEMA_VERSION
                 if meta.get("schema", SCHEMA_VERSION) != SCHEMA_VERSION:
                     raise MemoryServiceError(
                         STORE_FAILURE,
@@ -723,33 +829,125 @@ class _Transaction:
     ) -> list[tuple[tuple[str | None, ...], int]]:
         return _tally(self._connection, self._schema, where, by, min_count)
 
+    def active_entries(self, scope: str) -> int:
+        row = self._connection.execute(
+            f"SELECT active FROM {self._schema}.memory_scope_counts WHERE scope = %s", [scope]
+        ).fetchone()
+        return (int(row[0]) if row else 0) + self.totals.active[scope]
+
     def insert(self, entry: Entry) -> None:
-        counts, length = postings(entry, self._analyzer)
+        session = entry.source.session if entry.kind == "episodic" else None
+        tail = None
+        if session is not None:
+            found = self._connection.execute(
+                f"SELECT seq FROM {self._schema}.memory_session_tails "
+                "WHERE scope = %s AND session = %s",
+                [entry.scope, session],
+            ).fetchone()
+            tail = int(found[0]) if found else None
+        counts, length = self._postings(entry, tail)
         parameters = {
             **entry_row(entry, list),
             **_posting_columns(counts),
             "tokens": length,
             "scope_hash": scope_hash(entry.scope),
+            "previous_seq": tail,
         }
         with self._conflicts(entry):
             self._connection.execute(_INSERT.format(schema=self._schema), parameters)
         self.totals.change(1, length, added=counts)
+        self.totals.count(entry.scope, 0 if entry.archived else 1)
+        if session is not None:
+            self._link(entry, session, tail)
+
+    def _link(self, entry: Entry, session: str, tail: int | None) -> None:
+        """Make a new episodic entry its session's last, after `tail`."""
+        seq = self._connection.execute(
+            f"SELECT seq FROM {self._schema}.memory_entries WHERE id = %s AND scope = %s",
+            [entry.id, entry.scope],
+        ).fetchone()
+        if seq is None:
+            return
+        if tail is not None:
+            self._connection.execute(
+                f"UPDATE {self._schema}.memory_entries SET next_seq = %s "
+                "WHERE scope = %s AND seq = %s",
+                [seq[0], entry.scope, tail],
+            )
+        self._connection.execute(
+            f"INSERT INTO {self._schema}.memory_session_tails (scope, session, seq) "
+            "VALUES (%s, %s, %s) ON CONFLICT (scope, session) DO UPDATE SET seq = excluded.seq",
+            [entry.scope, session, seq[0]],
+        )
+
+    def _postings(self, entry: Entry, before: int | None) -> tuple[dict[str, list[int]], int]:
+        """`postings` of an entry whose session predecessor is `before`, with its linked
+        context (store.py)."""
+        bodies: list[str] = []
+        if not entry.context and entry.kind == "episodic":
+            while before is not None and len(bodies) < LINKED_CONTEXT_TURNS:
+                row = self._connection.execute(
+                    f"SELECT previous_seq, body FROM {self._schema}.memory_entries "
+                    "WHERE scope = %s AND seq = %s",
+                    [entry.scope, before],
+                ).fetchone()
+                if row is None:
+                    break
+                before, body = row
+                bodies.append(body)
+        return postings(entry.evolve(context=linked_context(entry, bodies)), self._analyzer)
+
+    def _later(self, scope: str, seq: int) -> list[int]:
+        """The LINKED_CONTEXT_TURNS entries after `seq` in its session: their linked context
+        holds its body."""
+        found: list[int] = []
+        current: int | None = seq
+        while current is not None and len(found) < LINKED_CONTEXT_TURNS:
+            row = self._connection.execute(
+                f"SELECT next_seq FROM {self._schema}.memory_entries WHERE scope = %s AND seq = %s",
+                [scope, current],
+            ).fetchone()
+            current = int(row[0]) if row and row[0] is not None else None
+            if current is not None:
+                found.append(current)
+        return found
+
+    def _reindex(self, scope: str, seq: int) -> None:
+        """Index an entry again (its linked context changed)."""
+        row = self._connection.execute(
+            f"SELECT e.tokens, e.previous_seq, {_SELECTED} FROM {self._schema}.memory_entries "
+            "AS e WHERE e.scope = %s AND e.seq = %s",
+            [scope, seq],
+        ).fetchone()
+        if row is None:
+            return
+        previous_length, before, entry = int(row[0]), row[1], entry_from_row(row[2:])
+        counts, length = self._postings(entry, before)
+        hashed = scope_hash(scope)
+        removed = _unindex(self._connection, self._schema, hashed, [seq])
+        _index(self._connection, self._schema, [(seq, hashed, counts)])
+        self._connection.execute(
+            f"UPDATE {self._schema}.memory_entries SET tokens = %s WHERE scope = %s AND seq = %s",
+            [length, scope, seq],
+        )
+        self.totals.change(0, length - previous_length, added=counts, removed=removed)
 
     def replace(self, entry: Entry) -> None:
         found = self._connection.execute(
-            f"SELECT e.seq, e.tokens, {_SELECTED} FROM {self._schema}.memory_entries AS e "
-            "WHERE e.id = %s AND e.scope = %s",
+            f"SELECT e.seq, e.tokens, e.previous_seq, {_SELECTED} "
+            f"FROM {self._schema}.memory_entries AS e WHERE e.id = %s AND e.scope = %s",
             [entry.id, entry.scope],
         ).fetchone()
         if found is None:
             raise StoreConflict(f"entry {entry.id} does not exist in scope {entry.scope}")
-        seq, previous_length, previous = int(found[0]), int(found[1]), entry_from_row(found[2:])
+        seq, previous_length, before = int(found[0]), int(found[1]), found[2]
+        previous = entry_from_row(found[3:])
         values = entry_row(entry, list)
         assignments = ", ".join(
             f"{name} = {_placeholder(name)}" for name in values if name not in ("id", "scope")
         )
         reindex = indexed_text(previous) != indexed_text(entry)
-        counts, length = postings(entry, self._analyzer) if reindex else ({}, previous_length)
+        counts, length = self._postings(entry, before) if reindex else ({}, previous_length)
         hashed = scope_hash(entry.scope)
         removed: list[str] = []
         with self._conflicts(entry):
@@ -767,25 +965,68 @@ class _Transaction:
                     [seq, entry.scope],
                 )
         self.totals.change(0, length - previous_length, added=counts, removed=removed)
+        self.totals.count(entry.scope, int(previous.archived) - int(entry.archived))
+        if reindex and previous.body != entry.body:
+            for later in self._later(entry.scope, seq):
+                self._reindex(entry.scope, later)
 
     def delete(self, scope: str, ids: tuple[str, ...]) -> int:
         if not ids:
             return 0
         doomed = self._connection.execute(
-            f"SELECT seq, tokens FROM {self._schema}.memory_entries "
+            f"SELECT seq, tokens, archived FROM {self._schema}.memory_entries "
             "WHERE scope = %s AND id = ANY(%s::text[])",
             [scope, list(ids)],
         ).fetchall()
         if not doomed:
             return 0
-        seqs = [seq for seq, _ in doomed]
+        seqs = [seq for seq, _, _ in doomed]
         removed = _unindex(self._connection, self._schema, scope_hash(scope), seqs)
+        later = {other for seq in seqs for other in self._later(scope, seq)} - set(seqs)
+        for seq in seqs:
+            self._unlink(scope, seq)
         self._connection.execute(
             f"DELETE FROM {self._schema}.memory_entries WHERE scope = %s AND seq = ANY(%s)",
             [scope, seqs],
         )
-        self.totals.change(-len(doomed), -sum(tokens for _, tokens in doomed), removed=removed)
+        self.totals.change(-len(doomed), -sum(tokens for _, tokens, _ in doomed), removed=removed)
+        self.totals.count(scope, -sum(1 for _, _, archived in doomed if not archived))
+        for seq in sorted(later):
+            self._reindex(scope, seq)
         return len(doomed)
+
+    def _unlink(self, scope: str, seq: int) -> None:
+        """Take an entry out of its session's chain, joining its neighbours to each other."""
+        row = self._connection.execute(
+            f"SELECT previous_seq, next_seq, session FROM {self._schema}.memory_entries "
+            "WHERE scope = %s AND seq = %s",
+            [scope, seq],
+        ).fetchone()
+        if row is None:
+            return
+        previous, following, session = row
+        entries = f"{self._schema}.memory_entries"
+        if previous is not None:
+            self._connection.execute(
+                f"UPDATE {entries} SET next_seq = %s WHERE scope = %s AND seq = %s",
+                [following, scope, previous],
+            )
+        if following is not None:
+            self._connection.execute(
+                f"UPDATE {entries} SET previous_seq = %s WHERE scope = %s AND seq = %s",
+                [previous, scope, following],
+            )
+        tails = f"{self._schema}.memory_session_tails"
+        if session is not None and previous is None:
+            self._connection.execute(
+                f"DELETE FROM {tails} WHERE scope = %s AND session = %s AND seq = %s",
+                [scope, session, seq],
+            )
+        elif session is not None:
+            self._connection.execute(
+                f"UPDATE {tails} SET seq = %s WHERE scope = %s AND session = %s AND seq = %s",
+                [previous, scope, session, seq],
+            )
 
     @contextmanager
     def _conflicts(self, entry: Entry) -> Iterator[None]:
@@ -835,6 +1076,11 @@ class _Totals:
         self.documents = 0
         self.tokens = 0
         self.terms: Counter[str] = Counter()
+        # Change in the active entries of each scope.
+        self.active: Counter[str] = Counter()
+
+    def count(self, scope: str, change: int) -> None:
+        self.active[scope] += change
 
     def change(
         self,
@@ -875,6 +1121,14 @@ class _Totals:
                 "SET documents = documents + %s, tokens = tokens + %s",
                 [self.documents, self.tokens],
             )
+        counted = {scope: change for scope, change in self.active.items() if change}
+        if counted:
+            connection.execute(
+                f"INSERT INTO {schema}.memory_scope_counts AS c (scope, active) "
+                "SELECT * FROM unnest(%s::text[], %s::bigint[]) "
+                "ON CONFLICT (scope) DO UPDATE SET active = c.active + excluded.active",
+                [list(counted), list(counted.values())],
+            )
 
 
 def _index(
@@ -910,15 +1164,18 @@ def _rebuild(connection: Connection, schema: str, analyzer: Analyzer) -> None:
     connection.execute(f"DELETE FROM {schema}.memory_terms")
     connection.execute(f"UPDATE {schema}.memory_stats SET documents = 0, tokens = 0")
     rows = connection.execute(
-        f"SELECT e.seq, {_SELECTED} FROM {schema}.memory_entries AS e ORDER BY e.seq"
+        f"SELECT e.seq, e.previous_seq, {_SELECTED} FROM {schema}.memory_entries AS e "
+        "ORDER BY e.seq"
     ).fetchall()
+    entries = [(int(row[0]), row[1], entry_from_row(row[2:])) for row in rows]
+    chain = {seq: (before, entry.body) for seq, before, entry in entries}
     indexed: list[tuple[int, int, dict[str, list[int]]]] = []
     lengths: list[int] = []
     totals = _Totals()
-    for row in rows:
-        entry = entry_from_row(row[1:])
-        counts, length = postings(entry, analyzer)
-        indexed.append((int(row[0]), scope_hash(entry.scope), counts))
+    for seq, before, entry in entries:
+        context = linked_context(entry, bodies_before(before, chain))
+        counts, length = postings(entry.evolve(context=context), analyzer)
+        indexed.append((seq, scope_hash(entry.scope), counts))
         lengths.append(length)
         totals.change(1, length, added=counts)
     for start in range(0, len(indexed), STREAM_ROWS):
@@ -929,10 +1186,20 @@ def _rebuild(connection: Connection, schema: str, analyzer: Analyzer) -> None:
         [[seq for seq, _, _ in indexed], lengths],
     )
     totals.apply(connection, schema)
+    _recount(connection, schema)
     connection.execute(
         f"INSERT INTO {schema}.memory_meta (name, value) VALUES (%s, %s), (%s, %s) "
         "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
         ["schema", SCHEMA_VERSION, "analyzer", analyzer.signature],
+    )
+
+
+def _recount(connection: Connection, schema: str) -> None:
+    """Count the active entries of every scope again (derived data, like the index)."""
+    connection.execute(f"DELETE FROM {schema}.memory_scope_counts")
+    connection.execute(
+        f"INSERT INTO {schema}.memory_scope_counts (scope, active) "
+        f"SELECT scope, count(*) FROM {schema}.memory_entries WHERE archived = 0 GROUP BY scope"
     )
 
 

@@ -1,8 +1,15 @@
 """Ranking for recall: BM25 candidates from the store, then a few bounded, explainable steps.
 
 1. The store returns the best `pool` entries by weighted BM25 (tags > title > key > body >
-   context) over analysed terms. Everything after re-orders that pool; nothing adds entries
-   the text does not match, except the feedback step's second search, run with the same filter.
+   context) over analysed terms. Terms that more than `common_share` of all entries hold are
+   left out of that search as long as a rarer term remains: they weigh little in BM25 (their
+   IDF is low) and cost the most (every entry holding one is scored), so leaving them out is
+   what keeps a recall in a large scope from scoring most of it. An episodic entry written
+   without a context is indexed with the turns before it in its source session as context
+   (store.py, LINKED_CONTEXT_TURNS), so plain turns as a host writes them match through their
+   neighbours as the benchmark's explicit context does. Everything after re-orders that
+   pool; nothing adds entries the text does not match, except the feedback step's second
+   search, run with the same filter.
 2. Pseudo-relevance feedback (optional): the terms that characterise the top few entries, and
    are rare in the pool, become a second query whose scores are added at a fraction.
 3. Session support: an entry whose source session also produced other strong matches gains a
@@ -48,6 +55,7 @@ class RecallTuning:
     feedback_terms: int = 0
     feedback_weight: float = 0.0
     time_weight: float = 0.5
+    common_share: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +88,10 @@ def rank(
     are the time hints of the query, `query` its text for `semantic`. Only the winners (and
     the candidates `semantic` re-ranks) are loaded from the store."""
     pool = max(tuning.pool, limit, semantic.pool if semantic is not None else 0)
+    searched = _searched_terms(store, terms, tuning.common_share)
     matches = {
         match.id: match
-        for match in store.search(TextQuery(tuple(terms), tuning.weights), where, pool)
+        for match in store.search(TextQuery(tuple(searched), tuning.weights), where, pool)
     }
     scores = {identifier: match.score for identifier, match in matches.items()}
     if tuning.feedback_terms and tuning.feedback_weight and matches:
@@ -133,6 +142,19 @@ def _load_remembered_first(
         if sum(not entry.learned for entry in entries.values()) >= limit:
             break
     return entries
+
+
+def _searched_terms(store: MemoryStore, terms: list[str], share: float) -> list[str]:
+    """The query's terms without those more than `share` of all entries hold, unless that
+    would leave none: then the rarest stays."""
+    if share >= 1.0 or len(terms) < 2:
+        return terms
+    statistics = store.term_documents(terms)
+    most = share * statistics.documents
+    kept = [term for term in terms if statistics.holding[term] <= most]
+    if kept:
+        return kept
+    return [min(terms, key=lambda term: (statistics.holding[term], term))]
 
 
 def _recency(match: Match, now: datetime, tuning: RecallTuning) -> float:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
@@ -90,6 +91,8 @@ from agentscript.providers.tools.env import environment_secrets
 from agentscript.runtime.secrets import SecretSet
 
 MAX_RECALL_LIMIT = 200
+# Items of one remember_many: one transaction stays short enough not to stall other writers.
+MAX_BATCH_ITEMS = 1000
 DEFAULT_RECALL_LIMIT = 10
 DEFAULT_BODY_CHARS = 500
 MAX_PAGE_SIZE = 200
@@ -225,8 +228,69 @@ class MemoryService:
         whose normalised title matches (tags united, body appended, reinforce_count + 1), or a
         keyed entry whose value is unchanged (reinforced, no new version). `text` is the body;
         the title is its first line unless given; `context` is searchable text that is not the
-        memory itself (the surrounding conversation), weighted below the body.
+        memory itself (the surrounding conversation), weighted below the body. Without one,
+        an episodic entry with a `source.session` is indexed with the two entries written
+        before it in that session as its context (store.py, LINKED_CONTEXT_TURNS).
         """
+        candidate = self._candidate(
+            text,
+            kind=kind,
+            key=key,
+            title=title,
+            tags=tags,
+            scope=scope,
+            event_time=event_time,
+            source=source,
+            context=context,
+        )
+        with self.store.transaction() as tx:
+            return self._store_candidate(tx, candidate)
+
+    def remember_many(self, items: Iterable[Mapping[str, Any]]) -> list[RememberResult]:
+        """Remember several memories in one transaction: one `remember` result per item, in
+        order.
+
+        Each item is a mapping of `remember`'s arguments (`text` and the keywords), at most
+        MAX_BATCH_ITEMS of them. Every item is checked before anything is written, and the
+        batch is written whole or not at all: an invalid item, or a scope that fills up, fails
+        the call with the item's position in the error's field (`items[3].kind`) and stores
+        none of them. Later items see earlier ones, so a batch merges and supersedes exactly
+        as the same remembers one by one would.
+        """
+        if isinstance(items, Mapping | str | bytes) or not isinstance(items, Iterable):
+            raise MemoryServiceError(INVALID_ARGUMENT, "items must be a list of objects", "items")
+        candidates = []
+        for position, item in enumerate(items):
+            if position >= MAX_BATCH_ITEMS:
+                raise MemoryServiceError(
+                    INVALID_ARGUMENT,
+                    f"a batch holds at most {MAX_BATCH_ITEMS} items; split it",
+                    "items",
+                )
+            with _item_errors(position):
+                candidates.append(self._candidate(**_remember_arguments(item)))
+        with self.store.transaction() as tx:
+            results = []
+            for position, candidate in enumerate(candidates):
+                with _item_errors(position):
+                    results.append(self._store_candidate(tx, candidate))
+        return results
+
+    def _candidate(
+        self,
+        text: str,
+        *,
+        kind: str = "knowledge",
+        key: str | None = None,
+        title: str | None = None,
+        tags: Sequence[str] | None = None,
+        scope: str | None = None,
+        event_time: TimeArgument = None,
+        source: Source | dict[str, Any] | None = None,
+        context: str | None = None,
+    ) -> Entry:
+        """The entry a remember would store, checked (kind, size, secrets) before any store
+        is touched."""
         entry_kind = require_kind(kind, REMEMBERED_KINDS)
         if entry_kind not in self.config.layers:
             raise MemoryServiceError(
@@ -257,11 +321,15 @@ class MemoryService:
         )
         check_size(candidate, self.config.max_entry_bytes)
         self.refuse_secrets_in(candidate)
-        with self.store.transaction() as tx:
-            if candidate.key is not None:
-                entry, action = self._remember_keyed(tx, candidate, now)
-            else:
-                entry, action = self._remember_unkeyed(tx, candidate, now)
+        return candidate
+
+    def _store_candidate(self, tx: StoreTransaction, candidate: Entry) -> RememberResult:
+        """Supersede, merge or create (see `remember`) inside the caller's transaction."""
+        now = candidate.created_at
+        if candidate.key is not None:
+            entry, action = self._remember_keyed(tx, candidate, now)
+        else:
+            entry, action = self._remember_unkeyed(tx, candidate, now)
         return RememberResult(entry.id, action, entry.scope, entry.kind, entry.title)
 
     def _remember_keyed(
@@ -352,8 +420,8 @@ class MemoryService:
                     field,
                 )
 
-    def _require_room(self, tx: StoreReader, scope: str) -> None:
-        active = tx.count(EntryFilter(scopes=(scope,)))
+    def _require_room(self, tx: StoreTransaction, scope: str) -> None:
+        active = tx.active_entries(scope)
         if active >= self.config.max_entries:
             raise MemoryServiceError(
                 SCOPE_FULL,
@@ -1250,6 +1318,34 @@ def _restore_sources(
         tx.replace(entry.evolve(archived=False, archive_reason=None))
         restored.append(entry.id)
     return sorted(restored)
+
+
+_REMEMBER_ARGUMENTS = frozenset(
+    ("text", "kind", "key", "title", "tags", "scope", "event_time", "source", "context")
+)
+
+
+def _remember_arguments(item: object) -> dict[str, Any]:
+    """One item of a remember_many as remember's arguments, refused when it is not an
+    object of them with a `text`."""
+    if not isinstance(item, Mapping):
+        raise MemoryServiceError(INVALID_ARGUMENT, "each item must be an object")
+    unknown = sorted(set(item) - _REMEMBER_ARGUMENTS)
+    if unknown:
+        raise MemoryServiceError(INVALID_ARGUMENT, f"unknown argument {unknown[0]!r}", unknown[0])
+    if "text" not in item:
+        raise MemoryServiceError(INVALID_ARGUMENT, "text is required", "text")
+    return dict(item)
+
+
+@contextmanager
+def _item_errors(position: int) -> Iterator[None]:
+    """Errors about one item of a batch, with the item's position in front of the field."""
+    try:
+        yield
+    except MemoryServiceError as error:
+        where = f"items[{position}]" + (f".{error.field}" if error.field else "")
+        raise MemoryServiceError(error.code, f"{where}: {error.message}", where) from error
 
 
 def _first(entries: list[Entry]) -> Entry | None:

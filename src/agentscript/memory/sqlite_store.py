@@ -2,9 +2,21 @@
 
 Entries live in `memory_entries`; their analysed terms in the FTS5 table `memory_terms`, whose
 `ascii` tokenizer splits only on the spaces between our terms, so FTS5 indexes exactly what the
-Analyzer produced and ranks it with its own BM25. Every entry's scope is also an indexed term
-(`scope_term`, weight 0), so a text search intersects with the scope inside the index, and the
-SQL that joins the entries names the scopes again.
+Analyzer produced and ranks it with its own BM25. The index is contentless: the entries already
+hold the text, so FTS5 keeps only its postings, and an entry is unindexed by handing FTS5 the
+terms it was indexed with (recomputed from the stored entry by the same Analyzer, whose
+signature the file records). Every entry's scope is also an indexed term (`scope_term`, weight
+0): when the asked scopes hold a small part of the file, the search intersects with it inside
+the index; when they hold most of it, that intersection costs more than it saves and the join
+with the entries, which names the scopes in any case, does the filtering alone.
+
+Kept as the entries are written, so no write scans a scope: the active entries per scope
+(`memory_scope_counts`, maintained by triggers inside the writing transaction, so the cap on a
+scope stays exact however many processes write), the entries holding each term
+(`memory_term_documents`, for document-frequency pruning in recall.py), and the last episodic
+entry of each (scope, source session) (`memory_session_tails`): an episodic entry of a session
+links to the one written before it (`previous_seq`, `next_seq`), which recall uses for
+neighbour context.
 
 The file runs in WAL mode with `synchronous=FULL` and a long busy timeout; writers take the lock
 first (`BEGIN IMMEDIATE`), so processes queue instead of failing, and an acknowledged write has
@@ -27,25 +39,33 @@ from agentscript.memory.errors import STORE_FAILURE, MemoryServiceError
 from agentscript.memory.store import (
     ENTRY_COLUMNS,
     INDEXED_FIELDS,
+    LINKED_CONTEXT_TURNS,
     Dimension,
     EntryFilter,
     Match,
     Order,
+    PendingTouches,
     ScopeCount,
     StoreConflict,
+    TermStatistics,
     TextQuery,
     entry_from_row,
     entry_row,
+    fts5_tokens,
     index_terms,
     indexed_text,
     json_list,
+    linked_context,
     matching_vectors,
     pack_vector,
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
 from agentscript.providers.storage.sqlite_files import connect, write_transaction
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+# Schema 1 had a text index that stored its own copy of the terms and none of the tables kept
+# as entries are written; it is migrated in place on first use.
+_MIGRATED_VERSIONS = ("1",)
 
 _COLUMNS = ", ".join(ENTRY_COLUMNS)
 _SCHEMA = (
@@ -76,7 +96,9 @@ _SCHEMA = (
         archive_ref TEXT NOT NULL,
         reinforce_count INTEGER NOT NULL,
         superseded_by TEXT,
-        session TEXT
+        session TEXT,
+        previous_seq INTEGER,
+        next_seq INTEGER
     )""",
     "CREATE UNIQUE INDEX IF NOT EXISTS memory_entries_active_key "
     "ON memory_entries (scope, key) WHERE key IS NOT NULL AND archived = 0",
@@ -91,8 +113,40 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS memory_entries_event ON memory_entries (scope, event_time)",
     "CREATE INDEX IF NOT EXISTS memory_entries_day ON memory_entries (scope, kind, day)",
     f"""CREATE VIRTUAL TABLE IF NOT EXISTS memory_terms USING fts5(
-        scope_term, {", ".join(INDEXED_FIELDS)}, tokenize = 'ascii'
+        scope_term, {", ".join(INDEXED_FIELDS)}, content = '', tokenize = 'ascii'
     )""",
+    """CREATE TABLE IF NOT EXISTS memory_term_documents (
+        term TEXT PRIMARY KEY,
+        documents INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS memory_scope_counts (
+        scope TEXT PRIMARY KEY,
+        active INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+    """CREATE TRIGGER IF NOT EXISTS memory_entries_counted_insert
+    AFTER INSERT ON memory_entries WHEN NEW.archived = 0 BEGIN
+        INSERT INTO memory_scope_counts (scope, active) VALUES (NEW.scope, 1)
+        ON CONFLICT (scope) DO UPDATE SET active = active + 1;
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS memory_entries_counted_delete
+    AFTER DELETE ON memory_entries WHEN OLD.archived = 0 BEGIN
+        UPDATE memory_scope_counts SET active = active - 1 WHERE scope = OLD.scope;
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS memory_entries_counted_update
+    AFTER UPDATE OF archived, scope ON memory_entries
+    WHEN OLD.archived != NEW.archived OR OLD.scope != NEW.scope BEGIN
+        UPDATE memory_scope_counts SET active = active - 1
+        WHERE scope = OLD.scope AND OLD.archived = 0;
+        INSERT INTO memory_scope_counts (scope, active)
+        SELECT NEW.scope, 1 WHERE NEW.archived = 0
+        ON CONFLICT (scope) DO UPDATE SET active = active + 1;
+    END""",
+    """CREATE TABLE IF NOT EXISTS memory_session_tails (
+        scope TEXT NOT NULL,
+        session TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        PRIMARY KEY (scope, session)
+    ) WITHOUT ROWID""",
     "CREATE TABLE IF NOT EXISTS memory_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
     # Vectors of semantic re-ranking (store.py): a cache, deleted with its entry's row.
     """CREATE TABLE IF NOT EXISTS memory_vectors (
@@ -115,6 +169,11 @@ _DIMENSIONS: dict[str, str] = {
     "year": "year",
 }
 _ORDERS: dict[str, str] = {"updated": "updated_at", "event": "event_time", "created": "created_at"}
+# What a search hit carries (see Match), `{score}` being the score expression.
+_MATCH_COLUMNS = (
+    "e.id, {score} AS score, e.session, CASE WHEN e.kind IN ('episodic', 'summary') "
+    "THEN e.event_time ELSE e.updated_at END, e.bucket"
+)
 
 
 def scope_term(scope: str) -> str:
@@ -131,6 +190,7 @@ class SqliteStore:
         self.analyzer = analyzer
         self._lock = threading.RLock()
         self._connection: sqlite3.Connection | None = None
+        self._touches = PendingTouches()
 
     # ----------------------------------------------------------------------------- reads
 
@@ -144,7 +204,8 @@ class SqliteStore:
         offset: int = 0,
     ) -> list[Entry]:
         with self._reading() as connection:
-            return _select(connection, where, order, descending, limit, offset)
+            entries = _select(connection, where, order, descending, limit, offset)
+            return [self._touches.overlay(entry) for entry in entries]
 
     def count(self, where: EntryFilter) -> int:
         with self._reading() as connection:
@@ -161,24 +222,35 @@ class SqliteStore:
         if not terms or limit <= 0:
             return []
         clause, parameters = _where(where, "e.")
-        scopes = " OR ".join(f'"{scope_term(scope)}"' for scope in where.scopes)
         wanted = " OR ".join(f'"{term}"' for term in dict.fromkeys(terms))
-        expression = f"scope_term : ({scopes}) AND {{{' '.join(INDEXED_FIELDS)}}} : ({wanted})"
+        expression = f"{{{' '.join(INDEXED_FIELDS)}}} : ({wanted})"
         weights = ", ".join(f"{weight!r}" for weight in (0.0, *query.weights.as_tuple()))
         statement = (
-            "SELECT e.id, bm25(memory_terms, "
-            f"{weights}) AS rank, e.session, CASE WHEN e.kind IN ('episodic', 'summary') "
-            "THEN e.event_time ELSE e.updated_at END, e.bucket "
+            f"SELECT {_MATCH_COLUMNS.format(score=f'bm25(memory_terms, {weights})')} "
             "FROM memory_terms JOIN memory_entries AS e ON e.seq = memory_terms.rowid "
-            f"WHERE memory_terms MATCH ? AND {clause} ORDER BY rank, e.id LIMIT ?"
+            f"WHERE memory_terms MATCH ? AND {clause} ORDER BY score, e.id LIMIT ?"
         )
         with self._reading() as connection:
+            if _selective(connection, where.scopes):
+                # The scope phrases add exactly 0.0 to every score (weight 0), so both forms
+                # rank alike.
+                scopes = " OR ".join(f'"{scope_term(scope)}"' for scope in where.scopes)
+                expression = f"scope_term : ({scopes}) AND {expression}"
             rows = connection.execute(statement, [expression, *parameters, limit]).fetchall()
         # FTS5's bm25() is negative, better matches lower; the contract wants positive, higher.
-        return [
-            Match(identifier, -float(rank), session, recency, bucket)
-            for identifier, rank, session, recency, bucket in rows
-        ]
+        return [_match(row, -float(row[1])) for row in rows]
+
+    def term_documents(self, terms: Sequence[str]) -> TermStatistics:
+        wanted = list(dict.fromkeys(terms))
+        with self._reading() as connection:
+            total = connection.execute("SELECT COUNT(*) FROM memory_terms_docsize").fetchone()[0]
+            rows = connection.execute(
+                "SELECT term, documents FROM memory_term_documents "
+                f"WHERE term IN ({_marks(wanted)})",
+                wanted,
+            ).fetchall()
+        holding = dict.fromkeys(wanted, 0) | {term: int(count) for term, count in rows}
+        return TermStatistics(int(total), holding)
 
     def scopes(self) -> list[ScopeCount]:
         with self._reading() as connection:
@@ -203,7 +275,8 @@ class SqliteStore:
                     parameters,
                 )
                 for row in cursor:
-                    yield _entry_of(row)
+                    with self._lock:
+                        yield self._touches.overlay(_entry_of(row))
                 connection.execute("COMMIT")
             finally:
                 connection.close()
@@ -233,6 +306,17 @@ class SqliteStore:
             ).fetchone()[0]
             if missing:
                 problems.append(f"{missing} entries are missing from the text index")
+            miscounted = connection.execute(
+                "SELECT COUNT(*) FROM (SELECT scope, SUM(archived = 0) AS active "
+                "FROM memory_entries GROUP BY scope) AS actual "
+                "LEFT JOIN memory_scope_counts AS kept USING (scope) "
+                "WHERE actual.active != COALESCE(kept.active, 0)"
+            ).fetchone()[0]
+            if miscounted:
+                problems.append(
+                    f"the active-entry counts of {miscounted} scopes disagree with the entries "
+                    "(SqliteStore.rebuild_index recounts them)"
+                )
         return problems
 
     # ---------------------------------------------------------------------------- writes
@@ -241,19 +325,29 @@ class SqliteStore:
     def transaction(self) -> Iterator[_Transaction]:
         with self._lock, self._errors():
             connection = self._open()
-            with write_transaction(connection):
-                yield _Transaction(connection, self.analyzer)
+            pending = self._touches.drain()
+            try:
+                with write_transaction(connection):
+                    _write_touches(connection, pending)
+                    yield _Transaction(connection, self.analyzer)
+            except BaseException:
+                self._touches.restore(pending)
+                raise
 
     def touch(self, scopes: tuple[str, ...], ids: tuple[str, ...], moment: str) -> None:
         if not ids:
             return
         EntryFilter(scopes=scopes)  # the same scope check as every read
-        with self._bookkeeping() as connection:
-            connection.execute(
-                f"UPDATE memory_entries SET accessed_at = ? WHERE +scope IN "
-                f"({_marks(scopes)}) AND id IN ({_marks(ids)})",
-                [moment, *scopes, *ids],
-            )
+        with self._lock:
+            self._touches.record(scopes, ids, moment)
+            if self._touches.due():
+                self._flush_touches()
+
+    def _flush_touches(self) -> None:
+        pending = self._touches.drain()
+        if pending:
+            with self._bookkeeping() as connection:
+                _write_touches(connection, pending)
 
     def vectors(
         self, scopes: tuple[str, ...], model: str, digests: Mapping[str, str]
@@ -294,8 +388,11 @@ class SqliteStore:
     def close(self) -> None:
         with self._lock:
             if self._connection is not None:
-                self._connection.close()
-                self._connection = None
+                try:
+                    self._flush_touches()
+                finally:
+                    self._connection.close()
+                    self._connection = None
 
     # --------------------------------------------------------------------------- plumbing
 
@@ -325,8 +422,14 @@ class SqliteStore:
             connection = _connect(self.path)
             try:
                 with write_transaction(connection):
+                    migrating = _stored_version(connection) in _MIGRATED_VERSIONS
+                    if migrating:
+                        _leave_version_1(connection)
                     for statement in _SCHEMA:
                         connection.execute(statement)
+                    if migrating:
+                        _link_sessions(connection)
+                        _rebuild(connection, self.analyzer)
                     self._prepare_index(connection)
             except BaseException:
                 connection.close()
@@ -346,8 +449,8 @@ class SqliteStore:
             _rebuild(connection, self.analyzer)
 
     def rebuild_index(self) -> None:
-        """Re-create the text index from the entries: the index is derived data, so this is
-        always safe, and it repairs an index that `verify` reports as damaged."""
+        """Re-create the text index, the term and scope counts from the entries: derived data,
+        so this is always safe, and it repairs what `verify` reports as damaged."""
         with self._lock, self._errors():
             connection = self._open()
             with write_transaction(connection):
@@ -401,14 +504,39 @@ class _Transaction:
     ) -> list[tuple[tuple[str | None, ...], int]]:
         return _tally(self._connection, where, by, min_count)
 
+    def active_entries(self, scope: str) -> int:
+        row = self._connection.execute(
+            "SELECT active FROM memory_scope_counts WHERE scope = ?", (scope,)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
     def insert(self, entry: Entry) -> None:
         values = entry_row(entry, json_list)
+        session = entry.source.session if entry.kind == "episodic" else None
+        if session is not None:
+            tail = self._connection.execute(
+                "SELECT seq FROM memory_session_tails WHERE scope = ? AND session = ?",
+                (entry.scope, session),
+            ).fetchone()
+            values["previous_seq"] = tail[0] if tail else None
         with _conflicts(entry):
             cursor = self._connection.execute(
                 f"INSERT INTO memory_entries ({', '.join(values)}) VALUES ({_marks(list(values))})",
                 list(values.values()),
             )
-        _index(self._connection, cast(int, cursor.lastrowid), entry, self._analyzer)
+        seq = cast(int, cursor.lastrowid)
+        if session is not None:
+            if values["previous_seq"] is not None:
+                self._connection.execute(
+                    "UPDATE memory_entries SET next_seq = ? WHERE seq = ? AND +scope = ?",
+                    (seq, values["previous_seq"], entry.scope),
+                )
+            self._connection.execute(
+                "INSERT INTO memory_session_tails (scope, session, seq) VALUES (?, ?, ?) "
+                "ON CONFLICT (scope, session) DO UPDATE SET seq = excluded.seq",
+                (entry.scope, session, seq),
+            )
+        _index(self._connection, seq, entry, self._analyzer)
 
     def replace(self, entry: Entry) -> None:
         found = self._connection.execute(
@@ -426,28 +554,44 @@ class _Transaction:
                 [*values.values(), seq],
             )
         if indexed_text(previous) != indexed_text(entry):
-            self._connection.execute("DELETE FROM memory_terms WHERE rowid = ?", (seq,))
+            # The entries after it in its session have its body in their linked context.
+            later = (
+                _later(self._connection, entry.scope, seq) if previous.body != entry.body else []
+            )
+            for other in later:
+                _unindex_at(
+                    self._connection, entry.scope, other, self._analyzer, {seq: previous.body}
+                )
+            _unindex(self._connection, seq, previous, self._analyzer)
             self._connection.execute(
                 "DELETE FROM memory_vectors WHERE seq IN "
                 "(SELECT seq FROM memory_entries WHERE seq = ? AND +scope = ?)",
                 (seq, entry.scope),
             )
             _index(self._connection, seq, entry, self._analyzer)
+            for other in later:
+                _index_at(self._connection, entry.scope, other, self._analyzer)
 
     def delete(self, scope: str, ids: tuple[str, ...]) -> int:
         if not ids:
             return 0
-        where = f"+scope = ? AND id IN ({_marks(ids)})"
-        for table, column in (("memory_terms", "rowid"), ("memory_vectors", "seq")):
-            self._connection.execute(
-                f"DELETE FROM {table} WHERE {column} IN (SELECT seq FROM memory_entries "
-                f"WHERE {where})",
-                [scope, *ids],
-            )
-        cursor = self._connection.execute(
-            f"DELETE FROM memory_entries WHERE {where}", [scope, *ids]
-        )
-        return cursor.rowcount
+        doomed = self._connection.execute(
+            f"SELECT seq, {_COLUMNS} FROM memory_entries WHERE +scope = ? "
+            f"AND id IN ({_marks(ids)})",
+            [scope, *ids],
+        ).fetchall()
+        for row in doomed:
+            seq = int(row[0])
+            later = _later(self._connection, scope, seq)
+            for other in later:
+                _unindex_at(self._connection, scope, other, self._analyzer)
+            _unindex(self._connection, seq, _entry_of(row[1:]), self._analyzer)
+            _unlink(self._connection, scope, seq)
+            self._connection.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
+            self._connection.execute("DELETE FROM memory_entries WHERE seq = ?", (seq,))
+            for other in later:
+                _index_at(self._connection, scope, other, self._analyzer)
+        return len(doomed)
 
 
 # ------------------------------------------------------------------------------- helpers
@@ -460,9 +604,122 @@ def _connect(path: Path) -> sqlite3.Connection:
     return connection
 
 
+def _stored_version(connection: sqlite3.Connection) -> str | None:
+    """The schema version the file records; None for a new file."""
+    known = connection.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_meta'"
+    ).fetchone()
+    if known is None:
+        return None
+    row = connection.execute("SELECT value FROM memory_meta WHERE name = 'schema'").fetchone()
+    return str(row[0]) if row else None
+
+
+def _leave_version_1(connection: sqlite3.Connection) -> None:
+    """The part of the move from schema 1 that must precede the schema: the entries gain their
+    session links, and the text index that stored its own copy of the terms goes (the schema
+    creates the contentless one, `_rebuild` fills it)."""
+    for column in ("previous_seq", "next_seq"):
+        connection.execute(f"ALTER TABLE memory_entries ADD COLUMN {column} INTEGER")
+    connection.execute("DROP TABLE memory_terms")
+
+
+def _link_sessions(connection: sqlite3.Connection) -> None:
+    """Link the episodic entries of each (scope, session) in the order they were written,
+    and record each session's last one (an upgrade from schema 1)."""
+    tails: dict[tuple[str, str], int] = {}
+    rows = connection.execute(
+        "SELECT seq, scope, session FROM memory_entries "
+        "WHERE kind = 'episodic' AND session IS NOT NULL ORDER BY seq"
+    ).fetchall()
+    for seq, scope, session in rows:
+        previous = tails.get((scope, session))
+        if previous is not None:
+            connection.execute(
+                "UPDATE memory_entries SET previous_seq = ? WHERE seq = ?", (previous, seq)
+            )
+            connection.execute(
+                "UPDATE memory_entries SET next_seq = ? WHERE seq = ?", (seq, previous)
+            )
+        tails[(scope, session)] = int(seq)
+    connection.executemany(
+        "INSERT OR REPLACE INTO memory_session_tails (scope, session, seq) VALUES (?, ?, ?)",
+        [(scope, session, seq) for (scope, session), seq in tails.items()],
+    )
+
+
+def _unlink(connection: sqlite3.Connection, scope: str, seq: int) -> None:
+    """Take an entry out of its session's chain, joining its neighbours to each other."""
+    row = connection.execute(
+        "SELECT previous_seq, next_seq, session FROM memory_entries WHERE seq = ? AND +scope = ?",
+        (seq, scope),
+    ).fetchone()
+    if row is None:
+        return
+    previous, following, session = row
+    if previous is not None:
+        connection.execute(
+            "UPDATE memory_entries SET next_seq = ? WHERE seq = ? AND +scope = ?",
+            (following, previous, scope),
+        )
+    if following is not None:
+        connection.execute(
+            "UPDATE memory_entries SET previous_seq = ? WHERE seq = ? AND +scope = ?",
+            (previous, following, scope),
+        )
+    if session is not None:
+        if previous is None:
+            connection.execute(
+                "DELETE FROM memory_session_tails WHERE scope = ? AND session = ? AND seq = ?",
+                (scope, session, seq),
+            )
+        else:
+            connection.execute(
+                "UPDATE memory_session_tails SET seq = ? WHERE scope = ? AND session = ? "
+                "AND seq = ?",
+                (previous, scope, session, seq),
+            )
+
+
+def _write_touches(
+    connection: sqlite3.Connection, pending: dict[tuple[tuple[str, ...], str], list[str]]
+) -> None:
+    for (scopes, moment), ids in pending.items():
+        connection.execute(
+            f"UPDATE memory_entries SET accessed_at = ? WHERE +scope IN "
+            f"({_marks(scopes)}) AND id IN ({_marks(ids)}) AND accessed_at < ?",
+            [moment, *scopes, *ids, moment],
+        )
+
+
+def _selective(connection: sqlite3.Connection, scopes: tuple[str, ...]) -> bool:
+    """Whether these scopes hold at most half of the entries: then intersecting with them
+    inside the text index is cheaper than joining every match with its entry."""
+    total = connection.execute("SELECT COUNT(*) FROM memory_terms_docsize").fetchone()[0]
+    asked = connection.execute(
+        f"SELECT COALESCE(SUM(active), 0) FROM memory_scope_counts WHERE scope IN "
+        f"({_marks(scopes)})",
+        scopes,
+    ).fetchone()[0]
+    return bool(2 * int(asked) <= int(total))
+
+
+def _match(row: Sequence[Any], score: float) -> Match:
+    """The Match of a row of `_MATCH_COLUMNS`."""
+    identifier, _, session, recency, bucket = row
+    return Match(identifier, score, session, recency, bucket)
+
+
 def _rebuild(connection: sqlite3.Connection, analyzer: Analyzer) -> None:
-    """Index every entry again with `analyzer` and record its signature (inside a write)."""
-    connection.execute("DELETE FROM memory_terms")
+    """Index every entry again with `analyzer`, count the entries of each scope and term again,
+    and record the analyser's signature (inside a write)."""
+    connection.execute("INSERT INTO memory_terms (memory_terms) VALUES ('delete-all')")
+    connection.execute("DELETE FROM memory_term_documents")
+    connection.execute("DELETE FROM memory_scope_counts")
+    connection.execute(
+        "INSERT INTO memory_scope_counts (scope, active) "
+        "SELECT scope, SUM(archived = 0) FROM memory_entries GROUP BY scope"
+    )
     rows = connection.execute(f"SELECT seq, {_COLUMNS} FROM memory_entries").fetchall()
     for row in rows:
         _index(connection, int(row[0]), _entry_of(row[1:]), analyzer)
@@ -496,13 +753,115 @@ def _marks(values: Sequence[object]) -> str:
     return ", ".join("?" * len(values))
 
 
+def _linked_context(
+    connection: sqlite3.Connection, entry: Entry, seq: int, bodies: Mapping[int, str]
+) -> str:
+    """linked_context (store.py) of the entry at `seq`, walking its session's links; `bodies`
+    stands in for stored bodies (a body being replaced)."""
+    if entry.context or entry.kind != "episodic" or entry.source.session is None:
+        return entry.context
+    found: list[str] = []
+    current = seq
+    for _ in range(LINKED_CONTEXT_TURNS):
+        row = connection.execute(
+            "SELECT p.seq, p.body FROM memory_entries AS e JOIN memory_entries AS p "
+            "ON p.seq = e.previous_seq WHERE e.seq = ? AND +e.scope = ? AND +p.scope = ?",
+            (current, entry.scope, entry.scope),
+        ).fetchone()
+        if row is None:
+            break
+        current = int(row[0])
+        found.append(bodies.get(current, row[1]))
+    return linked_context(entry, found)
+
+
+def _later(connection: sqlite3.Connection, scope: str, seq: int) -> list[int]:
+    """The LINKED_CONTEXT_TURNS entries after `seq` in its session, nearest first."""
+    found: list[int] = []
+    current = seq
+    for _ in range(LINKED_CONTEXT_TURNS):
+        row = connection.execute(
+            "SELECT next_seq FROM memory_entries WHERE seq = ? AND +scope = ?", (current, scope)
+        ).fetchone()
+        if row is None or row[0] is None:
+            break
+        current = int(row[0])
+        found.append(current)
+    return found
+
+
+def _stored(connection: sqlite3.Connection, scope: str, seq: int) -> Entry:
+    row = connection.execute(
+        f"SELECT {_COLUMNS} FROM memory_entries WHERE seq = ? AND +scope = ?", (seq, scope)
+    ).fetchone()
+    return _entry_of(row)
+
+
+def _index_at(connection: sqlite3.Connection, scope: str, seq: int, analyzer: Analyzer) -> None:
+    _index(connection, seq, _stored(connection, scope, seq), analyzer)
+
+
+def _unindex_at(
+    connection: sqlite3.Connection,
+    scope: str,
+    seq: int,
+    analyzer: Analyzer,
+    bodies: Mapping[int, str] | None = None,
+) -> None:
+    _unindex(connection, seq, _stored(connection, scope, seq), analyzer, bodies)
+
+
 def _index(connection: sqlite3.Connection, seq: int, entry: Entry, analyzer: Analyzer) -> None:
-    terms = index_terms(entry, analyzer)
+    context = _linked_context(connection, entry, seq, {})
+    values, distinct = _indexed_values(entry.evolve(context=context), analyzer)
     connection.execute(
         f"INSERT INTO memory_terms (rowid, scope_term, {', '.join(INDEXED_FIELDS)}) "
         f"VALUES (?, ?, {_marks(INDEXED_FIELDS)})",
-        [seq, scope_term(entry.scope), *(" ".join(terms[name]) for name in INDEXED_FIELDS)],
+        [seq, *values],
     )
+    connection.executemany(
+        "INSERT INTO memory_term_documents (term, documents) VALUES (?, 1) "
+        "ON CONFLICT (term) DO UPDATE SET documents = documents + 1",
+        [(term,) for term in distinct],
+    )
+
+
+def _unindex(
+    connection: sqlite3.Connection,
+    seq: int,
+    entry: Entry,
+    analyzer: Analyzer,
+    bodies: Mapping[int, str] | None = None,
+) -> None:
+    """Remove an entry from the contentless index: FTS5 needs the values it was indexed with,
+    which the same analyser makes again from the stored entry and its session's entries before
+    it (whose bodies and links have not changed since, as every change to them re-indexes
+    it). A term no entry holds any more leaves memory_term_documents, so a purged word leaves
+    no trace there either."""
+    context = _linked_context(connection, entry, seq, bodies or {})
+    values, distinct = _indexed_values(entry.evolve(context=context), analyzer)
+    connection.execute(
+        f"INSERT INTO memory_terms (memory_terms, rowid, scope_term, {', '.join(INDEXED_FIELDS)})"
+        f" VALUES ('delete', ?, ?, {_marks(INDEXED_FIELDS)})",
+        [seq, *values],
+    )
+    connection.executemany(
+        "UPDATE memory_term_documents SET documents = documents - 1 WHERE term = ?",
+        [(term,) for term in distinct],
+    )
+    connection.execute(
+        f"DELETE FROM memory_term_documents WHERE term IN ({_marks(distinct)}) AND documents <= 0",
+        distinct,
+    )
+
+
+def _indexed_values(entry: Entry, analyzer: Analyzer) -> tuple[list[str], list[str]]:
+    """The values of the text index's columns for an entry, and its distinct tokens (as FTS5
+    splits the terms: what it counts for BM25)."""
+    terms = index_terms(entry, analyzer)
+    values = [" ".join(terms[name]) for name in INDEXED_FIELDS]
+    distinct = sorted({token for value in values for token in fts5_tokens(value)})
+    return [scope_term(entry.scope), *values], distinct
 
 
 def _entry_of(row: Sequence[Any]) -> Entry:

@@ -17,6 +17,13 @@ entry supersedes or merges with which is the service's job). Four rules bind eve
    all produced by the store's Analyzer; higher scores are better and always positive. An index
    built with another analyser (see `Analyzer.signature`) is rebuilt before use.
 
+A store keeps, as it writes, what recall and the cap need without scanning: the active entries
+of each scope (`StoreTransaction.active_entries`, exact under concurrent writers because it is
+kept inside the serialised transaction), the entries holding each term (`term_documents`), and
+the order in which episodic entries of one source session were written (the context of one
+written without any: LINKED_CONTEXT_TURNS).
+accessed_at is bookkeeping written behind the reads (`PendingTouches`), so a recall is a read.
+
 A store also caches the vectors semantic re-ranking computes (semantic.py): derived data like
 the text index, keyed by entry and embedding model, with the digest of the text embedded. A
 vector is deleted with its entry and when its entry's text changes; it is never exported.
@@ -25,7 +32,10 @@ vector is deleted with its entry and when its entry's text changes; it is never 
 from __future__ import annotations
 
 import json
+import re
+import string
 import struct
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -36,6 +46,9 @@ from agentscript.memory.errors import CONFLICT, MemoryServiceError
 from agentscript.memory.text import Analyzer
 from agentscript.memory.timeline import Level, bucket_start_keys
 
+# How many entries before an episodic entry in its source session are indexed as its context
+# when it has none of its own: what a host writing plain turns leaves out (recall.py).
+LINKED_CONTEXT_TURNS = 2
 # The fields a store indexes for text search, in a fixed order every store uses.
 INDEXED_FIELDS = ("tags", "title", "key", "body", "context")
 # Orders a selection can be sorted by, always newest first unless `descending` is False; ties
@@ -120,10 +133,51 @@ class Match:
 
 
 @dataclass(frozen=True, slots=True)
+class TermStatistics:
+    """How many entries the text index holds (all scopes, archived too: what BM25 counts), and
+    how many of them hold each asked term (0 for a term none holds)."""
+
+    documents: int
+    holding: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
 class ScopeCount:
     scope: str
     active: int
     archived: int
+
+
+# FTS5's `ascii` tokenizer: ASCII letters and digits and every non-ASCII character make tokens,
+# every other ASCII character separates them, and A-Z fold to a-z.
+_FTS5_SEPARATORS = re.compile(r"[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+")
+ASCII_FOLD = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def fts5_tokens(text: str) -> list[str]:
+    """The tokens FTS5's `ascii` tokenizer makes of `text`: what the SqliteStore's index holds
+    for a field whose analysed terms are joined by spaces (and the PostgreSQL store's postings)."""
+    return [token.translate(ASCII_FOLD) for token in _FTS5_SEPARATORS.split(text) if token]
+
+
+def linked_context(entry: Entry, before: Sequence[str]) -> str:
+    """The context an entry is indexed with: its own; or, for an episodic entry of a source
+    session written without one, the bodies of the entries before it in that session
+    (`before`, nearest first, at most LINKED_CONTEXT_TURNS of them), oldest first."""
+    if entry.context or entry.kind != "episodic" or entry.source.session is None:
+        return entry.context
+    return "\n".join(reversed(before[:LINKED_CONTEXT_TURNS]))
+
+
+def bodies_before(start: int | None, chain: Mapping[int, tuple[int | None, str]]) -> list[str]:
+    """The bodies of the entry `start` and those before it in its session, nearest first, at
+    most LINKED_CONTEXT_TURNS, from `chain` (seq → (previous seq, body)): for a whole-store
+    pass (rebuild, verify) that holds the chain in memory."""
+    found: list[str] = []
+    while start is not None and start in chain and len(found) < LINKED_CONTEXT_TURNS:
+        start, body = chain[start]
+        found.append(body)
+    return found
 
 
 def index_terms(entry: Entry, analyzer: Analyzer) -> dict[str, list[str]]:
@@ -285,6 +339,11 @@ class StoreTransaction(StoreReader, Protocol):
         """Remove entries of `scope` from the table and from every index; how many went."""
         ...
 
+    def active_entries(self, scope: str) -> int:
+        """How many active entries `scope` holds, as of this transaction's writes: a count
+        kept as entries are written, never a scan."""
+        ...
+
 
 class MemoryStore(StoreReader, Protocol):
     """A database of entries. Safe to share between threads; one per process and file."""
@@ -298,9 +357,16 @@ class MemoryStore(StoreReader, Protocol):
         rule 4), ties by id."""
         ...
 
+    def term_documents(self, terms: Sequence[str]) -> TermStatistics:
+        """The document frequencies BM25 uses for these (analysed) terms; kept as entries are
+        indexed, so this reads one row per term."""
+        ...
+
     def touch(self, scopes: tuple[str, ...], ids: tuple[str, ...], moment: str) -> None:
-        """Set accessed_at of these entries. Bookkeeping: it may be less durable than a
-        transaction (the latest touches may be lost in a power cut, never corrupted)."""
+        """Set accessed_at of these entries. Bookkeeping: the store may keep it in memory and
+        write it later (with its next write, after a few seconds, on close), so a recall does
+        not write; reads of this store see it at once. The latest touches may be lost in a
+        crash or a power cut, never corrupted."""
         ...
 
     def vectors(
@@ -340,6 +406,53 @@ class MemoryStore(StoreReader, Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class PendingTouches:
+    """accessed_at moments recorded by recalls and not written yet. A store drains them into
+    its next write transaction (where they cost no commit of their own), or writes them alone
+    at the first touch after the oldest has waited `delay` seconds or once `most` ids wait,
+    and on close; until then
+    `overlay` shows them in what the store reads. Not thread-safe: the store's lock guards it."""
+
+    def __init__(self, delay: float = 5.0, most: int = 2000) -> None:
+        self.delay = delay
+        self.most = most
+        self._moments: dict[str, tuple[tuple[str, ...], str]] = {}
+        self._since: float | None = None
+
+    def record(self, scopes: tuple[str, ...], ids: tuple[str, ...], moment: str) -> None:
+        for identifier in ids:
+            known = self._moments.get(identifier)
+            if known is None or known[1] < moment:
+                self._moments[identifier] = (scopes, moment)
+        if self._since is None:
+            self._since = time.monotonic()
+
+    def due(self) -> bool:
+        return bool(self._moments) and (
+            len(self._moments) >= self.most or time.monotonic() - (self._since or 0.0) >= self.delay
+        )
+
+    def drain(self) -> dict[tuple[tuple[str, ...], str], list[str]]:
+        """The pending touches, grouped as (scopes, moment) → ids, and forget them."""
+        groups: dict[tuple[tuple[str, ...], str], list[str]] = {}
+        for identifier, group in self._moments.items():
+            groups.setdefault(group, []).append(identifier)
+        self._moments = {}
+        self._since = None
+        return groups
+
+    def restore(self, groups: dict[tuple[tuple[str, ...], str], list[str]]) -> None:
+        """Put back what a failed write transaction could not write."""
+        for (scopes, moment), ids in groups.items():
+            self.record(scopes, tuple(ids), moment)
+
+    def overlay(self, entry: Entry) -> Entry:
+        known = self._moments.get(entry.id)
+        if known is None or entry.scope not in known[0] or known[1] <= entry.accessed_at:
+            return entry
+        return entry.evolve(accessed_at=known[1])
 
 
 def pack_vector(vector: Sequence[float]) -> bytes:

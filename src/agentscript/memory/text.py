@@ -118,7 +118,12 @@ class Analyzer:
 
     def terms(self, text: str) -> list[str]:
         """The terms of `text`, in order, repeats kept (term frequency matters to BM25);
-        joined compounds come last."""
+        joined compounds come last. Remembered for recent texts: a turn's body is analysed
+        again as the linked context of the two turns after it (store.py)."""
+        return list(_analysed(self, text))
+
+    def analyse(self, text: str) -> list[str]:
+        """`terms`, computed (not remembered)."""
         folded = _APOSTROPHES.sub("", normalise(text))
         found: list[str] = []
         for cjk, word in _TOKEN.findall(folded):
@@ -132,6 +137,10 @@ class Analyzer:
         return found
 
     def _word_terms(self, word: str) -> list[str]:
+        return _word_terms(self, word)
+
+    def word_terms(self, word: str) -> list[str]:
+        """The terms of one word (none for a stopword), computed."""
         if len(word) > MAX_TERM_CHARS or (self.stopwords and word in ENGLISH_STOPWORDS):
             return []
         if self.lemmas:
@@ -308,3 +317,15 @@ def porter_stem(word: str) -> str:
     if word.endswith("ll") and _measure(word) > 1:
         word = word[:-1]
     return word
+
+
+@lru_cache(maxsize=4096)
+def _analysed(analyzer: Analyzer, text: str) -> tuple[str, ...]:
+    return tuple(analyzer.analyse(text))
+
+
+@lru_cache(maxsize=65536)
+def _word_terms(analyzer: Analyzer, word: str) -> list[str]:
+    """Cached per word: a vocabulary repeats far more than texts do. Callers never mutate the
+    list (Analyzer.terms extends a list of its own with it)."""
+    return analyzer.word_terms(word)

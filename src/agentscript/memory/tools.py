@@ -34,6 +34,7 @@ from agentscript.memory.results import ForgetResult, JsonResult, RecallResult, U
 from agentscript.memory.service import (
     DEFAULT_BODY_CHARS,
     DEFAULT_RECALL_LIMIT,
+    MAX_BATCH_ITEMS,
     MAX_PAGE_SIZE,
     MAX_RECALL_LIMIT,
     MemoryService,
@@ -141,6 +142,14 @@ class RememberArguments(_Arguments):
         "conversation around it), weighted below the text",
     )
     source: SourceArguments | None = Field(None, description="Where the memory came from")
+
+
+class RememberManyArguments(_Arguments):
+    items: list[RememberArguments] = Field(
+        min_length=1,
+        max_length=MAX_BATCH_ITEMS,
+        description="The memories, each with remember's arguments; written together or not at all",
+    )
 
 
 class RecallArguments(_Arguments):
@@ -287,6 +296,14 @@ class ToolDefinition:
         }
 
 
+def _remember_many(service: MemoryService, arguments: dict[str, Any]) -> dict[str, Any]:
+    results = service.remember_many(
+        {name: value for name, value in item.items() if value is not None}
+        for item in arguments["items"]
+    )
+    return {"results": [result.to_json() for result in results], "count": len(results)}
+
+
 def _update(service: MemoryService, arguments: dict[str, Any]) -> UpdateResult:
     entry_id = arguments.pop("id")
     return service.update(entry_id, **arguments)
@@ -318,6 +335,21 @@ TOOLS: tuple[ToolDefinition, ...] = (
         ),
         arguments=RememberArguments,
         handler=lambda service, arguments: service.remember(**arguments),
+        read_only=False,
+        idempotent=False,
+    ),
+    ToolDefinition(
+        name="remember_many",
+        title="Remember many",
+        description=(
+            "Store several memories in one write (a host saving a conversation's turns, say); "
+            f"returns {{results: [remember's result per item, in order], count}}. Up to "
+            f"{MAX_BATCH_ITEMS} items, each with remember's arguments and rules; if one is "
+            "invalid, none is stored and the error names it (items[3].kind). Episodic turns "
+            "of one source.session are linked: each is found by the words of the two before it."
+        ),
+        arguments=RememberManyArguments,
+        handler=_remember_many,
         read_only=False,
         idempotent=False,
     ),

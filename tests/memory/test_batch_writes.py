@@ -1,0 +1,348 @@
+"""Writes at scale, on SQLite and PostgreSQL: remember_many, the kept active-entry counts that
+enforce the cap, linked context of plain turns, and accessed_at kept off the read path."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentscript.memory import EntryFilter, MemoryConfig, MemoryService, MemoryServiceError
+from agentscript.memory.postgres_store import is_postgres_uri
+from agentscript.memory.results import RememberResult
+from zygote_support import kill_writers
+
+pytest_plugins = ["memsvc_support"]
+
+WRITER = Path(__file__).parents[1] / "support" / "memsvc_support.py"
+CAPPED_WORKERS = 4
+KILLS = 8
+BATCH = 20
+LATEST_KILL_SECONDS = 0.6
+PROCESS_TIMEOUT_SECONDS = 600
+
+
+@pytest.fixture
+def memory_backend(each_memory_backend: str) -> str:
+    return each_memory_backend
+
+
+def turn(text: str, session: str = "chat-1", **more: Any) -> dict[str, Any]:
+    return {"text": text, "kind": "episodic", "source": {"session": session}, **more}
+
+
+def active_counts(memory: MemoryService) -> dict[str, int]:
+    """The kept counts, read the way the cap reads them, for every scope of the store."""
+    scopes = [count.scope for count in memory.store.scopes()]
+    with memory.store.transaction() as tx:
+        return {scope: tx.active_entries(scope) for scope in scopes}
+
+
+def scanned_counts(memory: MemoryService) -> dict[str, int]:
+    return {count.scope: count.active for count in memory.store.scopes()}
+
+
+# ------------------------------------------------------------------------- remember_many
+
+
+def test_remember_many_returns_one_result_per_item_in_order(memory: MemoryService) -> None:
+    results = memory.remember_many(
+        [
+            {"text": "Deploys go through make release", "tags": ["deploy"]},
+            {"text": "blue", "kind": "fact", "key": "colour"},
+            {"text": "green", "kind": "fact", "key": "colour"},
+            {"text": "Deploys go through make release", "tags": ["ops"]},
+        ]
+    )
+    assert all(isinstance(result, RememberResult) for result in results)
+    assert [result.action for result in results] == ["created", "created", "updated", "merged"]
+    assert results[3].id == results[0].id
+    assert memory.get(results[0].id)["tags"] == ["deploy", "ops"]
+    assert [v["body"] for v in memory.history("colour")["versions"]] == ["green", "blue"]
+
+
+def test_an_invalid_item_stores_nothing_and_is_named(memory: MemoryService) -> None:
+    with pytest.raises(MemoryServiceError) as refused:
+        memory.remember_many([{"text": "fine"}, {"text": "bad", "kind": "opinion"}])
+    assert refused.value.field == "items[1].kind"
+    assert refused.value.message.startswith("items[1].kind: ")
+    for items, field in (
+        ([{"text": "fine"}, {"body": "no text"}], "items[1].body"),
+        ([{"kind": "fact"}], "items[0].text"),
+        (["just text"], "items[0]"),
+        ({"text": "not a list"}, "items"),
+    ):
+        with pytest.raises(MemoryServiceError) as refused:
+            memory.remember_many(items)  # type: ignore[arg-type]
+        assert refused.value.field == field
+    assert memory.recall("")["count"] == 0
+
+
+def test_a_batch_that_would_overfill_its_scope_stores_nothing(
+    open_memory: Callable[..., MemoryService],
+) -> None:
+    memory = open_memory(config=MemoryConfig(max_entries=3))
+    memory.remember("first")
+    with pytest.raises(MemoryServiceError) as refused:
+        memory.remember_many([{"text": "second"}, {"text": "third"}, {"text": "fourth"}])
+    assert (refused.value.code, refused.value.field) == ("scope_full", "items[2].max_entries")
+    assert memory.stats()["active"] == 1
+    assert len(memory.remember_many([{"text": "second"}, {"text": "third"}])) == 2
+
+
+def test_a_batch_is_limited_to_a_thousand_items(memory: MemoryService) -> None:
+    with pytest.raises(MemoryServiceError, match="at most 1000 items"):
+        memory.remember_many({"text": f"note {n}"} for n in range(1001))
+    assert memory.recall("")["count"] == 0
+
+
+# ------------------------------------------------------------------------------ counters
+
+
+def test_the_cap_follows_the_kept_counts_through_every_kind_of_write(
+    open_memory: Callable[..., MemoryService],
+) -> None:
+    memory = open_memory(config=MemoryConfig(max_entries=3))
+    first = memory.remember("one")["id"]
+    memory.remember("v1", kind="fact", key="k")
+    memory.remember("v2", kind="fact", key="k")  # supersedes: still two active
+    memory.remember("one")  # merges: still two
+    third = memory.remember("three")["id"]
+    with pytest.raises(MemoryServiceError, match="holds 3 active entries"):
+        memory.remember("four")
+    memory.forget(first)  # archived: room for one
+    fourth = memory.remember("four")["id"]
+    memory.forget(third, purge=True)
+    memory.forget(fourth, purge=True)
+    assert len(memory.remember_many([{"text": "five"}, {"text": "six"}])) == 2
+    assert active_counts(memory) == scanned_counts(memory)
+    assert memory.store.verify() == []
+
+
+def test_concurrent_batch_writers_fill_a_capped_scope_exactly(memory_database: str | Path) -> None:
+    from memsvc_support import CAPPED_BATCH, CAPPED_CONFIG, CAPPED_SCOPE
+
+    filled = subprocess.run(
+        [sys.executable, str(WRITER), "capped", str(memory_database), str(CAPPED_WORKERS)],
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT_SECONDS,
+    )
+    assert filled.returncode == 0, filled.stdout + filled.stderr
+    acknowledged = [line.split()[1] for line in filled.stdout.splitlines()]
+    with MemoryService.open(None, database=memory_database, config=CAPPED_CONFIG) as memory:
+        stored = [entry.id for entry in memory.store.export((CAPPED_SCOPE,))]
+        assert sorted(stored) == sorted(acknowledged)
+        # Whole batches only, and as many as fit: the cap is never passed nor left unused.
+        limit = CAPPED_CONFIG.max_entries
+        assert len(stored) == limit - limit % CAPPED_BATCH
+        assert active_counts(memory) == scanned_counts(memory)
+        assert memory.store.verify() == []
+
+
+def test_killed_batch_writers_leave_whole_batches_and_true_counts(
+    memory_database: str | Path,
+) -> None:
+    from memsvc_support import STRESS_CONFIG, STRESS_SCOPE
+
+    acknowledged, outcomes = kill_writers(
+        [sys.executable, str(WRITER), "zygote", str(memory_database), str(BATCH)],
+        kills=KILLS,
+        seed=20261201,
+        latest_kill_seconds=LATEST_KILL_SECONDS,
+        timeout=PROCESS_TIMEOUT_SECONDS,
+    )
+    assert outcomes == [-signal.SIGKILL] * KILLS
+    assert acknowledged, "no batch returned before a kill: the test tested nothing"
+    with MemoryService.open(None, database=memory_database, config=STRESS_CONFIG) as memory:
+        entries = list(memory.store.export((STRESS_SCOPE,)))
+        assert {entry.id for entry in entries} >= set(acknowledged)
+        batches = Counter(entry.body.rsplit(" item ", 1)[0] for entry in entries)
+        assert set(batches.values()) == {BATCH}
+        assert active_counts(memory) == scanned_counts(memory)
+        assert memory.check(scope=STRESS_SCOPE)["ok"]
+        assert memory.store.verify() == []
+
+
+# ------------------------------------------------------------------------ linked context
+
+
+def test_a_plain_turn_is_found_by_the_words_of_the_turns_before_it(
+    memory: MemoryService,
+) -> None:
+    answers = memory.remember_many(
+        [
+            turn("Did you ever try pottery?"),
+            turn("Yes! I made a bowl last week."),
+            turn("It is blue with white dots."),
+            turn("Completely unrelated chatter", session="chat-2"),
+        ]
+    )
+    hits = memory.recall("pottery", limit=5)["results"]
+    assert [hit["id"] for hit in hits[:3]] == [answers[0]["id"], answers[1]["id"], answers[2]["id"]]
+    # The question's turn matches in its own body, the answers only through their context,
+    # weighted below a body; the other session's turn does not match at all.
+    assert hits[0]["score"] > hits[1]["score"]
+    assert len(hits) == 3
+
+
+def test_an_explicit_context_wins_over_the_linked_one(memory: MemoryService) -> None:
+    memory.remember_many(
+        [
+            turn("Did you ever try pottery?"),
+            turn("Yes, a bowl.", context="talking about ceramics"),
+        ]
+    )
+    assert [hit["body"] for hit in memory.recall("pottery")["results"]] == [
+        "Did you ever try pottery?"
+    ]
+    assert [hit["body"] for hit in memory.recall("ceramics")["results"]] == ["Yes, a bowl."]
+
+
+def test_changing_or_purging_a_turn_reindexes_the_turns_after_it(memory: MemoryService) -> None:
+    question, answer = memory.remember_many(
+        [turn("Did you ever try pottery?", key="q"), turn("Yes, a bowl.", key="a")]
+    )
+    memory.remember("Did you ever try kayaking?", kind="episodic", key="q")
+    # What was said before the answer stays said: the superseded question is its context.
+    assert [hit["key"] for hit in memory.recall("pottery")["results"]] == ["a"]
+    memory.forget(question["id"], purge=True)
+    assert memory.recall("pottery", include_archived=True)["count"] == 0
+    assert memory.store.verify() == []
+    assert memory.check()["ok"]
+    assert memory.get(answer["id"])["context"] == ""
+
+
+def test_linked_context_ranks_alike_on_both_stores(memory: MemoryService) -> None:
+    """Pinned order and scores, so SQLite and PostgreSQL are held to the same figures."""
+    memory.remember_many(
+        [turn(f"Turn {n} about {'pottery' if n % 3 == 0 else 'weather'}") for n in range(7)]
+        + [{"text": f"Note {n} on gardening"} for n in range(20)]
+    )
+    ranked = [(hit["body"], round(hit["score"], 4)) for hit in memory.recall("pottery")["results"]]
+    # Equal scores are ordered by id, which is random: compare them by body.
+    assert sorted(ranked, key=lambda hit: (-hit[1], hit[0])) == PINNED_RANKING
+
+
+# ------------------------------------------------------------------------------- touches
+
+
+def test_a_recall_writes_nothing_until_the_next_write_or_close(
+    open_memory: Callable[..., MemoryService], memory_database: str | Path
+) -> None:
+    memory = open_memory()
+    found = memory.remember("Deploys go through make release")["id"]
+    before = memory.get(found)["accessed_at"]
+    memory.store.close()
+    changes = _change_counter(memory_database)
+    later = _later_clock(memory)
+    memory.recall("deploys")
+    assert _change_counter(memory_database) == changes
+    assert memory.get(found)["accessed_at"] == later > before
+    memory.close()
+    with MemoryService.open(None, database=memory_database) as reopened:
+        assert (
+            reopened.store.select(EntryFilter(scopes=(memory.scopes_for().write,)))[0].accessed_at
+            == later
+        )
+
+
+def _later_clock(memory: MemoryService) -> str:
+    from datetime import timedelta
+
+    from agentscript.memory.timeline import format_timestamp
+
+    clock = memory.clock
+    clock.set(clock.now() + timedelta(hours=1))  # type: ignore[attr-defined]
+    return format_timestamp(clock.now())
+
+
+def _change_counter(database: str | Path) -> object:
+    """Something that moves with every committed write: SQLite's WAL size and the entries'
+    accessed_at; PostgreSQL's count of updated tuples of the namespace."""
+    if is_postgres_uri(database):
+        import psycopg
+
+        uri, _, namespace = database.partition("#")
+        with psycopg.connect(uri) as connection:
+            return connection.execute(
+                f'SELECT array_agg(accessed_at ORDER BY id) FROM "{namespace}".memory_entries'
+            ).fetchone()
+    wal = Path(f"{database}-wal")
+    with sqlite3.connect(database) as connection:
+        stamps = connection.execute("SELECT accessed_at FROM memory_entries").fetchall()
+    return (wal.stat().st_size if wal.exists() else 0, stamps)
+
+
+# Turn 0 has no turn before it, so it is the shortest document; 1 and 4 follow one pottery
+# turn (2 and 5 follow one as the second turn before them).
+PINNED_RANKING = [
+    ("Turn 0 about pottery", 2.1563),
+    ("Turn 3 about pottery", 1.9895),
+    ("Turn 6 about pottery", 1.9895),
+    ("Turn 1 about weather", 0.9801),
+    ("Turn 2 about weather", 0.9063),
+    ("Turn 4 about weather", 0.9063),
+    ("Turn 5 about weather", 0.9063),
+]
+
+
+# ------------------------------------------------------------------------------ upgrade
+
+
+def test_a_schema_1_file_is_upgraded_in_place(tmp_path: Path) -> None:
+    """A file as schema 1 left it (a text index holding its own copy of the terms, no kept
+    counts, no session links) is upgraded on first use and loses nothing."""
+    from agentscript.memory import SqliteStore
+
+    path = tmp_path / "memory.db"
+    with MemoryService.open(None, database=path) as memory:
+        ids = [
+            result["id"]
+            for result in memory.remember_many(
+                [turn("Did you ever try pottery?"), turn("Yes, a bowl."), {"text": "A note"}]
+            )
+        ]
+        scope = memory.scopes_for().write
+    _downgrade_to_schema_1(path)
+    store = SqliteStore(path)
+    try:
+        assert store.verify() == []
+        with store.transaction() as tx:
+            assert tx.active_entries(scope) == 3
+    finally:
+        store.close()
+    with MemoryService.open(None, database=path) as memory:
+        assert [hit["id"] for hit in memory.recall("pottery")["results"]] == ids[:2]
+        assert [hit["id"] for hit in memory.recall("note")["results"]] == ids[2:]
+
+
+def _downgrade_to_schema_1(path: Path) -> None:
+    with sqlite3.connect(path) as connection:
+        # The contentless index gives back rowids only: schema 1's held the values.
+        values = connection.execute("SELECT body FROM memory_terms").fetchall()
+        assert {body for (body,) in values} == {None}
+        for statement in (
+            "DROP TABLE memory_terms",
+            "DROP TABLE memory_term_documents",
+            "DROP TABLE memory_scope_counts",
+            "DROP TABLE memory_session_tails",
+            "DROP TRIGGER memory_entries_counted_insert",
+            "DROP TRIGGER memory_entries_counted_delete",
+            "DROP TRIGGER memory_entries_counted_update",
+            "ALTER TABLE memory_entries DROP COLUMN previous_seq",
+            "ALTER TABLE memory_entries DROP COLUMN next_seq",
+            "CREATE VIRTUAL TABLE memory_terms USING fts5(scope_term, tags, title, key, body, "
+            "context, tokenize = 'ascii')",
+            "INSERT INTO memory_terms (rowid, scope_term, body) SELECT seq, 'stale', body "
+            "FROM memory_entries",
+            "UPDATE memory_meta SET value = '1' WHERE name = 'schema'",
+        ):
+            connection.execute(statement)
