@@ -455,3 +455,44 @@ def test_resource_uris_still_export_and_import_resources(
     )
     # The resource commands never opened the service's database.
     assert not default_database.exists()
+
+
+def test_import_remembers_lines_of_remember_arguments_in_batches(
+    capsys: pytest.CaptureFixture[str],
+    workspace: Path,
+    database: Path,
+    where: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("agentscript.memory.service.MAX_BATCH_ITEMS", 2)
+    turns = [
+        {"text": "Did you try pottery?", "kind": "episodic", "source": {"session": "s1"}},
+        {"text": "Yes, a blue bowl.", "kind": "episodic", "source": {"session": "s1"}},
+        {"text": "blue", "kind": "fact", "key": "colour"},
+        {"text": "green", "kind": "fact", "key": "colour"},
+        {"text": "Did you try pottery?", "kind": "episodic"},
+    ]
+    source = tmp_path / "turns.jsonl"
+    source.write_text("".join(json.dumps(turn) + "\n" for turn in turns))
+    assert cli(capsys, "memory", "import", str(source), *where) == (
+        0,
+        "",
+        "remembered 5 (created 3, updated 1, merged 1)\n",
+    )
+    with memory(workspace, database) as stored:
+        hits = stored.recall("pottery")["results"]
+        assert [hit["body"] for hit in hits] == ["Did you try pottery?", "Yes, a blue bowl."]
+        assert stored.history("colour")["versions"][0]["body"] == "green"
+    source.write_text(
+        json.dumps({"text": "fine"})
+        + "\n"
+        + json.dumps({"text": "fine too"})
+        + "\n"
+        + json.dumps({"text": "bad", "kind": "opinion"})
+        + "\n"
+    )
+    code, out, err = cli(capsys, "memory", "import", str(source), *where)
+    assert (code, out) == (1, "")
+    assert err.startswith(f"{source}:3: items[0].kind: ")
+    assert err.endswith("(the 2 lines before its batch were stored)\n")

@@ -1,6 +1,7 @@
 """The memory transfer use cases: export the memory service's entries as JSONL and import
 such a file, one entry per line with every field, ids kept; importing a file again skips the
-ids already present (agentscript.memory.transfer holds the service's rules).
+ids already present (agentscript.memory.transfer holds the service's rules). An import of
+lines of remember's arguments (what a host writes) remembers them in batches instead.
 
 Every line of an import is checked (strictly typed fields, canonical timestamps and scope, a
 bucket of the right level) before anything is written; a refusal names the line and field.
@@ -9,11 +10,12 @@ bucket of the right level) before anything is written; a refusal names the line 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
 
 from agentscript.app.errors import AppError
 from agentscript.app.workspace import Workspace
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from agentscript.memory.entries import Entry
+    from agentscript.memory.service import MemoryService
 
 
 def export_memory(
@@ -50,28 +53,86 @@ def export_memory(
     return count
 
 
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    """What an import did: entries of a service export added and skipped (ids already
+    present), or, for lines of remember's arguments, how many were created, updated, merged."""
+
+    added: int = 0
+    skipped: int = 0
+    remembered: dict[str, int] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.remembered is None:
+            return {"added": self.added, "skipped": self.skipped}
+        return {"remembered": sum(self.remembered.values()), **self.remembered}
+
+    def summary(self) -> str:
+        """One line for a terminal."""
+        if self.remembered is None:
+            return f"added {self.added}, skipped {self.skipped}"
+        counts = ", ".join(f"{action} {count}" for action, count in self.remembered.items())
+        return f"remembered {sum(self.remembered.values())} ({counts})"
+
+
 def import_memory(
     workspace: str | Path | None,
     lines: Iterable[str],
     origin: str,
     *,
     database: str | Path | None = None,
-) -> tuple[int, int]:
-    """Add the entries of a service export (`lines`, read from `origin`) with their ids and
-    scopes; returns (added, skipped). A bad line or a conflict imports nothing."""
+) -> ImportReport:
+    """Add the lines read from `origin` to the memory service. Lines of a service export are
+    added with their ids and scopes (a bad line or a conflict imports nothing); lines that hold
+    `text` instead (remember's arguments, as a host would pass them: the first line decides)
+    are remembered, MAX_BATCH_ITEMS to a transaction."""
+    values = list(_json_lines(lines, origin))
+    if values and isinstance(values[0][1], dict) and "text" in values[0][1]:
+        with Workspace.current(workspace, database) as place:
+            return ImportReport(remembered=_remember_lines(place.memory(), values, origin))
     from agentscript.memory.transfer import ImportConflict, import_entries
 
-    entries = [
-        (number, _exported_entry(value, origin, number))
-        for number, value in _json_lines(lines, origin)
-    ]
+    entries = [(number, _exported_entry(value, origin, number)) for number, value in values]
     with Workspace.current(workspace, database) as place:
         try:
-            return import_entries(place.memory(), entries)
+            added, skipped = import_entries(place.memory(), entries)
         except ImportConflict as conflict:
             raise AppError(
                 f"{origin}:{conflict.number}: {conflict.message}; nothing was imported"
             ) from None
+    return ImportReport(added, skipped)
+
+
+def _remember_lines(
+    service: MemoryService, values: Sequence[tuple[int, object]], origin: str
+) -> dict[str, int]:
+    """Remember (line number, arguments) pairs through `remember_many`, MAX_BATCH_ITEMS to a
+    transaction; how many were created, updated and merged. A refused item stops the import
+    with its line: the batches before it are stored, its own is not."""
+    from agentscript.memory import MemoryServiceError
+    from agentscript.memory import service as memory_service
+
+    actions = {"created": 0, "updated": 0, "merged": 0}
+    step = memory_service.MAX_BATCH_ITEMS
+    for start in range(0, len(values), step):
+        batch = values[start : start + step]
+        try:
+            results = service.remember_many(cast(Mapping[str, Any], item) for _, item in batch)
+        except MemoryServiceError as error:
+            position = _item_position(error.field)
+            where = f"{origin}:{batch[position][0]}" if position is not None else origin
+            stored = f" (the {start} lines before its batch were stored)" if start else ""
+            raise AppError(f"{where}: {error.message}{stored}") from None
+        for result in results:
+            actions[result.action] = actions.get(result.action, 0) + 1
+    return actions
+
+
+def _item_position(field: str | None) -> int | None:
+    """The item index of a remember_many error's field (`items[3].kind` → 3)."""
+    if field is None or not field.startswith("items["):
+        return None
+    return int(field[len("items[") : field.index("]")])
 
 
 @cache

@@ -516,8 +516,9 @@ def import_command(
     as_json: bool,
 ) -> None:
     """Add the entries of a JSONL service export (FILE, or stdin) with their ids and scopes;
-    ids already present are skipped. With a URI, add the records of a resource export (the
-    second argument, or stdin) to that memory resource instead."""
+    ids already present are skipped. Lines that hold `text` instead (remember's arguments, as a
+    host would pass them) are remembered, 1000 to a transaction. With a URI, add the records of
+    a resource export (the second argument, or stdin) to that memory resource instead."""
     if source is not None and "://" in source:
         _resource_only(ctx, workspace=workspace, db=db, json=as_json or None)
         ctx.exit(import_resource(source, records or "-"))
@@ -534,11 +535,11 @@ def import_command(
 
         with export_lines(origin) as lines:
             named = "<stdin>" if origin == "-" else origin
-            added, skipped = import_memory(workspace, lines, named, database=db)
+            report = import_memory(workspace, lines, named, database=db)
         if as_json:
-            print(to_json({"added": added, "skipped": skipped}))
+            print(to_json(report.to_json()))
         else:
-            print(f"added {added}, skipped {skipped}", file=sys.stderr)
+            print(report.summary(), file=sys.stderr)
         return 0
 
     ctx.exit(reporting_errors(load))
