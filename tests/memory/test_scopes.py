@@ -56,7 +56,7 @@ def test_explicit_scopes_are_global_or_absolute_paths(tmp_path: Path) -> None:
     ("mode", "current", "explicit", "plan"),
     [
         ("workspace", "/w", None, ScopePlan(("/w", "global"), "/w")),
-        ("global-first", "/w", None, ScopePlan(("global", "/w"), "/w")),
+        ("global-first", "/w", None, ScopePlan(("global", "/w"), "/w", first="global")),
         ("global", "/w", None, ScopePlan(("global",), "global")),
         ("workspace", None, None, ScopePlan(("global",), "global")),
         ("global-first", None, None, ScopePlan(("global",), "global")),

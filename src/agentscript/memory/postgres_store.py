@@ -44,6 +44,8 @@ from agentscript.memory.entries import Entry
 from agentscript.memory.errors import INVALID_ARGUMENT, STORE_FAILURE, MemoryServiceError
 from agentscript.memory.store import (
     ASCII_FOLD,
+    BM25_B,
+    BM25_K1,
     ENTRY_COLUMNS,
     INDEXED_FIELDS,
     LINKED_CONTEXT_TURNS,
@@ -85,9 +87,8 @@ _UPGRADED_VERSIONS = ("1",)
 # Rows fetched per round trip by export and verify, which stream whole namespaces.
 STREAM_ROWS = 500
 
-# FTS5's bm25() (ext/fts5/fts5_aux.c): k1, b, and the IDF used when log() is not positive.
-BM25_K1 = 1.2
-BM25_B = 0.75
+# FTS5's bm25() (ext/fts5/fts5_aux.c): the IDF used when log() is not positive (k1 and b are
+# in store.py).
 BM25_MIN_IDF = 1e-6
 
 # A namespace becomes a schema name as written: lowercase letters, digits and underscores, at
@@ -292,7 +293,7 @@ _SEARCH = """WITH rarity AS MATERIALIZED (
         WHERE t.term = q.term
     ) AS hits
 ), hit AS MATERIALIZED (
-    SELECT e.seq, e.id, e.session, e.bucket, e.tokens, r.position, r.idf,
+    SELECT e.seq, e.id, e.session, e.bucket, e.accessed_at, e.tokens, r.position, r.idf,
         {schema}.memory_frequency(p.counts, %(weights)s::float8[]) AS frequency,
         CASE WHEN e.kind IN ('episodic', 'summary') THEN e.event_time ELSE e.updated_at END
             AS recency
@@ -311,11 +312,17 @@ SELECT hit.id, sum(
                 ))))
         ORDER BY hit.position
     ) AS score,
-    hit.session, hit.recency, hit.bucket
+    hit.session, hit.recency, hit.bucket, hit.accessed_at
 FROM hit
-GROUP BY hit.seq, hit.id, hit.session, hit.recency, hit.bucket
-ORDER BY score DESC, hit.id
+GROUP BY hit.seq, hit.id, hit.session, hit.recency, hit.bucket, hit.accessed_at
+ORDER BY score DESC, hit.accessed_at DESC, hit.id
 LIMIT %(limit)s"""
+# The entries `search` ranks, counted (recall's total).
+_COUNT_MATCHES = """SELECT count(DISTINCT e.seq)
+FROM {schema}.memory_postings AS p
+JOIN {schema}.memory_entries AS e ON e.seq = p.seq
+WHERE p.term = ANY(%(phrases)s::text[]) AND p.scope_hash = ANY(%(scope_hashes)s::bigint[])
+    AND {clause}"""
 
 
 def is_postgres_uri(database: object) -> TypeGuard[str]:
@@ -487,10 +494,32 @@ class PostgresMemoryStore:
         statement = _SEARCH.format(schema=self._schema, clause=clause)
         with self._connection() as connection:
             rows = connection.execute(statement, parameters).fetchall()
-        return [
-            Match(identifier, float(score), session, recency, bucket)
-            for identifier, score, session, recency, bucket in rows
-        ]
+        with self._touches_lock:
+            return [
+                Match(
+                    identifier,
+                    float(score),
+                    session,
+                    recency,
+                    bucket,
+                    self._touches.accessed(identifier, accessed),
+                )
+                for identifier, score, session, recency, bucket, accessed in rows
+            ]
+
+    def count_matches(self, query: TextQuery, where: EntryFilter) -> int:
+        terms = [term for term in query.terms if term.isalnum()]
+        if not terms:
+            return 0
+        clause, parameters = _where(where)
+        parameters |= {
+            "phrases": [term.translate(ASCII_FOLD) for term in dict.fromkeys(terms)],
+            "scope_hashes": [scope_hash(scope) for scope in where.scopes],
+        }
+        statement = _COUNT_MATCHES.format(schema=self._schema, clause=clause)
+        with self._connection() as connection:
+            row = connection.execute(statement, parameters).fetchone()
+        return int(row[0]) if row else 0
 
     def term_documents(self, terms: Sequence[str]) -> TermStatistics:
         wanted = list(dict.fromkeys(terms))

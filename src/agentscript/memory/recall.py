@@ -17,7 +17,11 @@
 4. Time hints: when the query names absolute dates (timehints.py), entries whose event day
    falls in one of those windows are multiplied by `1 + time_weight`.
 5. Recency breaks ties: a bounded multiplier (at most `1 + recency_weight`) decaying with age,
-   so it can reorder near-equal scores and never lift an irrelevant entry over a relevant one.
+   so it can reorder near-equal scores and never lift an irrelevant entry over a relevant one,
+   nor overturn field precedence: of entries matching the same words alike, one holding them
+   in a tag ranks above one holding them in its title, above one holding them in its body
+   (`precedence_margin`; RecallTuning refuses a recency_weight that could). Scores still
+   equal are ordered by accessed_at, the most recently recalled first, then by id.
 6. Semantic re-ranking (optional, semantic.py): an embedding model re-orders the best few by
    reciprocal-rank fusion; without a model, or when it fails, the order above stands.
 Recency counts from event_time for what happened (episodic entries, summaries) and from
@@ -34,7 +38,15 @@ from datetime import datetime, timedelta
 
 from agentscript.memory.entries import Entry
 from agentscript.memory.semantic import SemanticRanker
-from agentscript.memory.store import EntryFilter, FieldWeights, Match, MemoryStore, TextQuery
+from agentscript.memory.store import (
+    BM25_B,
+    BM25_K1,
+    EntryFilter,
+    FieldWeights,
+    Match,
+    MemoryStore,
+    TextQuery,
+)
 from agentscript.memory.timehints import TimeWindow
 from agentscript.memory.timeline import bucket_days, parse_timestamp
 
@@ -57,6 +69,15 @@ class RecallTuning:
     time_weight: float = 0.5
     common_share: float = 1.0
 
+    def __post_init__(self) -> None:
+        margin = precedence_margin(self.weights)
+        if 1.0 + self.recency_weight >= margin:
+            raise ValueError(
+                f"recency_weight {self.recency_weight} could overturn field precedence: the "
+                f"weights put a tag, title or body hit at most {margin:.3f}x above the next "
+                "field's, and recency may multiply a score by at most that"
+            )
+
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
@@ -66,10 +87,22 @@ class Ranked:
 
 @dataclass(frozen=True, slots=True)
 class Ranking:
-    """The results, best first, and a note for the caller (why semantic re-ranking was skipped)."""
+    """The results, best first; `total`, how many entries matched before the limit; and a note
+    for the caller (why semantic re-ranking was skipped)."""
 
     results: list[Ranked]
+    total: int
     note: str | None = None
+
+
+def precedence_margin(weights: FieldWeights) -> float:
+    """The least factor by which one hit in a higher field (tags > title > body) outscores the
+    same hit in the next one, for entries of equal length: BM25's term frequency saturates as
+    tf·(k1+1)/(tf+K), whose ratio between two weights is smallest for the shortest entries,
+    where K is k1·(1-b)."""
+    floor = BM25_K1 * (1.0 - BM25_B)
+    pairs = ((weights.tags, weights.title), (weights.title, weights.body))
+    return min((high / low) * (low + floor) / (high + floor) for high, low in pairs)
 
 
 def rank(
@@ -93,6 +126,12 @@ def rank(
         match.id: match
         for match in store.search(TextQuery(tuple(searched), tuning.weights), where, pool)
     }
+    # Fewer matches than asked for are all there are; otherwise count them.
+    total = (
+        len(matches)
+        if len(matches) < pool and searched == terms
+        else store.count_matches(TextQuery(tuple(terms)), where)
+    )
     scores = {identifier: match.score for identifier, match in matches.items()}
     if tuning.feedback_terms and tuning.feedback_weight and matches:
         expansion = _feedback_terms(store, list(matches.values()), terms, where, tuning)
@@ -108,7 +147,7 @@ def rank(
         * _timeliness(matches[identifier], windows or [], tuning)
         for identifier, score in scores.items()
     }
-    ordered = sorted(final, key=lambda identifier: (-final[identifier], identifier))
+    ordered = _best_first(final, matches)
     if semantic is not None:
         window = ordered[: max(limit, semantic.pool)]
         entries = {entry.id: entry for entry in store.select(replace(where, ids=tuple(window)))}
@@ -123,8 +162,16 @@ def rank(
     # What users and programs remembered comes before what runs learned on their own.
     loaded.sort(key=lambda pair: entries[pair[0]].learned)
     return Ranking(
-        [Ranked(entries[identifier], score) for identifier, score in loaded[:limit]], note
+        [Ranked(entries[identifier], score) for identifier, score in loaded[:limit]], total, note
     )
+
+
+def _best_first(scores: dict[str, float], matches: dict[str, Match]) -> list[str]:
+    """The ids by score, equal scores by accessed_at (the most recently recalled first), then
+    by id: an order that never depends on how the store happened to return them."""
+    by_id = sorted(scores)
+    by_access = sorted(by_id, key=lambda identifier: matches[identifier].accessed, reverse=True)
+    return sorted(by_access, key=lambda identifier: -scores[identifier])
 
 
 def _load_remembered_first(

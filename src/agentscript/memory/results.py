@@ -179,10 +179,12 @@ class RecallHit(JsonResult):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class RecallResult(JsonResult):
-    """`recall`: the hits, best first; `note` says why the ranking is not what it might seem
+    """`recall`: the hits, best first; `total`, how many entries matched before the limit
+    (`count` is how many came back); `note` says why the ranking is not what it might seem
     (no searchable words, re-ranking skipped); `compaction` is what the read hook did."""
 
     hits: list[RecallHit]
+    total: int
     note: str | None = None
     compaction: dict[str, Any] | None = None
 
@@ -191,7 +193,11 @@ class RecallResult(JsonResult):
         return len(self.hits)
 
     def to_json(self) -> dict[str, Any]:
-        data = {"results": [hit.to_json() for hit in self.hits], "count": self.count}
+        data = {
+            "results": [hit.to_json() for hit in self.hits],
+            "count": self.count,
+            "total": self.total,
+        }
         return _with_read_report(data, self.note, self.compaction)
 
 

@@ -58,24 +58,36 @@ def parse_scope(value: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ScopePlan:
-    """The scopes one call reads, highest precedence first, and the scope it writes."""
+    """The scopes one call reads, highest precedence first, and the scope it writes. With
+    `first` (mode `global-first`), recall lists that scope's hits before any other's; without,
+    the hits of every read scope are ranked together."""
 
     read: tuple[str, ...]
     write: str
+    first: str | None = None
+
+    def ranked_groups(self) -> list[tuple[str, ...]]:
+        """The read scopes as recall ranks them: each group's hits before the next group's."""
+        if self.first is None:
+            return [self.read]
+        rest = tuple(scope for scope in self.read if scope != self.first)
+        return [(self.first,), rest] if rest else [(self.first,)]
 
 
 def route(mode: ScopeMode, workspace: str | None, explicit: str | None = None) -> ScopePlan:
     """The routing table.
 
-    | situation                     | reads                | writes    |
-    | explicit `global`             | global               | global    |
-    | explicit workspace W          | W, global            | W         |
-    | no workspace (any mode)       | global               | global    |
-    | mode `workspace` (default)    | workspace, global    | workspace |
-    | mode `global-first`           | global, workspace    | workspace |
-    | mode `global`                 | global               | global    |
+    | situation                     | reads                  | writes    |
+    | explicit `global`             | global                 | global    |
+    | explicit workspace W          | W, global              | W         |
+    | no workspace (any mode)       | global                 | global    |
+    | mode `workspace` (default)    | workspace, global      | workspace |
+    | mode `global-first`           | global, then workspace | workspace |
+    | mode `global`                 | global                 | global    |
 
     Global is always readable: it holds what is true everywhere (the user's name, tools).
+    "Then" means recall lists every global hit before the first workspace hit; elsewhere the
+    read scopes' hits are ranked together.
     """
     if explicit is not None:
         if explicit == GLOBAL_SCOPE:
@@ -84,5 +96,5 @@ def route(mode: ScopeMode, workspace: str | None, explicit: str | None = None) -
     if workspace is None or mode == "global":
         return ScopePlan((GLOBAL_SCOPE,), GLOBAL_SCOPE)
     if mode == "global-first":
-        return ScopePlan((GLOBAL_SCOPE, workspace), workspace)
+        return ScopePlan((GLOBAL_SCOPE, workspace), workspace, first=GLOBAL_SCOPE)
     return ScopePlan((workspace, GLOBAL_SCOPE), workspace)

@@ -589,8 +589,9 @@ class MemoryService:
         limit: int = DEFAULT_RECALL_LIMIT,
         body_chars: int = DEFAULT_BODY_CHARS,
     ) -> RecallResult:
-        """Ranked search; returns `{results: [...], count}`, each result with its `score`,
-        `level` and the `scope` it came from, bodies cut at `body_chars`.
+        """Ranked search; returns `{results: [...], count, total}`, each result with its
+        `score`, `level` and the `scope` it came from, bodies cut at `body_chars`; `total` is
+        how many entries matched before the limit.
 
         With words, entries must contain at least one of the query's terms and are ranked by
         BM25 (see recall.py), then re-ranked by the embedding model when one is configured
@@ -598,18 +599,23 @@ class MemoryService:
         score); without words, the most recently updated entries come first (score 0).
         Filters narrow before ranking: `kind` and `level` (one or several), `tags` (all of
         them), `since`/`until` on event_time (dates and bucket keys are local, `until` is
-        inclusive), `scope`. Recalled entries get their accessed_at set.
+        inclusive), `scope`. Equal scores are ordered by accessed_at, the most recently
+        recalled first, then by id. In mode `global-first`, every global hit comes before the
+        first workspace hit. Recalled entries get their accessed_at set.
         """
         plan = self.scopes_for(scope)
-        where = self._filter(
-            plan.read,
-            kind=kind,
-            tags=tags,
-            since=since,
-            until=until,
-            level=level,
-            include_archived=include_archived,
-        )
+        groups = [
+            self._filter(
+                scopes,
+                kind=kind,
+                tags=tags,
+                since=since,
+                until=until,
+                level=level,
+                include_archived=include_archived,
+            )
+            for scopes in plan.ranked_groups()
+        ]
         count = _bounded_int(limit, "limit", 1, MAX_RECALL_LIMIT)
         cut = _bounded_int(body_chars, "body_chars", 0, 1_000_000)
         if not isinstance(query, str):
@@ -619,30 +625,35 @@ class MemoryService:
         terms = self.store.analyzer.unique_terms(query)
         now = self.clock.now()
         note = None
-        if terms:
-            ranking = rank(
-                self.store,
-                terms,
-                where,
-                count,
-                self.tuning,
-                now,
-                time_windows(query),
-                query=query,
-                semantic=self.semantic,
-            )
-            hits = [(item.entry, item.score) for item in ranking.results]
-            note = ranking.note
-        elif query.strip():
-            hits = []
-            note = "the query has no searchable words (only stopwords or symbols)"
-        else:
-            hits = [(entry, 0.0) for entry in self.store.select(where, limit=count)]
+        hits: list[tuple[Entry, float]] = []
+        total = 0
+        for where in groups:
+            if terms:
+                ranking = rank(
+                    self.store,
+                    terms,
+                    where,
+                    count,
+                    self.tuning,
+                    now,
+                    time_windows(query),
+                    query=query,
+                    semantic=self.semantic,
+                )
+                hits.extend((item.entry, item.score) for item in ranking.results)
+                total += ranking.total
+                note = note or ranking.note
+            elif query.strip():
+                note = "the query has no searchable words (only stopwords or symbols)"
+            else:
+                hits.extend((entry, 0.0) for entry in self.store.select(where, limit=count))
+                total += self.store.count(where)
+        hits = hits[:count]
         if hits:
             self.store.touch(plan.read, tuple(entry.id for entry, _ in hits), format_timestamp(now))
         note, compaction = read_report(compaction, note)
         hits_found = [RecallHit.of(entry, score, cut) for entry, score in hits]
-        return RecallResult(hits_found, note, compaction)
+        return RecallResult(hits_found, total, note, compaction)
 
     def history(self, key: str, *, scope: str | None = None) -> HistoryResult:
         """Every version ever stored under `key` in the readable scopes, newest first, each

@@ -172,7 +172,7 @@ _ORDERS: dict[str, str] = {"updated": "updated_at", "event": "event_time", "crea
 # What a search hit carries (see Match), `{score}` being the score expression.
 _MATCH_COLUMNS = (
     "e.id, {score} AS score, e.session, CASE WHEN e.kind IN ('episodic', 'summary') "
-    "THEN e.event_time ELSE e.updated_at END, e.bucket"
+    "THEN e.event_time ELSE e.updated_at END, e.bucket, e.accessed_at"
 )
 
 
@@ -218,27 +218,34 @@ class SqliteStore:
             return _tally(connection, where, by, min_count)
 
     def search(self, query: TextQuery, where: EntryFilter, limit: int) -> list[Match]:
-        terms = [term for term in query.terms if term.isalnum()]
+        terms = _searchable(query)
         if not terms or limit <= 0:
             return []
-        clause, parameters = _where(where, "e.")
-        wanted = " OR ".join(f'"{term}"' for term in dict.fromkeys(terms))
-        expression = f"{{{' '.join(INDEXED_FIELDS)}}} : ({wanted})"
         weights = ", ".join(f"{weight!r}" for weight in (0.0, *query.weights.as_tuple()))
-        statement = (
-            f"SELECT {_MATCH_COLUMNS.format(score=f'bm25(memory_terms, {weights})')} "
-            "FROM memory_terms JOIN memory_entries AS e ON e.seq = memory_terms.rowid "
-            f"WHERE memory_terms MATCH ? AND {clause} ORDER BY score, e.id LIMIT ?"
-        )
         with self._reading() as connection:
-            if _selective(connection, where.scopes):
-                # The scope phrases add exactly 0.0 to every score (weight 0), so both forms
-                # rank alike.
-                scopes = " OR ".join(f'"{scope_term(scope)}"' for scope in where.scopes)
-                expression = f"scope_term : ({scopes}) AND {expression}"
-            rows = connection.execute(statement, [expression, *parameters, limit]).fetchall()
-        # FTS5's bm25() is negative, better matches lower; the contract wants positive, higher.
-        return [_match(row, -float(row[1])) for row in rows]
+            expression, clause, parameters = _text_match(connection, terms, where)
+            rows = connection.execute(
+                f"SELECT {_MATCH_COLUMNS.format(score=f'bm25(memory_terms, {weights})')} "
+                "FROM memory_terms JOIN memory_entries AS e ON e.seq = memory_terms.rowid "
+                f"WHERE memory_terms MATCH ? AND {clause} "
+                "ORDER BY score, e.accessed_at DESC, e.id LIMIT ?",
+                [expression, *parameters, limit],
+            ).fetchall()
+            # FTS5's bm25() is negative, better matches lower; the contract wants positive.
+            return [_match(row, -float(row[1]), self._touches) for row in rows]
+
+    def count_matches(self, query: TextQuery, where: EntryFilter) -> int:
+        terms = _searchable(query)
+        if not terms:
+            return 0
+        with self._reading() as connection:
+            expression, clause, parameters = _text_match(connection, terms, where)
+            row = connection.execute(
+                "SELECT COUNT(*) FROM memory_terms JOIN memory_entries AS e "
+                f"ON e.seq = memory_terms.rowid WHERE memory_terms MATCH ? AND {clause}",
+                [expression, *parameters],
+            ).fetchone()
+        return int(row[0])
 
     def term_documents(self, terms: Sequence[str]) -> TermStatistics:
         wanted = list(dict.fromkeys(terms))
@@ -704,10 +711,34 @@ def _selective(connection: sqlite3.Connection, scopes: tuple[str, ...]) -> bool:
     return bool(2 * int(asked) <= int(total))
 
 
-def _match(row: Sequence[Any], score: float) -> Match:
-    """The Match of a row of `_MATCH_COLUMNS`."""
-    identifier, _, session, recency, bucket = row
-    return Match(identifier, score, session, recency, bucket)
+def _searchable(query: TextQuery) -> list[str]:
+    """The query's terms that can be FTS5 phrases (every analysed term is letters and digits;
+    anything else can never be, so user text is never FTS5 syntax)."""
+    return list(dict.fromkeys(term for term in query.terms if term.isalnum()))
+
+
+def _text_match(
+    connection: sqlite3.Connection, terms: list[str], where: EntryFilter
+) -> tuple[str, str, list[Any]]:
+    """The MATCH expression of a search for any of `terms`, and the SQL condition on the
+    joined entries `e` with its parameters."""
+    clause, parameters = _where(where, "e.")
+    wanted = " OR ".join(f'"{term}"' for term in terms)
+    expression = f"{{{' '.join(INDEXED_FIELDS)}}} : ({wanted})"
+    if _selective(connection, where.scopes):
+        # The scope phrases add exactly 0.0 to every score (weight 0), so both forms rank
+        # alike.
+        scopes = " OR ".join(f'"{scope_term(scope)}"' for scope in where.scopes)
+        expression = f"scope_term : ({scopes}) AND {expression}"
+    return expression, clause, parameters
+
+
+def _match(row: Sequence[Any], score: float, touches: PendingTouches) -> Match:
+    """The Match of a row of `_MATCH_COLUMNS`, with the accessed_at of a pending touch."""
+    identifier, _, session, recency, bucket, accessed = row
+    return Match(
+        identifier, score, session, recency, bucket, touches.accessed(identifier, accessed)
+    )
 
 
 def _rebuild(connection: sqlite3.Connection, analyzer: Analyzer) -> None:

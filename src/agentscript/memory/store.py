@@ -49,6 +49,9 @@ from agentscript.memory.timeline import Level, bucket_start_keys
 # How many entries before an episodic entry in its source session are indexed as its context
 # when it has none of its own: what a host writing plain turns leaves out (recall.py).
 LINKED_CONTEXT_TURNS = 2
+# BM25's constants, FTS5's own (which the SQLite store uses and the PostgreSQL store computes).
+BM25_K1 = 1.2
+BM25_B = 0.75
 # The fields a store indexes for text search, in a fixed order every store uses.
 INDEXED_FIELDS = ("tags", "title", "key", "body", "context")
 # Orders a selection can be sorted by, always newest first unless `descending` is False; ties
@@ -123,13 +126,15 @@ class Match:
     """One search hit, with what ranking needs and nothing more (entries are loaded for the
     final results only): the BM25 score, the source session, the moment recency counts from
     (event_time for episodic entries and summaries, which happened; updated_at for facts and
-    knowledge, which are as fresh as their last confirmation) and the bucket."""
+    knowledge, which are as fresh as their last confirmation), the bucket, and accessed_at,
+    which breaks ties between equal scores (the most recently recalled first)."""
 
     id: str
     score: float
     session: str | None
     recency: str
     bucket: str
+    accessed: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,7 +359,12 @@ class MemoryStore(StoreReader, Protocol):
 
     def search(self, query: TextQuery, where: EntryFilter, limit: int) -> list[Match]:
         """The best `limit` entries under `where` with at least one term, best first (BM25,
-        rule 4), ties by id."""
+        rule 4); equal scores by accessed_at, the most recent first, then by id."""
+        ...
+
+    def count_matches(self, query: TextQuery, where: EntryFilter) -> int:
+        """How many entries under `where` hold at least one term: what `search` ranks before
+        its limit (recall's `total`)."""
         ...
 
     def term_documents(self, terms: Sequence[str]) -> TermStatistics:
@@ -447,6 +457,11 @@ class PendingTouches:
         """Put back what a failed write transaction could not write."""
         for (scopes, moment), ids in groups.items():
             self.record(scopes, tuple(ids), moment)
+
+    def accessed(self, identifier: str, stored: str) -> str:
+        """The accessed_at of an entry whose stored value is `stored`, pending touches seen."""
+        known = self._moments.get(identifier)
+        return known[1] if known is not None and known[1] > stored else stored
 
     def overlay(self, entry: Entry) -> Entry:
         known = self._moments.get(entry.id)

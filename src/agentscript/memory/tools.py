@@ -358,7 +358,8 @@ TOOLS: tuple[ToolDefinition, ...] = (
         title="Recall",
         description=(
             "Search long-term memory; returns {results: [{id, kind, key, title, body, tags, "
-            "scope, score, event_time, ...}], count}, best first. Ask in words (dates such as "
+            "scope, score, event_time, ...}], count, total}, best first (total: the matches "
+            "before the limit). Ask in words (dates such as "
             "'March 2026' favour entries of that time); narrow with kind, tags, since, until. "
             "Recall before asking the user something they may have said before. "
             f"{_RECALL_BOOKKEEPING}"
