@@ -331,7 +331,7 @@ def _downgrade_to_schema_1(path: Path) -> None:
         assert {body for (body,) in values} == {None}
         for statement in (
             "DROP TABLE memory_terms",
-            "DROP TABLE memory_term_documents",
+            "DROP TABLE memory_terms_vocab",
             "DROP TABLE memory_scope_counts",
             "DROP TABLE memory_session_tails",
             "DROP TRIGGER memory_entries_counted_insert",

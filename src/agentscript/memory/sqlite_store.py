@@ -12,11 +12,11 @@ with the entries, which names the scopes in any case, does the filtering alone.
 
 Kept as the entries are written, so no write scans a scope: the active entries per scope
 (`memory_scope_counts`, maintained by triggers inside the writing transaction, so the cap on a
-scope stays exact however many processes write), the entries holding each term
-(`memory_term_documents`, for document-frequency pruning in recall.py), and the last episodic
-entry of each (scope, source session) (`memory_session_tails`): an episodic entry of a session
-links to the one written before it (`previous_seq`, `next_seq`), which recall uses for
-neighbour context.
+scope stays exact however many processes write), and the last episodic entry of each (scope,
+source session) (`memory_session_tails`): an episodic entry of a session links to the one
+written before it (`previous_seq`, `next_seq`), which recall uses for neighbour context. The
+entries holding each term (for document-frequency pruning in recall.py) are read from the index
+itself (`memory_terms_vocab`, an fts5vocab table).
 
 The file runs in WAL mode with `synchronous=FULL` and a long busy timeout; writers take the lock
 first (`BEGIN IMMEDIATE`), so processes queue instead of failing, and an acknowledged write has
@@ -51,7 +51,6 @@ from agentscript.memory.store import (
     TextQuery,
     entry_from_row,
     entry_row,
-    fts5_tokens,
     index_terms,
     indexed_text,
     json_list,
@@ -115,10 +114,8 @@ _SCHEMA = (
     f"""CREATE VIRTUAL TABLE IF NOT EXISTS memory_terms USING fts5(
         scope_term, {", ".join(INDEXED_FIELDS)}, content = '', tokenize = 'ascii'
     )""",
-    """CREATE TABLE IF NOT EXISTS memory_term_documents (
-        term TEXT PRIMARY KEY,
-        documents INTEGER NOT NULL
-    ) WITHOUT ROWID""",
+    # The entries holding each term, read from the index itself (no table of our own to keep).
+    "CREATE VIRTUAL TABLE IF NOT EXISTS memory_terms_vocab USING fts5vocab(memory_terms, 'row')",
     """CREATE TABLE IF NOT EXISTS memory_scope_counts (
         scope TEXT PRIMARY KEY,
         active INTEGER NOT NULL
@@ -250,13 +247,16 @@ class SqliteStore:
     def term_documents(self, terms: Sequence[str]) -> TermStatistics:
         wanted = list(dict.fromkeys(terms))
         with self._reading() as connection:
-            total = connection.execute("SELECT COUNT(*) FROM memory_terms_docsize").fetchone()[0]
-            rows = connection.execute(
-                "SELECT term, documents FROM memory_term_documents "
-                f"WHERE term IN ({_marks(wanted)})",
-                wanted,
-            ).fetchall()
-        holding = dict.fromkeys(wanted, 0) | {term: int(count) for term, count in rows}
+            total = connection.execute("SELECT COUNT(*) FROM memory_entries").fetchone()[0]
+            holding = {
+                term: int(row[0]) if row else 0
+                for term in wanted
+                for row in [
+                    connection.execute(
+                        "SELECT doc FROM memory_terms_vocab WHERE term = ?", (term,)
+                    ).fetchone()
+                ]
+            }
         return TermStatistics(int(total), holding)
 
     def scopes(self) -> list[ScopeCount]:
@@ -700,15 +700,15 @@ def _write_touches(
 
 
 def _selective(connection: sqlite3.Connection, scopes: tuple[str, ...]) -> bool:
-    """Whether these scopes hold at most half of the entries: then intersecting with them
-    inside the text index is cheaper than joining every match with its entry."""
-    total = connection.execute("SELECT COUNT(*) FROM memory_terms_docsize").fetchone()[0]
+    """Whether these scopes hold at most half of the active entries: then intersecting with
+    them inside the text index is cheaper than joining every match with its entry."""
+    total = connection.execute("SELECT SUM(active) FROM memory_scope_counts").fetchone()[0]
     asked = connection.execute(
         f"SELECT COALESCE(SUM(active), 0) FROM memory_scope_counts WHERE scope IN "
         f"({_marks(scopes)})",
         scopes,
     ).fetchone()[0]
-    return bool(2 * int(asked) <= int(total))
+    return bool(2 * int(asked) <= int(total or 0))
 
 
 def _searchable(query: TextQuery) -> list[str]:
@@ -742,10 +742,9 @@ def _match(row: Sequence[Any], score: float, touches: PendingTouches) -> Match:
 
 
 def _rebuild(connection: sqlite3.Connection, analyzer: Analyzer) -> None:
-    """Index every entry again with `analyzer`, count the entries of each scope and term again,
-    and record the analyser's signature (inside a write)."""
+    """Index every entry again with `analyzer`, count the entries of each scope again, and
+    record the analyser's signature (inside a write)."""
     connection.execute("INSERT INTO memory_terms (memory_terms) VALUES ('delete-all')")
-    connection.execute("DELETE FROM memory_term_documents")
     connection.execute("DELETE FROM memory_scope_counts")
     connection.execute(
         "INSERT INTO memory_scope_counts (scope, active) "
@@ -844,16 +843,10 @@ def _unindex_at(
 
 def _index(connection: sqlite3.Connection, seq: int, entry: Entry, analyzer: Analyzer) -> None:
     context = _linked_context(connection, entry, seq, {})
-    values, distinct = _indexed_values(entry.evolve(context=context), analyzer)
     connection.execute(
         f"INSERT INTO memory_terms (rowid, scope_term, {', '.join(INDEXED_FIELDS)}) "
         f"VALUES (?, ?, {_marks(INDEXED_FIELDS)})",
-        [seq, *values],
-    )
-    connection.executemany(
-        "INSERT INTO memory_term_documents (term, documents) VALUES (?, 1) "
-        "ON CONFLICT (term) DO UPDATE SET documents = documents + 1",
-        [(term,) for term in distinct],
+        [seq, *_indexed_values(entry.evolve(context=context), analyzer)],
     )
 
 
@@ -867,32 +860,20 @@ def _unindex(
     """Remove an entry from the contentless index: FTS5 needs the values it was indexed with,
     which the same analyser makes again from the stored entry and its session's entries before
     it (whose bodies and links have not changed since, as every change to them re-indexes
-    it). A term no entry holds any more leaves memory_term_documents, so a purged word leaves
-    no trace there either."""
+    it)."""
     context = _linked_context(connection, entry, seq, bodies or {})
-    values, distinct = _indexed_values(entry.evolve(context=context), analyzer)
     connection.execute(
         f"INSERT INTO memory_terms (memory_terms, rowid, scope_term, {', '.join(INDEXED_FIELDS)})"
         f" VALUES ('delete', ?, ?, {_marks(INDEXED_FIELDS)})",
-        [seq, *values],
-    )
-    connection.executemany(
-        "UPDATE memory_term_documents SET documents = documents - 1 WHERE term = ?",
-        [(term,) for term in distinct],
-    )
-    connection.execute(
-        f"DELETE FROM memory_term_documents WHERE term IN ({_marks(distinct)}) AND documents <= 0",
-        distinct,
+        [seq, *_indexed_values(entry.evolve(context=context), analyzer)],
     )
 
 
-def _indexed_values(entry: Entry, analyzer: Analyzer) -> tuple[list[str], list[str]]:
-    """The values of the text index's columns for an entry, and its distinct tokens (as FTS5
-    splits the terms: what it counts for BM25)."""
+def _indexed_values(entry: Entry, analyzer: Analyzer) -> list[str]:
+    """The values of the text index's columns for an entry: its scope's term, then the
+    analysed terms of each field joined by spaces."""
     terms = index_terms(entry, analyzer)
-    values = [" ".join(terms[name]) for name in INDEXED_FIELDS]
-    distinct = sorted({token for value in values for token in fts5_tokens(value)})
-    return [scope_term(entry.scope), *values], distinct
+    return [scope_term(entry.scope), *(" ".join(terms[name]) for name in INDEXED_FIELDS)]
 
 
 def _entry_of(row: Sequence[Any]) -> Entry:

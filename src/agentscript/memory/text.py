@@ -125,19 +125,17 @@ class Analyzer:
     def analyse(self, text: str) -> list[str]:
         """`terms`, computed (not remembered)."""
         folded = _APOSTROPHES.sub("", normalise(text))
+        known = _WORD_TERMS.setdefault(self, {})
         found: list[str] = []
         for cjk, word in _TOKEN.findall(folded):
             if cjk:
                 found.extend(self._cjk_terms(cjk))
             else:
-                found.extend(self._word_terms(word))
+                found.extend(_remembered_word(self, known, word))
         if self.compounds:
             for compound in _COMPOUND.findall(folded):
-                found.extend(self._word_terms(compound.replace("-", "")))
+                found.extend(_remembered_word(self, known, compound.replace("-", "")))
         return found
-
-    def _word_terms(self, word: str) -> list[str]:
-        return _word_terms(self, word)
 
     def word_terms(self, word: str) -> list[str]:
         """The terms of one word (none for a stopword), computed."""
@@ -324,8 +322,18 @@ def _analysed(analyzer: Analyzer, text: str) -> tuple[str, ...]:
     return tuple(analyzer.analyse(text))
 
 
-@lru_cache(maxsize=65536)
-def _word_terms(analyzer: Analyzer, word: str) -> list[str]:
-    """Cached per word: a vocabulary repeats far more than texts do. Callers never mutate the
-    list (Analyzer.terms extends a list of its own with it)."""
-    return analyzer.word_terms(word)
+# The terms of the words each analyser has seen, up to _MOST_WORDS of them: a vocabulary
+# repeats far more than texts do. One dict per analyser, looked up once per text, so a word
+# costs one lookup and never hashes the analyser. Callers never mutate the lists.
+_WORD_TERMS: dict[Analyzer, dict[str, list[str]]] = {}
+_MOST_WORDS = 65536
+
+
+def _remembered_word(analyzer: Analyzer, known: dict[str, list[str]], word: str) -> list[str]:
+    terms = known.get(word)
+    if terms is None:
+        terms = analyzer.word_terms(word)
+        if len(known) >= _MOST_WORDS:
+            known.clear()
+        known[word] = terms
+    return terms
