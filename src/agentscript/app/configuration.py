@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Literal, TextIO
 
 from agentscript.runtime.interpreter import DEFAULT_CONCURRENCY, DEFAULT_MAX_CALL_DEPTH
 from agentscript.runtime.ports import (
+    Cassette,
     GenerateRequest,
     InputProvider,
     LlmProvider,
@@ -22,6 +23,7 @@ from agentscript.runtime.trace import TraceSink
 
 if TYPE_CHECKING:
     from agentscript.providers.tools.approvals import ApprovalMode, AskUser
+    from agentscript.providers.tools.replay import ReplayToolsMode
 
 ModelChoice = Literal["real", "mock", "dry-run"]
 
@@ -33,9 +35,22 @@ class RunConfig:
     model: ModelChoice | LlmProvider = "real"
     # With model="mock": answer generates from this script instead of shape defaults.
     responses: str | Path | None = None
-    # Save every model exchange to this JSONL file / answer from such a file instead of a model.
+    # Save every model exchange to this JSONL file.
     record: str | Path | None = None
-    replay: str | Path | None = None
+    # Answer model calls, tool calls and memory calls from an earlier run instead of making
+    # them: a run in the journal (its id, an id prefix or `last`), a recording file, or a
+    # Cassette. A recording made with `record` holds no tool calls: its tools run live.
+    replay: str | Path | Cassette | None = None
+    # With `replay`: "all" answers every tool call from the recording, "effects" lets reads
+    # run live.
+    replay_tools: ReplayToolsMode = "all"
+    # With `replay`: the first call the recording cannot answer, and every one after it, goes
+    # to the live model, tools and memories (tools behind approvals) instead of stopping the
+    # run with a mismatch.
+    replay_lenient: bool = False
+    # With `replay` (a resume): a call with effects the recorded run started but never
+    # finished runs again (still behind approvals) instead of being asked about or refused.
+    rerun_unfinished: bool = False
     tools: ToolProvider | None = None
     memory: MemoryProvider | None = None
     input_provider: InputProvider | None = None
@@ -75,8 +90,9 @@ class RunConfig:
     concurrency: int = DEFAULT_CONCURRENCY
     # `use one of` choices by site id, e.g. {"main.as#Writer.draft[tone]": "formal"}.
     variants: dict[str, str] = field(default_factory=dict)
-    # Journal the run (events, task graph, execution trace) in `<workspace>/.agentscript/runs.db`
-    # or at `journal_path`. Dry runs are never journaled.
+    # Journal the run (events, task graph, execution trace, and what it exchanged with models,
+    # tools and memories) in `<workspace>/.agentscript/runs.db` or at `journal_path`. Dry runs
+    # are never journaled.
     journal: bool = True
     journal_path: str | Path | None = None
     # Send the run to an OpenTelemetry collector over OTLP/HTTP: True, False, or None to

@@ -1,4 +1,4 @@
-"""`agentscript runs …`: list, show, replay, draw and view the runs in a workspace's journal.
+"""`agentscript runs …`: list, show, replay, draw, view, export and resume a workspace's runs.
 
 Each command opens `<workspace>/.agentscript/runs.db` (the current directory by default)
 through agentscript.app.workspace, reads it with `agentscript.learn` and prints the result; a run is named by its id, an id prefix or
@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING
 import click
 
 from agentscript.cli.actions import reporting_errors
-from agentscript.cli.options import json_option, workspace_option
+from agentscript.cli.options import json_option, mock_option, workspace_option
 from agentscript.cli.render import print_trace, to_json
 
 if TYPE_CHECKING:
     from agentscript.learn.journal import Journal
+    from agentscript.providers.tools.approvals import ApprovalMode
 
 _WORKSPACE = workspace_option("Whose journal to read (default: the workspace root here).")
 
@@ -157,37 +158,140 @@ def view_command(
     ctx.exit(_with_journal(view, workspace))
 
 
+@runs_group.command(name="resume")
+@click.argument("run")
+@mock_option("Go on with the mock model (scripted answers from FILE) instead of the real one.")
+@click.option(
+    "--approve",
+    type=click.Choice(["auto", "ask", "deny"]),
+    help="Live calls that need approval: ask at the terminal (default), approve all, or refuse.",
+)
+@click.option("--approvals", metavar="FILE", help="Approval policy (YAML or JSON).")
+@click.option(
+    "--rerun-unfinished",
+    is_flag=True,
+    help="Run again (behind approvals) a call with effects that RUN started but never finished.",
+)
+@click.option("--max-tokens", type=click.IntRange(min=1), help="Stop the run past N tokens.")
+@click.option("--max-calls", type=click.IntRange(min=1), help="Stop the run past N model calls.")
+@click.option(
+    "--max-seconds", type=click.FloatRange(min=0, min_open=True), help="Stop the run after N s."
+)
+@click.option("--trace", metavar="FILE|pretty", help="Write the trace to FILE, or draw it.")
+@click.option("--quiet", is_flag=True, help="Print only the result value.")
+@click.option(
+    "--learn/--no-learn",
+    default=None,
+    help="Learn from the resumed run (default: only when a real model answered).",
+)
+@click.option("--memory-db", metavar="PATH", help="Long-term memory database for this run.")
+@_WORKSPACE
+@click.pass_context
+def resume_command(
+    ctx: click.Context,
+    run: str,
+    responses: str | None,
+    approve: ApprovalMode | None,
+    approvals: str | None,
+    rerun_unfinished: bool,
+    max_tokens: int | None,
+    max_calls: int | None,
+    max_seconds: float | None,
+    trace: str | None,
+    quiet: bool,
+    learn: bool | None,
+    memory_db: str | None,
+    workspace: str | None,
+) -> None:
+    """Finish RUN (interrupted, killed, failed or over budget) without repeating what it did.
+
+    The program runs again from the start with RUN's input; every model, tool and memory call
+    RUN made is answered from the journal, then the run goes on live under fresh budgets. A
+    call with effects that RUN started but never finished is asked about at the terminal (or
+    refused; --rerun-unfinished runs it). The new run names RUN as the run it resumes, and its
+    trace holds RUN's effect records too, so `undo` puts back what both did.
+    """
+    from agentscript.app.configuration import RunConfig
+    from agentscript.cli import actions
+
+    config = RunConfig(
+        model="mock" if responses is not None else "real",
+        responses=responses or None,
+        approve=approve,
+        approvals=approvals,
+        rerun_unfinished=rerun_unfinished,
+        max_tokens=max_tokens,
+        max_calls=max_calls,
+        max_seconds=max_seconds,
+        learn=learn,
+        memory_db=memory_db,
+        workspace=workspace,
+    )
+    output = actions.RunOutput(trace=trace, quiet=quiet, report_usage=True, tree=True)
+    ctx.exit(actions.resume_program(run, config, output))
+
+
 @runs_group.command(name="export")
 @click.argument("run")
-@click.option("--otlp", is_flag=True, required=True, help="Send RUN as OpenTelemetry spans.")
+@click.option(
+    "--cassette", "cassette_file", metavar="FILE", help="Write RUN as a recording for --replay."
+)
+@click.option("--otlp", is_flag=True, help="Send RUN as OpenTelemetry spans.")
 @click.option(
     "--endpoint",
     metavar="URL",
-    help="The collector (default: OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318).",
+    help="With --otlp, the collector (default: OTEL_EXPORTER_OTLP_ENDPOINT, else "
+    "http://localhost:4318).",
 )
 @_WORKSPACE
 @click.pass_context
 def export_command(
-    ctx: click.Context, run: str, otlp: bool, endpoint: str | None, workspace: str | None
+    ctx: click.Context,
+    run: str,
+    cassette_file: str | None,
+    otlp: bool,
+    endpoint: str | None,
+    workspace: str | None,
 ) -> None:
-    """Send RUN from the journal to an OpenTelemetry collector over OTLP/HTTP, with the times
-    it happened (needs the otel extra)."""
+    """Export RUN from the journal: --cassette FILE writes what it exchanged with models,
+    tools and memories as a recording for `run --replay FILE` (provider keys redacted);
+    --otlp sends it to an OpenTelemetry collector over OTLP/HTTP, with the times it happened
+    (needs the otel extra)."""
+    if (cassette_file is None) == (not otlp):
+        raise click.UsageError("Use exactly one of --cassette FILE and --otlp")
+    if cassette_file is not None and endpoint is not None:
+        raise click.UsageError("--endpoint goes with --otlp")
+    if cassette_file is not None:
+        ctx.exit(reporting_errors(lambda: _export_cassette(workspace, run, cassette_file)))
+    ctx.exit(_with_journal(lambda journal: _export_otlp(journal, run, endpoint), workspace))
+
+
+def _export_cassette(workspace: str | None, run: str, cassette_file: str) -> int:
+    from agentscript.app.replay import export_cassette
+
+    written = export_cassette(workspace, run, cassette_file)
+    print(
+        f"wrote {written.path}: {written.model} model exchanges, {written.tools} tool calls, "
+        f"{written.memory} memory calls from run {written.run_id}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _export_otlp(journal: Journal, run: str, endpoint: str | None) -> int:
     import os
 
     from agentscript.app.telemetry import export_run
     from agentscript.providers.telemetry.settings import OtlpSettings
 
-    def export(journal: Journal) -> int:
-        settings = OtlpSettings.from_environ(os.environ, endpoint)
-        report = export_run(journal, run, settings)
-        if not report.ok:
-            print(
-                f"error: could not send run {report.run_id} to {report.endpoint} "
-                "(is the collector running?)",
-                file=sys.stderr,
-            )
-            return 1
-        print(f"sent run {report.run_id}: {report.spans} spans to {report.endpoint}")
-        return 0
-
-    ctx.exit(_with_journal(export, workspace))
+    settings = OtlpSettings.from_environ(os.environ, endpoint)
+    report = export_run(journal, run, settings)
+    if not report.ok:
+        print(
+            f"error: could not send run {report.run_id} to {report.endpoint} "
+            "(is the collector running?)",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"sent run {report.run_id}: {report.spans} spans to {report.endpoint}")
+    return 0

@@ -258,9 +258,10 @@ class JournalSink(TraceSink):
         input: Any,
         entry: str | None = None,
         workspace: str | Path | None = None,
+        resumed_from: str | None = None,
     ) -> str:
         """Record the run's start (program path, entry input, `Agent.function` if not the main
-        one, workspace) and start flushing; returns the run id."""
+        one, workspace, the run it resumes) and start flushing; returns the run id."""
         now = self.journal.clock()
         self._record = RunRecord(
             run_id=self.run_id,
@@ -274,6 +275,8 @@ class JournalSink(TraceSink):
             workspace=str(workspace) if workspace is not None else None,
         )
         data = {"program": program, "entry": entry, "workspace": self._record.workspace}
+        if resumed_from is not None:
+            data["resumed_from"] = resumed_from
         input = self._scrub(input)
         # Written with the first batch: by the background thread within FLUSH_SECONDS, or
         # after `finish_run` for a shorter run, which then costs one transaction in all.
@@ -327,7 +330,8 @@ class JournalSink(TraceSink):
             heartbeat_at=now,
             error=error_text,
             usage=usage,
-            events=sum(1 for r in self._records if r[1] == "end" and r[2] != RUN_KIND),
+            # Trace events: not the run's own start and end, nor the exchanges (no event id).
+            events=sum(1 for r in self._records if r[1] == "end" and r[3] is not None),
         )
 
         request = self.learning_request if status in LEARNED_STATUSES else None
@@ -361,6 +365,23 @@ class JournalSink(TraceSink):
         """From now on `secret` is stored as "[REDACTED]" in the run's value and error too (the
         trace events arrive redacted already)."""
         self.secrets.add(secret)
+
+    # ------------------------------------------------------------------ ExchangeLog
+
+    def exchange(self, kind: str, data: dict[str, Any], durable: bool = False) -> None:
+        """Keep a model, tool or memory exchange (scrubbed) beside the trace events, as an entry
+        without an event id (agentscript.learn.cassettes reads them back). A `durable` one is
+        written before this returns, with everything waiting, in one transaction; any other
+        goes with the next write."""
+        now = self.journal.clock()
+        with self._lock:
+            if self._finished:
+                return
+            self._seq += 1
+            self._records.append((self._seq, "end", kind, None, None, 0, now, self._scrub(data)))
+            full = len(self._records) - self._written >= FLUSH_AT
+        if (durable or full) and self._record is not None:
+            self.flush()
 
     # ------------------------------------------------------------------ TraceSink
 

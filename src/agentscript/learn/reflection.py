@@ -42,7 +42,7 @@ from agentscript.learn.experiences import (
     task_signature,
 )
 from agentscript.learn.journal import Journal, new_run_id, run_trace
-from agentscript.learn.journal_store import RUN_KIND, JournalEntry, RunRecord
+from agentscript.learn.journal_store import JournalEntry, RunRecord
 from agentscript.learn.profile import (
     PROFILE_OPERATIONS,
     Profile,
@@ -395,7 +395,7 @@ def reflection_context(
     duration = (
         f"{run.ended_at - run.started_at:.2f} s" if run.ended_at is not None else "unknown time"
     )
-    kinds = Counter(e.kind for e in entries if e.phase == "end" and e.kind != RUN_KIND)
+    kinds = Counter(e.kind for e in entries if e.phase == "end" and e.event_id is not None)
     counted = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items())) or "none"
     header = (
         f"Run {run.run_id} of {_program(run.program)}"

@@ -151,6 +151,52 @@ class InputProvider(Protocol):
         ...
 
 
+# The kinds of exchange a journaled run keeps beside its trace events (see ExchangeLog).
+MODEL_EXCHANGE = "model_exchange"
+TOOL_STARTED = "tool_started"
+TOOL_FINISHED = "tool_finished"
+MEMORY_EXCHANGE = "memory_exchange"
+
+
+class ExchangeLog(Protocol):
+    """Where a run keeps what it exchanged with models, tools and memories as it happens (the
+    run journal), so a later run can be answered from it: replay and resume. A `durable`
+    exchange is on disk, with everything logged before it, when the call returns: a tool call
+    with effects is logged as started before its effect, so a run killed in between is known
+    to have left it open."""
+
+    def exchange(self, kind: str, data: dict[str, Any], durable: bool = False) -> None: ...
+
+
+@dataclass(slots=True)
+class ToolExchange:
+    """One journaled tool call: what was asked and, when it finished, its result or error and
+    the events it reported (approvals), so a replay tells the same story."""
+
+    uri: str
+    method: str
+    args: list[Any]
+    finished: bool = False
+    result: Any = None
+    error: str | None = None
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Cassette:
+    """What an earlier run exchanged, in the order it happened: model exchanges (recording
+    entries, as `--record` writes them), tool calls and memory calls (`{"memory",
+    "operation", "argument", "result"}`). `source` names it in messages. A recording made
+    with `--record` holds no tool calls (`tools_recorded` is False): replaying it runs tools
+    and memories live, as when it was made."""
+
+    source: str
+    model: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[ToolExchange] = field(default_factory=list)
+    memory: list[dict[str, Any]] = field(default_factory=list)
+    tools_recorded: bool = True
+
+
 class RunJournal(Protocol):
     """What keeps a run's record after it returns (the run journal): its id, and a way to wait
     until the record is complete, returning whatever went wrong while writing it."""

@@ -144,6 +144,8 @@ class ApprovalRequest:
     args: list[Any]
     # Set when what is asked is starting an MCP server, not a tool call.
     launch: ServerLaunch | None = None
+    # Why the user is asked although the mode or policy would not ask (see `ask_again`).
+    note: str | None = None
 
     @property
     def label(self) -> str:
@@ -192,6 +194,33 @@ class ApprovalGate:
         if not approved:
             raise ExecutionError(_refusal(approval, by))
         return self.registry.call(request)
+
+    def ask_again(self, request: ToolCall, note: str) -> bool:
+        """Whether the person at the terminal allows a call with effects to run again although
+        it may have run already (`note` says why; a resume found it started but unfinished).
+        Asked in every mode: "auto" approved the call once, not twice. A policy rule that
+        denies it, an unattended run, or nobody to ask is a no."""
+        approval = ApprovalRequest(
+            approval_id=f"approval-{next(self._ids)}",
+            tool=request.tool_name,
+            method=request.method,
+            uri=scrub_uri(request.uri),
+            risk=self.registry.risk(request),
+            args=sanitize(request.args),
+            note=note,
+        )
+        self._report(request, approval, "pending", None)
+        if self.policy.decide(request, approval.risk) == "deny":
+            approved, by = False, "policy"
+        elif self.mode == "autonomous":
+            approved, by = False, "autonomous"
+        elif self.ask_user is None:
+            approved, by = False, "no-terminal"
+        else:
+            with self._lock:
+                approved, by = self.ask_user(approval) != "no", "user"
+        self._report(request, approval, "approved" if approved else "refused", by)
+        return approved
 
     def approve_start(self, request: ToolCall, launch: ServerLaunch) -> None:
         """The StartApprover of `mcp://`: returns when the server may start, else raises
