@@ -236,9 +236,10 @@ class JournalSink(TraceSink):
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
         # Every entry so far as a plain tuple (building JournalEntry objects is left to the
-        # background thread), and how many of them are written.
+        # background thread), and those not written yet (a durable exchange is written at
+        # once, alone, so it never waits among them).
         self._records: list[_Record] = []
-        self._written = 0
+        self._pending: list[_Record] = []
         self._seq = 0
         # The run's redaction set (build_run shares the run's own): the start's input, the
         # value and the error are scrubbed with it; events arrive scrubbed by the tracer.
@@ -280,10 +281,10 @@ class JournalSink(TraceSink):
         input = self._scrub(input)
         # Written with the first batch: by the background thread within FLUSH_SECONDS, or
         # after `finish_run` for a shorter run, which then costs one transaction in all.
+        start: _Record = (0, "start", RUN_KIND, None, None, 0, now, {**data, "input": input})
         with self._lock:
-            self._records.insert(
-                0, (0, "start", RUN_KIND, None, None, 0, now, {**data, "input": input})
-            )
+            self._records.insert(0, start)
+            self._pending.insert(0, start)
         _background().watch(self)
         return self.run_id
 
@@ -320,9 +321,9 @@ class JournalSink(TraceSink):
         with self._lock:
             self._finished = True
             self._seq += 1
-            self._records.append((self._seq, "end", RUN_KIND, None, None, 0, now, end_data))
-            batch = self._records[self._written :]
-            self._written = len(self._records)
+            end: _Record = (self._seq, "end", RUN_KIND, None, None, 0, now, end_data)
+            self._records.append(end)
+            batch, self._pending = [*self._pending, end], []
         ended = replace(
             self._started(),
             status=status,
@@ -371,16 +372,22 @@ class JournalSink(TraceSink):
     def exchange(self, kind: str, data: dict[str, Any], durable: bool = False) -> None:
         """Keep a model, tool or memory exchange (scrubbed) beside the trace events, as an entry
         without an event id (agentscript.learn.cassettes reads them back). A `durable` one is
-        written before this returns, with everything waiting, in one transaction; any other
-        goes with the next write."""
+        written before this returns, in a small transaction of its own (with the run's start
+        the first time), so the run waits for one short write, not for the trace so far;
+        any other goes with the next write."""
         now = self.journal.clock()
         with self._lock:
             if self._finished:
                 return
             self._seq += 1
-            self._records.append((self._seq, "end", kind, None, None, 0, now, self._scrub(data)))
-            full = len(self._records) - self._written >= FLUSH_AT
-        if (durable or full) and self._record is not None:
+            record: _Record = (self._seq, "end", kind, None, None, 0, now, self._scrub(data))
+            self._records.append(record)
+            if not (durable and self._record is not None):
+                self._pending.append(record)
+                full = len(self._pending) >= FLUSH_AT
+        if durable and self._record is not None:
+            self._write_now(record)
+        elif full and self._record is not None:
             self.flush()
 
     # ------------------------------------------------------------------ TraceSink
@@ -403,7 +410,8 @@ class JournalSink(TraceSink):
             self._seq += 1
             record = (self._seq, phase, event.kind, event.id, event.parent, event.depth, now, data)
             self._records.append(record)
-            full = len(self._records) - self._written >= FLUSH_AT
+            self._pending.append(record)
+            full = len(self._pending) >= FLUSH_AT
         if full and self._record is not None:
             self.flush()
 
@@ -415,13 +423,29 @@ class JournalSink(TraceSink):
             if self._record is None or self._finished:
                 return
             with self._lock:
-                batch = self._records[self._written :]
-                self._written = len(self._records)
+                batch, self._pending = self._pending, []
             now = self.journal.clock()
             if not batch and now - self._last_write < self._heartbeat_seconds:
                 return
             run = replace(self._record, heartbeat_at=now)
             entries = self._entries(batch)
+            self._write(lambda: self.journal.store.save(run, entries, new=not self._saved))
+            self._saved = True
+            self._last_write = now
+
+    def _write_now(self, record: _Record) -> None:
+        """Write `record` at once: alone, or with the run's start while that is not written
+        (a journal must never hold a run's exchanges without the start that says what ran)."""
+        with self._flush_lock:
+            with self._lock:
+                if self._finished:  # the end is written already, or is being written
+                    return
+                batch = [r for r in self._pending if r[1] == "start" and r[2] == RUN_KIND]
+                if batch:
+                    self._pending = [r for r in self._pending if r not in batch]
+            now = self.journal.clock()
+            run = replace(self._started(), heartbeat_at=now)
+            entries = self._entries([*batch, record])
             self._write(lambda: self.journal.store.save(run, entries, new=not self._saved))
             self._saved = True
             self._last_write = now

@@ -211,7 +211,10 @@ class ReplayLlm:
         same_call = [entry for entry in self._recorded if entry.get("call") == request.call_key]
         if not same_call or not isinstance(same_call[0].get("request"), dict):
             return [f"The recording has no request of {request.call_key}"]
-        return material_diff(same_call[0]["request"], request_material(request))
+        return [
+            *material_diff(same_call[0]["request"], request_material(request)),
+            "(--replay-lenient answers this call and the rest from the live model)",
+        ]
 
 
 _DIFF_LINES = 8

@@ -2,10 +2,10 @@
 
 `JournaledTools` wraps the tool provider of a journaled run and logs each call it passes on:
 started, then finished with its result or error and the events it reported (approvals). A
-call with effects is logged as started durably, in one write with everything the run did
-before it, so that a run killed during the effect is known to have left the call open; its
-finish goes with the next write (the next such start, the journal's next flush, the run's
-end). A read is logged without waiting for the disk: lost to a kill, it only runs again.
+call with effects is written durably both times, each in a small write of its own: a run
+killed during the effect is known to have left the call open, and one killed just after it
+is known to have finished it. A read is logged without waiting for the disk: lost to a kill,
+it only runs again.
 
 `ReplayTools` answers calls from such a log without performing them: matched by URI, method
 and arguments, in journaled order for identical calls. What the log cannot answer is a
@@ -76,7 +76,8 @@ class JournaledTools:
             "method": request.method,
             "args": sanitize(request.args),
         }
-        self._log.exchange(TOOL_STARTED, started, durable=self._has_effects(request))
+        durable = self._has_effects(request)
+        self._log.exchange(TOOL_STARTED, started, durable=durable)
         events: list[list[Any]] = []
 
         def relay(kind: str, data: dict[str, Any]) -> None:
@@ -86,16 +87,15 @@ class JournaledTools:
         try:
             result = self._inner.call(replace(request, on_event=relay))
         except OutcomeUnknown:
-            self._log.exchange(TOOL_FINISHED, {"call": call_id, "unknown": True})
+            self._log.exchange(TOOL_FINISHED, {"call": call_id, "unknown": True}, durable=durable)
             raise
         except Exception as problem:
             message = problem.bare_message if isinstance(problem, ExecutionError) else None
             finished = {"call": call_id, "error": message or str(problem), "events": events}
-            self._log.exchange(TOOL_FINISHED, finished)
+            self._log.exchange(TOOL_FINISHED, finished, durable=durable)
             raise
-        self._log.exchange(
-            TOOL_FINISHED, {"call": call_id, "result": sanitize(result), "events": events}
-        )
+        finished = {"call": call_id, "result": sanitize(result), "events": events}
+        self._log.exchange(TOOL_FINISHED, finished, durable=durable)
         return result
 
     def _has_effects(self, request: ToolCall) -> bool:
