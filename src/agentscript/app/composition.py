@@ -243,10 +243,11 @@ def _workspace_files(workspace: Path) -> FileImports:
 
 
 def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:
-    """The sink that journals this run, unless journaling is off or this is a dry run. Unless
+    """The sink that journals this run, unless journaling is off, or this is a dry run or a
+    strict replay (see `replays_only`). Unless
     `learn` is off, it queues the run for learning when it ends (agentscript.app.learning),
     or learns from it before the process exits when that needs a provider object."""
-    if not config.journal or config.model == "dry-run":
+    if not config.journal or config.model == "dry-run" or replays_only(config):
         return None
     from agentscript.learn.journal import shared_journal
 
@@ -260,6 +261,12 @@ def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:
         else:
             sink.learner = learner_for(config)
     return sink
+
+
+def replays_only(config: RunConfig) -> bool:
+    """A replay that cannot go live does nothing new: like a dry run it is not journaled, so
+    `last` still names the run it replayed."""
+    return config.replay is not None and not config.replay_lenient
 
 
 def journal_location(config: RunConfig, workspace: Path) -> Path:

@@ -92,7 +92,7 @@ class RunConfig:
     variants: dict[str, str] = field(default_factory=dict)
     # Journal the run (events, task graph, execution trace, and what it exchanged with models,
     # tools and memories) in `<workspace>/.agentscript/runs.db` or at `journal_path`. Dry runs
-    # are never journaled.
+    # and strict replays (`replay` without `replay_lenient`) are never journaled.
     journal: bool = True
     journal_path: str | Path | None = None
     # Send the run to an OpenTelemetry collector over OTLP/HTTP: True, False, or None to

@@ -279,9 +279,10 @@ def run_command(
         )
     if not replaying and (settings["replay_lenient"] or settings["replay_tools"] != "all"):
         raise PlainUsageError("--replay-lenient and --replay-tools need --replay")
-    if reflect and (no_journal or dry_run):
+    if reflect and (no_journal or dry_run or (replaying and not settings["replay_lenient"])):
         raise PlainUsageError(
-            "--reflect needs the run journaled: not with --no-journal or --dry-run"
+            "--reflect needs the run journaled: not with --no-journal, --dry-run or a strict "
+            "--replay"
         )
     from agentscript.app.configuration import RunConfig
 

@@ -75,6 +75,9 @@ class GenerateResponse:
     usage: Usage | None = None
     provider: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    # False for an answer a resume (or a lenient replay) took from a recording: it cost
+    # nothing now, so the run's budgets, which are for the live part, do not count it.
+    budgeted: bool = True
 
 
 class LlmProvider(Protocol):

@@ -204,6 +204,8 @@ class ReplayLlm:
             # A replay of a replay still names the provider that answered first.
             provider=provider if provider.startswith("replay:") else f"replay:{provider}",
             details=dict(entry.get("details") or {}),
+            # A replay that may go live (a resume) spends its budgets on the live part only.
+            budgeted=self._fallback is None,
         )
 
     def _what_changed(self, request: GenerateRequest) -> list[str]:
