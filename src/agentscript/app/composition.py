@@ -65,7 +65,7 @@ def build_llm(
     if cassette is not None:
         from agentscript.providers.llm.recording import ReplayLlm
 
-        llm = ReplayLlm(cassette, fallback=llm if config.replay_lenient else None)
+        llm = ReplayLlm(cassette, llm if config.replay_lenient else None, secrets)
     if config.prompt_layout is not None:
         from agentscript.providers.llm.layout import FixedLayout
         from agentscript.runtime.context import PromptLayout
@@ -130,7 +130,9 @@ def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
     tools = build_tools(config, workspace, owned, secrets)
     memory = build_memory(config, workspace, program_dir, owned)
     if cassette is not None or journal is not None:
-        llm, tools, memory = _replayed_and_journaled(config, cassette, journal, llm, tools, memory)
+        llm, tools, memory = _replayed_and_journaled(
+            config, cassette, journal, secrets, (llm, tools, memory)
+        )
     options = ExecutionOptions(
         llm=llm,
         tools=tools,
@@ -170,14 +172,14 @@ def _replayed_and_journaled(
     config: RunConfig,
     cassette: Cassette | None,
     journal: JournalSink | None,
-    llm: LlmProvider,
-    tools: ToolProvider,
-    memory: MemoryProvider,
+    secrets: SecretSet,
+    providers: tuple[LlmProvider, ToolProvider, MemoryProvider],
 ) -> tuple[LlmProvider, ToolProvider, MemoryProvider]:
     """Tools and memories answered from the cassette (when it holds them), then every
     exchange kept in the journal: a replay or a resume of this run finds them there."""
     from agentscript.providers.tools.replay import risk_of
 
+    llm, tools, memory = providers
     risk = risk_of(tools)
     if cassette is not None and cassette.tools_recorded:
         from agentscript.providers.memory.replay import ReplayMemory
@@ -191,8 +193,11 @@ def _replayed_and_journaled(
             mode=config.replay_tools,
             go_live=config.replay_lenient,
             rerun_unfinished=config.rerun_unfinished,
+            scrub=secrets.scrub,
         )
-        memory = ReplayMemory(cassette.memory, memory, cassette.source, config.replay_lenient)
+        memory = ReplayMemory(
+            cassette.memory, memory, cassette.source, config.replay_lenient, secrets.scrub
+        )
     if journal is not None:
         from agentscript.providers.llm.recording import RecordingLlm
         from agentscript.providers.memory.replay import JournaledMemory

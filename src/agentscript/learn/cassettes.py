@@ -79,3 +79,4 @@ def _finish(exchange: ToolExchange, data: dict[str, Any]) -> None:
     error = data.get("error")
     exchange.error = error if isinstance(error, str) else None
     exchange.events = reported_events(data.get("events"))
+    exchange.secret = data.get("secret") is True

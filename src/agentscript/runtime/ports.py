@@ -183,6 +183,8 @@ class ToolExchange:
     result: Any = None
     error: str | None = None
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # It handed out a secret (ToolCall.secret), kept only as "[REDACTED]".
+    secret: bool = False
 
 
 @dataclass(slots=True)

@@ -150,8 +150,15 @@ class ReplayLlm:
     a request it has no answer for stops the run with a ReplayMismatch; with one, that
     request and every one after it go to the fallback (lenient replay, resume)."""
 
-    def __init__(self, source: str | Path | Cassette, fallback: LlmProvider | None = None) -> None:
+    def __init__(
+        self,
+        source: str | Path | Cassette,
+        fallback: LlmProvider | None = None,
+        secrets: SecretSet | None = None,
+    ) -> None:
         cassette = source if isinstance(source, Cassette) else read_cassette(Path(source))
+        # A recording keeps its requests scrubbed; a live request is compared the same way.
+        self._secrets = secrets if secrets is not None else SecretSet()
         self._source = cassette.source
         self._fallback = fallback
         self._live = False
@@ -173,7 +180,10 @@ class ReplayLlm:
         return self._layout
 
     def generate(self, request: GenerateRequest) -> GenerateResponse:
-        digest = request_digest(request)
+        material = request_material(request)
+        if self._secrets:
+            material = self._secrets.scrub(material)
+        digest = material_digest(material)
         with self._lock:
             queue = None if self._live else self._answers.get(digest)
             entry = queue.popleft() if queue else None
@@ -187,7 +197,7 @@ class ReplayLlm:
             raise ReplayMismatch(
                 f"Replay {self._source} has no recorded answer for {request.call_key} "
                 f"(request {digest[:12]}); the prompt or options changed since it was recorded",
-                self._what_changed(request),
+                self._what_changed(request.call_key, material),
             )
         usage = _usage(entry.get("usage"))
         if entry.get("outcome") == "not_json":
@@ -208,13 +218,13 @@ class ReplayLlm:
             budgeted=self._fallback is None,
         )
 
-    def _what_changed(self, request: GenerateRequest) -> list[str]:
+    def _what_changed(self, call_key: str, material: dict[str, Any]) -> list[str]:
         """A short diff against the recorded request of the same call (the first one)."""
-        same_call = [entry for entry in self._recorded if entry.get("call") == request.call_key]
+        same_call = [entry for entry in self._recorded if entry.get("call") == call_key]
         if not same_call or not isinstance(same_call[0].get("request"), dict):
-            return [f"The recording has no request of {request.call_key}"]
+            return [f"The recording has no request of {call_key}"]
         return [
-            *material_diff(same_call[0]["request"], request_material(request)),
+            *material_diff(same_call[0]["request"], material),
             "(--replay-lenient answers this call and the rest from the live model)",
         ]
 

@@ -4,7 +4,8 @@
 is no side effect the user must approve, and one lost to a kill is done again). `ReplayMemory`
 answers them from such a log, matched by memory, operation and argument in journaled order,
 without touching the store; what the log cannot answer is a mismatch, or, when the replay may
-go live (lenient replay, resume), a call to the live memory.
+go live (lenient replay, resume), a call to the live memory. Arguments are compared as the
+journal keeps them, scrubbed with the run's redaction set (`scrub`).
 """
 
 from __future__ import annotations
@@ -53,9 +54,15 @@ class ReplayMemory:
     """A MemoryProvider answering from journaled memory calls (see the module doc)."""
 
     def __init__(
-        self, calls: list[dict[str, Any]], live: MemoryProvider, source: str, go_live: bool
+        self,
+        calls: list[dict[str, Any]],
+        live: MemoryProvider,
+        source: str,
+        go_live: bool,
+        scrub: Callable[[Any], Any] = lambda value: value,
     ) -> None:
         self._live = live
+        self._scrub = scrub
         self._source = source
         self._go_live = go_live
         self._lock = threading.Lock()
@@ -71,7 +78,8 @@ class ReplayMemory:
         return self._answer(request, self._live.query)
 
     def _answer(self, request: Request, live: Callable[[Request], Any]) -> Any:
-        key = _key(request.memory_name, request.operation, sanitize(request.argument))
+        argument = self._scrub(sanitize(request.argument))
+        key = _key(request.memory_name, request.operation, argument)
         with self._lock:
             queue = self._queues.get(key)
             call = queue.popleft() if queue else None
@@ -79,7 +87,7 @@ class ReplayMemory:
             return call.get("result")
         if self._go_live:
             return live(request)
-        shown = stringify(sanitize(request.argument))
+        shown = stringify(argument)
         raise ReplayMismatch(
             f"Replay of {self._source} does not match at memory call "
             f"{request.memory_name}.{request.operation}",

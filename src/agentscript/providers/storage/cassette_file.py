@@ -97,6 +97,7 @@ def tool_line(exchange: ToolExchange) -> dict[str, Any]:
         "result": exchange.result,
         "error": exchange.error,
         "events": [[kind, data] for kind, data in exchange.events],
+        "secret": exchange.secret,
     }
 
 
@@ -112,6 +113,7 @@ def tool_exchange(line: dict[str, Any]) -> ToolExchange:
         result=line.get("result"),
         error=error if isinstance(error, str) else None,
         events=reported_events(line.get("events")),
+        secret=line.get("secret") is True,
     )
 
 

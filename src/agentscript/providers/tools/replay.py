@@ -10,7 +10,10 @@ it only runs again.
 `ReplayTools` answers calls from such a log without performing them: matched by URI, method
 and arguments, in journaled order for identical calls. What the log cannot answer is a
 mismatch, or, when the replay may go live (lenient replay, resume), a call to the live
-provider behind its approval gate. A call that started but never finished is never repeated
+provider behind its approval gate. Calls are compared as the journal keeps them: the URI
+without its password and the arguments scrubbed with the run's redaction set (`scrub`). A
+read whose result is a secret it handed out (an allowed `env://` variable) is read again: the
+journal keeps only "[REDACTED]" in its place, and the run needs the secret itself. A call that started but never finished is never repeated
 blindly: a read runs again; anything else runs again only on the user's word, asked at the
 terminal (whatever the approval mode) or given beforehand with `rerun_unfinished`.
 """
@@ -36,6 +39,8 @@ from agentscript.runtime.ports import (
     ToolExchange,
     ToolProvider,
 )
+from agentscript.runtime.secrets import SecretSet
+from agentscript.runtime.uris import scrub_uri
 from agentscript.runtime.values import sanitize
 
 # "all": every journaled call is answered from the journal; "effects": reads run live.
@@ -72,20 +77,25 @@ class JournaledTools:
         started = {
             "call": call_id,
             "tool": request.tool_name,
-            "uri": request.uri,
+            "uri": scrub_uri(request.uri),
             "method": request.method,
             "args": sanitize(request.args),
         }
         durable = self._has_effects(request)
         self._log.exchange(TOOL_STARTED, started, durable=durable)
         events: list[list[Any]] = []
+        secrets: list[str] = []
 
         def relay(kind: str, data: dict[str, Any]) -> None:
             events.append([kind, sanitize(data)])
             request.report(kind, data)
 
+        def hand_out(secret: str) -> None:
+            secrets.append(secret)
+            request.secret(secret)
+
         try:
-            result = self._inner.call(replace(request, on_event=relay))
+            result = self._inner.call(replace(request, on_event=relay, on_secret=hand_out))
         except OutcomeUnknown:
             self._log.exchange(TOOL_FINISHED, {"call": call_id, "unknown": True}, durable=durable)
             raise
@@ -95,6 +105,8 @@ class JournaledTools:
             self._log.exchange(TOOL_FINISHED, finished, durable=durable)
             raise
         finished = {"call": call_id, "result": sanitize(result), "events": events}
+        if secrets and SecretSet(secrets).found_in(result):
+            finished["secret"] = True  # the journal keeps it redacted: a replay reads it again
         self._log.exchange(TOOL_FINISHED, finished, durable=durable)
         return result
 
@@ -120,8 +132,10 @@ class ReplayTools:
         mode: ReplayToolsMode = "all",
         go_live: bool = False,
         rerun_unfinished: bool = False,
+        scrub: Callable[[Any], Any] = lambda value: value,
     ) -> None:
         self._live = live
+        self._scrub = scrub
         self._risk = risk
         self._source = source
         self._mode = mode
@@ -137,8 +151,9 @@ class ReplayTools:
     def call(self, request: ToolCall) -> Any:
         if self._mode == "effects" and self._is_read(request):
             return self._live.call(request)
+        args = self._scrub(sanitize(request.args))
         with self._lock:
-            queue = self._queues.get(_key(request.uri, request.method, sanitize(request.args)))
+            queue = self._queues.get(_key(scrub_uri(request.uri), request.method, args))
             exchange = queue.popleft() if queue else None
             if exchange is not None:
                 self._pending.remove(exchange)
@@ -146,9 +161,11 @@ class ReplayTools:
         if exchange is None:
             if self._go_live:
                 return self._live.call(request)
-            raise _mismatch(self._source, request, expected)
+            raise _mismatch(self._source, request, args, expected)
         if not exchange.finished:
             return self._unfinished(request)
+        if exchange.secret and self._is_read(request):
+            return self._live.call(request)
         for kind, data in exchange.events:
             request.report(kind, data)
         if exchange.error is not None:
@@ -181,16 +198,18 @@ def _key(uri: str, method: str, args: Any) -> str:
     return stringify([uri, method, args])
 
 
-def _mismatch(source: str, request: ToolCall, expected: ToolExchange | None) -> ReplayMismatch:
-    head = f"Replay of {source} does not match at tool call {request.label} ({request.uri})"
+def _mismatch(
+    source: str, request: ToolCall, args: Any, expected: ToolExchange | None
+) -> ReplayMismatch:
+    uri = scrub_uri(request.uri)
+    head = f"Replay of {source} does not match at tool call {request.label} ({uri})"
     if expected is None:
         return ReplayMismatch(head + ": the recorded run made no more tool calls", [])
     detail = [f"expected next: {expected.method} on {expected.uri}"]
-    if expected.uri != request.uri:
-        detail.append(f"uri: {expected.uri} -> {request.uri}")
+    if expected.uri != uri:
+        detail.append(f"uri: {expected.uri} -> {uri}")
     if expected.method != request.method:
         detail.append(f"method: {expected.method} -> {request.method}")
-    args = sanitize(request.args)
     if expected.args != args:
         detail.append(f"args: {_short(expected.args)} -> {_short(args)}")
     detail.append("(--replay-lenient runs this call and the rest live, behind approvals)")
