@@ -172,6 +172,17 @@ main agent Asker {
     text = recording.read_text()
     assert "[REDACTED]" in text
     assert leaks(text, TOKEN) == [] and leaks(text, PROVIDER_KEY) == []
+    # The redacted recording still answers the same run.
+    replayed = agentscript.run(
+        program,
+        {},
+        agentscript.RunConfig(
+            replay=recording,
+            environ={"GITHUB_TOKEN": TOKEN, "OPENAI_API_KEY": PROVIDER_KEY},
+            env_allow=["GITHUB_TOKEN", "OPENAI_API_KEY"],
+        ),
+    )
+    assert set(replayed.value) == {"greeting"}
 
 
 def test_a_program_cannot_launder_a_secret_through_the_memory_service(tmp_path: Path) -> None:
