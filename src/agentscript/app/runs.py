@@ -102,7 +102,6 @@ class ExportedCassette:
     model: int
     tools: int
     memory: int
-    lines: int
 
 
 def export_cassette(
@@ -125,12 +124,7 @@ def export_cassette(
     cassette = found.cassette
     target = Path(path)
     secrets = SecretSet(endpoint_secrets(environ if environ is not None else os.environ))
-    lines = write_cassette(cassette, target, secrets)
+    write_cassette(cassette, target, secrets)
     return ExportedCassette(
-        found.run.run_id,
-        target,
-        len(cassette.model),
-        len(cassette.tools),
-        len(cassette.memory),
-        lines,
+        found.run.run_id, target, len(cassette.model), len(cassette.tools), len(cassette.memory)
     )

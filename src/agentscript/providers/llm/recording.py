@@ -61,10 +61,6 @@ def request_material(request: GenerateRequest) -> dict[str, Any]:
     return material
 
 
-def request_digest(request: GenerateRequest) -> str:
-    return material_digest(request_material(request))
-
-
 class RecordingLlm:
     """Wraps a provider and keeps every exchange as it happens, scrubbed with `secrets` (the
     run's redaction set; by default the provider keys of the process): appended to a JSONL

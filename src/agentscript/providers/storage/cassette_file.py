@@ -68,9 +68,9 @@ def read_cassette(path: Path) -> Cassette:
     return cassette
 
 
-def write_cassette(cassette: Cassette, path: Path, secrets: SecretSet) -> int:
+def write_cassette(cassette: Cassette, path: Path, secrets: SecretSet) -> None:
     """Write `cassette` as a standalone recording (model, tool, then memory lines, each in the
-    order it happened), scrubbed with `secrets`; returns the number of lines."""
+    order it happened), scrubbed with `secrets`."""
     lines = [{**entry, "digest": entry_digest(entry)} for entry in cassette.model]
     lines += [tool_line(exchange) for exchange in cassette.tools]
     lines += [{"version": FORMAT_VERSION, "kind": MEMORY_LINE, **call} for call in cassette.memory]
@@ -80,7 +80,6 @@ def write_cassette(cassette: Cassette, path: Path, secrets: SecretSet) -> int:
         path.write_text(text, encoding="utf-8")
     except OSError as problem:
         raise LoadError(f"Cannot write cassette {path}: {problem.strerror}") from None
-    return len(lines)
 
 
 _MEMORY_FIELDS = ("memory", "operation", "argument", "result")
