@@ -103,7 +103,7 @@ def test_a_program_remembers_recalls_corrects_and_forgets(workspace: Path, datab
     assert workspace_id == str(workspace.resolve())
     assert value["fact"]["scope"] == "global"
     assert [hit["id"] for hit in value["found"]["results"]] == [value["made"]["id"]]
-    assert value["fixed"]["previous_id"] == value["made"]["id"]
+    assert value["fixed"]["id"] == value["made"]["id"] and value["fixed"]["previous_version"]
     assert [version["status"] for version in value["versions"]["versions"]] == ["active"]
     assert value["gone"]["action"] == "archived"
     assert value["after"] == 0
