@@ -228,7 +228,7 @@ def test_refusals_fail_the_call_with_the_services_message(workspace: Path, datab
     assert failure(workspace, database, "    return Memory.summarise({})") == (
         "Tool Memory.summarise (memory://workspace) failed: Unsupported memory method "
         "'summarise'. Supported: remember, recall, update, forget, stats, check, browse, "
-        "digest, history, experiences at 11:12"
+        "digest, history, checkpoint, experiences at 11:12"
     )
 
 
@@ -310,6 +310,7 @@ def test_every_tool_is_a_method() -> None:
             "browse",
             "digest",
             "history",
+            "checkpoint",
             "experiences",
         ]
     )
