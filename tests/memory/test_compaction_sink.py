@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentscript.memory import FixedClock, MemoryConfig, MemoryService, MemoryServiceError
-from agentscript.memory.compaction_sink import CompactionSink, write_checkpoint
+from agentscript.memory.compaction_sink import CompactionSink, hook_event, write_checkpoint
 from agentscript.memory.entries import CHECKPOINT_REASON
 from agentscript.memory.tools import call_tool
 from agentscript.runtime.secrets import SecretSet
@@ -148,3 +148,26 @@ def test_the_checkpoint_tool_is_the_whole_sink_in_one_call(memory: MemoryService
     assert (again["action"], again["id"]) == ("exists", result["id"])
     refused = call_tool(memory, "memory_checkpoint", {"session": "s-9"})
     assert refused["error"]["field"] == "summary"
+
+
+def test_claude_codes_compaction_hooks_are_read_as_start_and_end(
+    memory: MemoryService, tmp_path: Path
+) -> None:
+    common = {"session_id": "abc-123", "transcript_path": "/t.jsonl", "cwd": str(tmp_path)}
+    sink = CompactionSink(memory)
+    started = sink.feed({**common, "hook_event_name": "PreCompact", "trigger": "manual"})
+    ended = sink.feed(
+        {
+            **common,
+            "hook_event_name": "PostCompact",
+            "trigger": "manual",
+            "compact_summary": SUMMARY,
+        }
+    )
+    assert (started.action, ended.action) == ("started", "written")
+    entry = memory.get(str(ended.id), scope=str(tmp_path))
+    assert (entry["title"], entry["scope"]) == (
+        "Context checkpoint (manual): Where we are",
+        str(tmp_path.resolve()),
+    )
+    assert hook_event({"hook_event_name": "Stop", "session_id": "abc-123"}) is None

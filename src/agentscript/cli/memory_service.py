@@ -501,10 +501,11 @@ def digest_command(
 @click.pass_context
 def sink_command(ctx: click.Context, workspace: str | None, db: str | None, as_json: bool) -> None:
     """Keep compacted contexts: read a host's session events from stdin, one JSON object a
-    line (compaction/start, compaction/summary, compaction/end; other types are skipped), and
-    write a checkpoint when a compaction ends well. Prints the notice for the agent (--json:
+    line (compaction/start, compaction/summary, compaction/end, or Claude Code's PreCompact and
+    PostCompact hook input; other events are skipped), and write a checkpoint when a
+    compaction ends well. Prints the notice for the agent (--json:
     each event's outcome); exit code 1 when a line was not a valid event."""
-    from agentscript.memory.compaction_sink import CompactionSink
+    from agentscript.memory.compaction_sink import CompactionSink, hook_event
     from agentscript.memory.errors import MemoryServiceError
 
     def sink(service: MemoryService) -> int:
@@ -517,8 +518,8 @@ def sink_command(ctx: click.Context, workspace: str | None, db: str | None, as_j
                 print(f"stdin:{number}: not JSON: {problem}", file=sys.stderr)
                 code = 1
                 continue
-            if not isinstance(event, dict) or not str(event.get("type", "")).startswith(
-                "compaction/"
+            if not isinstance(event, dict) or not (
+                str(event.get("type", "")).startswith("compaction/") or hook_event(event)
             ):
                 continue  # the rest of the session's firehose
             try:

@@ -9,7 +9,7 @@ context was compacted and where the checkpoint is, so it can recall what was cut
 
 Hosts reach it in two ways: `CompactionSink.feed` runs the state machine over an event stream
 (`agentscript memory sink` reads one as JSON lines, for hosts whose hooks pipe their session
-events), and `write_checkpoint` is the whole of it in one call (the `memory_checkpoint` tool, for
+events; Claude Code's PreCompact and PostCompact hook inputs are read as start and end), and `write_checkpoint` is the whole of it in one call (the `memory_checkpoint` tool, for
 hosts that call a tool once the summary exists). memory.yml `auto_sink: false` turns both off.
 The checkpoint is an ordinary `remember`, so it is refused like one (a secret in the summary, a
 full scope) and the refusal is the outcome, never an exception out of the sink.
@@ -120,6 +120,29 @@ class CompactionEvent:
         )
 
 
+# Claude Code's compaction hooks, read as the seed's events: PreCompact starts a compaction,
+# PostCompact ends it and carries the summary (`compact_summary`).
+_HOOK_EVENTS = {"PreCompact": "compaction/start", "PostCompact": "compaction/end"}
+
+
+def hook_event(data: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The seed's event for a Claude Code hook input (`hook_event_name` PreCompact or
+    PostCompact, with `session_id`, `cwd`, `trigger` and, after, `compact_summary`); None for
+    anything else, which is read as the seed's own event format."""
+    kind = _HOOK_EVENTS.get(str(data.get("hook_event_name")))
+    if kind is None:
+        return None
+    event = {
+        "type": kind,
+        "session": data.get("session_id"),
+        "cwd": data.get("cwd"),
+        "trigger": data.get("trigger"),
+    }
+    if kind == "compaction/end":
+        event["summary"] = data.get("compact_summary")
+    return {name: value for name, value in event.items() if value is not None}
+
+
 @dataclass(slots=True)
 class _Compaction:
     """A compaction that started and has not ended yet."""
@@ -142,8 +165,10 @@ class CompactionSink:
     _open: dict[str, _Compaction] = field(default_factory=dict)
 
     def feed(self, event: CompactionEvent | Mapping[str, Any]) -> SinkOutcome:
+        """Handle one event: a CompactionEvent, its JSON form, or a Claude Code compaction
+        hook's input (`hook_event`)."""
         if not isinstance(event, CompactionEvent):
-            event = CompactionEvent.parse(event)
+            event = CompactionEvent.parse(hook_event(event) or event)
         session = event.session
         if event.type == "compaction/start":
             self._open[session] = _Compaction(
