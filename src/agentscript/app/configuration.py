@@ -89,6 +89,9 @@ class RunConfig:
     # written for every run that talked to a model even when this is False; True also writes
     # it for the mock and replays (see leaves_run_memory).
     learn: bool | None = None
+    # Leave the run memory: None as `learn` says above; False never (an eval's arm without
+    # learning, whose runs must not change the memory the other arm learns into); True always.
+    run_memory: bool | None = None
     # Rewrite new experiences with a model: None (the rules' text), "program" (the program's
     # own model), a model URI, or a provider.
     learn_model: str | LlmProvider | None = None
@@ -111,7 +114,9 @@ def leaves_run_memory(config: RunConfig) -> bool:
     """Whether a run leaves its run memory, memory.yml `auto_sink` permitting: every run that
     talked to a live model, learning or not (`learn=False`, `--no-learn`, stops the distilling
     of experiences, not the seed's auto_sink), and a mock or replayed run only when asked to
-    learn; a dry run never (it is never journaled)."""
+    learn; a dry run never (it is never journaled). `run_memory` overrides all of this."""
+    if config.run_memory is not None:
+        return config.run_memory
     return config.learn is True or _talks_to_a_live_model(config)
 
 

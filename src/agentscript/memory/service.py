@@ -470,11 +470,11 @@ class MemoryService:
 
         With `purge`, the entry is deleted from the table and the text index instead, together
         with every other version of its key and every text it had before an update (a purged
-        value must not survive as history), and
-        so is every summary that drew on them, up the levels (`summaries_removed`): the
-        summaries' other sources become active again (`restored`), so compaction writes the
-        summaries anew without the purged text. Forgetting a summary likewise restores its
-        sources (the summary is archived), so the bucket is compacted again rather than hidden.
+        value must not survive as history), and so is every summary that drew on them, up the
+        levels (`summaries_removed`): the summaries' other sources become active again
+        (`restored`), so compaction writes the summaries anew without the purged text.
+        Forgetting a summary likewise restores its sources (the summary is archived), so the
+        bucket is compacted again rather than hidden.
         `archived` is True when the entry is no longer active.
         """
         why = clean_line(reason, "reason", 200) or REASON_FORGOTTEN
