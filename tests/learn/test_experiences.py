@@ -618,6 +618,15 @@ def test_a_live_run_told_not_to_learn_still_leaves_its_run_memory(
     assert experiences_of_run(journal_of(workspace).graph, ran.run_id) == []
 
 
+def test_run_memory_false_leaves_nothing_even_for_a_live_run(
+    workspace: Path, database: Path
+) -> None:
+    model = ScriptedLlm([FOUND, TOTAL])
+    ran = learned_run(workspace, database, [], model=model, learn=False, run_memory=False)
+    assert ran.error is None and ran.problems == []
+    assert not database.exists()
+
+
 def test_a_queued_run_told_not_to_learn_asks_for_its_run_memory_only(database: Path) -> None:
     live = agentscript.RunConfig(model="real", learn=False, memory_db=database)
     request = learning_request(live)
