@@ -383,7 +383,8 @@ TOOLS: tuple[ToolDefinition, ...] = (
         title="Memory statistics",
         description=(
             "Counts per readable scope: active, archived and superseded entries, by kind, by "
-            "summary level, per month, and the room left under max_entries."
+            "summary level, active entries per local day (by_day), ISO week (by_week) and month "
+            "(by_month), newest first, and the room left under max_entries."
         ),
         arguments=ScopeArguments,
         handler=lambda service, arguments: service.stats(**arguments),
