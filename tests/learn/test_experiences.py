@@ -610,8 +610,9 @@ def test_a_live_run_told_not_to_learn_still_leaves_its_run_memory(
     workspace: Path, database: Path
 ) -> None:
     # A provider handed in from Python is a live model; learn=False is what --no-learn sets.
-    ran = learned_run(workspace, database, [], model=ScriptedLlm([FOUND, TOTAL]), learn=False)
-    assert ran.error is None and ran.problems == []
+    # Learning from this failed run distils an experience (see the wiring test above).
+    ran = learned_run(workspace, database, [], model=ScriptedLlm([GUESSED]), learn=False)
+    assert ran.error is not None and ran.problems == []
     with open_memory(workspace, database) as memory:
         assert memory.history(run_memory_key(ran.run_id))["versions"]
         assert experiences(memory) == []
