@@ -3,14 +3,21 @@ entry tagged `compaction`, with a notice for the agent; the one-call tool does t
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from agentscript.memory import FixedClock, MemoryConfig, MemoryService, MemoryServiceError
-from agentscript.memory.compaction_sink import CompactionSink, hook_event, write_checkpoint
+from agentscript.memory.compaction_sink import (
+    CompactionSink,
+    SinkOutcome,
+    hook_event,
+    write_checkpoint,
+)
 from agentscript.memory.entries import CHECKPOINT_REASON
 from agentscript.memory.tools import call_tool
 from agentscript.runtime.secrets import SecretSet
@@ -171,3 +178,18 @@ def test_claude_codes_compaction_hooks_are_read_as_start_and_end(
         str(tmp_path.resolve()),
     )
     assert hook_event({"hook_event_name": "Stop", "session_id": "abc-123"}) is None
+
+
+def test_sinks_in_parallel_keep_one_checkpoint(open_memory: Callable[..., MemoryService]) -> None:
+    services = [open_memory() for _ in range(4)]
+    start = threading.Barrier(len(services))
+
+    def deliver(service: MemoryService) -> SinkOutcome:
+        start.wait()
+        return write_checkpoint(service, session="shared", summary=SUMMARY)
+
+    with ThreadPoolExecutor(len(services)) as pool:
+        outcomes = list(pool.map(deliver, services))
+    assert len({outcome.id for outcome in outcomes}) == 1
+    assert sorted(outcome.action for outcome in outcomes).count("written") == 1
+    assert services[0].recall(tags=["compaction"], include_archived=True)["count"] == 1

@@ -237,7 +237,10 @@ def write_checkpoint(
         )
     except MemoryServiceError as refusal:
         return SinkOutcome("discarded", session, reason=f"{refusal.code}: {refusal.message}")
-    return SinkOutcome("written", session, written.id, notice(written.id))
+    # Another process delivering the same end wrote it between the look and the write: the
+    # key made this a merge into that one entry.
+    action: Action = "exists" if written.action == "merged" else "written"
+    return SinkOutcome(action, session, written.id, notice(written.id))
 
 
 def notice(entry_id: str) -> str:
