@@ -13,6 +13,7 @@ import pytest
 
 from agentscript.memory import FixedClock, MemoryConfig, MemoryService, MemoryServiceError
 from agentscript.memory.compaction_sink import (
+    MAX_OPEN_COMPACTIONS,
     CompactionSink,
     SinkOutcome,
     hook_event,
@@ -193,3 +194,17 @@ def test_sinks_in_parallel_keep_one_checkpoint(open_memory: Callable[..., Memory
     assert len({outcome.id for outcome in outcomes}) == 1
     assert sorted(outcome.action for outcome in outcomes).count("written") == 1
     assert services[0].recall(tags=["compaction"], include_archived=True)["count"] == 1
+
+
+def test_compactions_that_never_end_do_not_pile_up(memory: MemoryService) -> None:
+    sink = CompactionSink(memory)
+    sink.feed({"type": "compaction/start", "session": "first"})
+    sink.feed({"type": "compaction/summary", "session": "first", "summary": "Early state"})
+    for number in range(MAX_OPEN_COMPACTIONS):
+        sink.feed({"type": "compaction/start", "session": f"s-{number}"})
+        sink.feed({"type": "compaction/summary", "session": f"s-{number}", "summary": "State"})
+    # The oldest open compaction made room for the others: its summary is gone.
+    dropped = sink.feed({"type": "compaction/end", "session": "first"})
+    kept = sink.feed({"type": "compaction/end", "session": "s-0"})
+    assert (dropped.action, dropped.reason) == ("discarded", "the compaction sent no summary")
+    assert kept.action == "written"

@@ -48,6 +48,10 @@ _ROOM_FOR_THE_REST = 1024
 _DIGEST_BLOCK = re.compile(r"<memory-digest\b.*?</memory-digest>", re.IGNORECASE | re.DOTALL)
 _DIGEST_START = re.compile(r"<memory-digest", re.IGNORECASE)
 
+# Compactions a sink keeps open at once: a firehose whose sessions start compactions that never
+# end must not grow the sink without bound (the oldest open one is dropped).
+MAX_OPEN_COMPACTIONS = 256
+
 Action = Literal["started", "noted", "written", "exists", "discarded", "disabled"]
 
 
@@ -171,14 +175,14 @@ class CompactionSink:
             event = CompactionEvent.parse(hook_event(event) or event)
         session = event.session
         if event.type == "compaction/start":
-            self._open[session] = _Compaction(
-                self.service.clock.now(), event.trigger, event.summary, event.cwd
+            self._opened(
+                session, _Compaction(self.service.clock.now(), event.trigger, None, event.cwd)
             )
             return SinkOutcome("started", session)
         current = self._open.get(session)
         if event.type == "compaction/summary":
             if current is None:  # joined after the start: the compaction began about now
-                current = self._open[session] = _Compaction(self.service.clock.now())
+                current = self._opened(session, _Compaction(self.service.clock.now()))
             current.summary = event.summary or current.summary
             current.cwd = event.cwd or current.cwd
             return SinkOutcome("noted", session)
@@ -198,6 +202,13 @@ class CompactionSink:
             trigger=event.trigger or (current.trigger if current else None),
             scope=event.cwd or (current.cwd if current else None),
         )
+
+    def _opened(self, session: str, compaction: _Compaction) -> _Compaction:
+        self._open.pop(session, None)
+        if len(self._open) >= MAX_OPEN_COMPACTIONS:
+            del self._open[next(iter(self._open))]
+        self._open[session] = compaction
+        return compaction
 
 
 def write_checkpoint(
