@@ -4,6 +4,7 @@ database, plus the scheme tool's risk levels and its life cycle in the compositi
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from agentscript.app.configuration import RunConfig
 from agentscript.app.memory_service import memory_tools
 from agentscript.memory import MemoryService
 from agentscript.memory.adapter import METHODS, MemoryTools
+from agentscript.providers.llm.mock import ScriptedLlm
 from agentscript.runtime.ports import ToolCall
 
 HEADER = """import llm Model from "openai://gpt-4.1-mini"
@@ -262,10 +264,32 @@ def test_without_memory_db_the_environment_names_the_database(
     monkeypatch.setenv("AGENTSCRIPT_MEMORY_DB", str(database))
     source = HEADER.format(body='    return Memory.remember({ text: "Found by the env" })')
     program = agentscript.load_source(source, path=workspace / "main.as")
-    config = RunConfig(model="mock", approve="auto", journal=False)
+    # A model the caller hands in (not the built-in mock) is a run that means it.
+    config = RunConfig(model=ScriptedLlm([]), approve="auto", journal=False)
     created = agentscript.run(program, {"task": "x"}, config).value
     with MemoryService.open(workspace, database=database) as memory:
         assert memory.get(created["id"])["title"] == "Found by the env"
+
+
+def test_a_mock_run_remembers_into_a_scratch_memory_that_goes_with_it(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    users = tmp_path / "users.db"
+    monkeypatch.setenv("AGENTSCRIPT_MEMORY_DB", str(users))
+    with MemoryService.open(workspace, database=users) as memory:
+        memory.remember("The user's own fact", kind="fact")
+    body = """    Memory.remember({ text: "Tried out under the mock" })
+    return Memory.recall({ query: "tried mock" })"""
+    program = agentscript.load_source(HEADER.format(body=body), path=workspace / "main.as")
+    recalled = agentscript.run(
+        program, {"task": "x"}, RunConfig(model="mock", approve="auto", journal=False)
+    ).value
+    # Within the run the program sees what it remembered, and only that.
+    assert [hit["title"] for hit in recalled["results"]] == ["Tried out under the mock"]
+    with MemoryService.open(workspace, database=users) as memory:
+        stored = memory.recall("", limit=10).to_json()
+    assert [hit["title"] for hit in stored["results"]] == ["The user's own fact"]
+    assert not list(Path(tempfile.gettempdir()).glob("agentscript-mock-memory-*"))
 
 
 # ------------------------------------------------------------------------ risk and gate

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -88,6 +89,17 @@ def _base_llm(config: RunConfig) -> LlmProvider:
     from agentscript.providers.llm.router import ModelRouter
 
     return ModelRouter(config.environ)
+
+
+class ScratchFolder:
+    """A temporary folder a run owns, removed when the run closes."""
+
+    def __init__(self, prefix: str) -> None:
+        self._folder = tempfile.TemporaryDirectory(prefix=prefix)
+        self.path = Path(self._folder.name)
+
+    def close(self) -> None:
+        self._folder.cleanup()
 
 
 @dataclass(slots=True)
@@ -277,7 +289,15 @@ def build_tools(
         from agentscript.app.memory_service import memory_tools
 
         granted = policy.memory_scopes if policy is not None else ()
-        return memory_tools(jail.root, config.memory_db, environ, granted, secrets)
+        database = config.memory_db
+        if database is None and config.model == "mock":
+            # A mock run tries a program out: what it remembers goes to a scratch memory that
+            # starts empty and is removed with the run, never into the user's (--memory-db
+            # names a real one on purpose).
+            scratch = ScratchFolder("agentscript-mock-memory-")
+            owned.insert(0, scratch)  # closed last, after the service that uses it
+            database = scratch.path / "memory.db"
+        return memory_tools(jail.root, database, environ, granted, secrets)
 
     http = LazyTool(http_tools)
     registry = ToolRegistry(
