@@ -1019,3 +1019,38 @@ def test_cli_summary_of_an_empty_workspace(
     code, out, _ = _cli(capsys, "summary", "--workspace", str(tmp_path))
     assert code == 0
     assert out.splitlines()[1:] == ["(no runs)"]
+
+
+# A desire pursuit that needs to write: refused in an autonomous run.
+WRITING_PURSUER = """
+import llm M from "openai://m"
+import tool File from "file://workspace"
+
+main agent Lisa {
+  model M
+  role "curious assistant"
+  description "Pursues its own interests."
+  main func(input) {
+    use input.desire
+    File.write({ path: "notes.md", content: input.desire.slug })
+    return { desire: input.desire.slug }
+  }
+}
+"""
+
+
+def test_a_desire_the_agent_cannot_pursue_alone_is_switched_to_needs_user(
+    tmp_path: Path,
+) -> None:
+    _give_desires(tmp_path, "Lisa", _desire("tidy-notes", 0.5, actionable=True))
+    model = MeteredModel([("x", 1, 1)])
+
+    first = _run(tmp_path, WRITING_PURSUER, model, "desire")
+    second = _run(tmp_path, WRITING_PURSUER, model, "desire")
+
+    assert [(run.task, run.outcome) for run in first.runs] == [("tidy-notes", "blocked")]
+    desire = ProfileStore(tmp_path).load("Lisa").desire("tidy-notes")
+    assert desire is not None and desire.pursuit == "needs-user"
+    # The next window does not try it again, and lists it for the user.
+    assert second.stopped == "nothing-to-do"
+    assert [view.slug for view in second.needs_user] == ["tidy-notes"]

@@ -130,10 +130,10 @@ class _Watch(TraceSink):
         self.refused = 0
 
     def event(self, event: TraceEvent) -> None:
+        # A refused call leaves its approval and then a failed tool event: it counts once.
         if event.kind == "tool":
             self.tool_calls += 1
         elif event.kind == "approval" and event.data.get("decision") == "refused":
-            self.tool_calls += 1
             self.refused += 1
 
 
@@ -313,6 +313,8 @@ class _Window:
         except AgentScriptError as error:
             outcome = "blocked" if watch.refused > 0 else "error"
             note, spent = str(error), error.spent
+            if watch.refused > 0 and self.kind == "desire" and task.name is not None:
+                self._needs_user(program, task.name, str(error))
         except Exception as error:  # a provider or journal bug: recorded, not raised
             outcome, note, spent = "error", _describe(error), None
         else:
@@ -329,6 +331,26 @@ class _Window:
             note=one_line(note),
             task=task.name,
         )
+
+    def _needs_user(self, program: ast.Program, slug: str, refusal: str) -> None:
+        """A desire whose pursuit needed a call autonomous runs may not make is switched to
+        `needs-user`, with what it needed as its progress note: the next window does not try
+        it again, and `autonomy needs-you` tells the user what to do for it."""
+        store = ProfileStore(self.place.workspace, self.clock)
+        update = {
+            "op": "desire_update",
+            "slug": slug,
+            "pursuit": "needs-user",
+            "progress": one_line(f"needs the user: {refusal}")[:400],
+        }
+        done = store.apply(
+            entry_agent(program, self.place.agent),
+            update,
+            who="autonomy",
+            why="an autonomous pursuit of it was refused a call",
+        )
+        if not done.ok:
+            self.report.problems.append(f"Desire {slug} stays as it was: {done.message}")
 
     def _record(self, run: AutonomyRun) -> None:
         self.report.runs.append(run)

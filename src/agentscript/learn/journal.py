@@ -38,7 +38,13 @@ from agentscript.learn.journal_store import (
 )
 from agentscript.learn.locks import host_name, process_alive
 from agentscript.runtime.secrets import SecretSet
-from agentscript.runtime.trace import TraceEvent, TraceSink, format_trace
+from agentscript.runtime.trace import (
+    TraceEvent,
+    TraceSink,
+    format_trace,
+    is_audit_only,
+    without_audit,
+)
 
 if TYPE_CHECKING:
     from agentscript.learn.execution_trace import TaskExecutionTrace
@@ -608,9 +614,10 @@ def run_trace(journal: Journal, reference: str) -> TaskExecutionTrace:
     return journal.learn(run, journal.store.entries(run.run_id))
 
 
-def rebuild_trace(entries: list[JournalEntry]) -> list[dict[str, Any]]:
+def rebuild_trace(entries: list[JournalEntry], audit: bool = False) -> list[dict[str, Any]]:
     """Nest the finished events as the Tracer does: an agent call's events in its `trace`, in
-    finishing order. Events of `parallel for` iterations sit one level deeper than their
+    finishing order; what only the journal keeps (a call that raised, a call's risk; see
+    trace.without_audit) is left out unless `audit` asks for it. Events of `parallel for` iterations sit one level deeper than their
     parent call's own events; the `parallel_for` event that follows carries them, so they are
     not placed again. What a killed run left open is closed here and marked `"unfinished":
     true`: an agent call with the events it had, and iterations whose `parallel_for` never
@@ -623,7 +630,9 @@ def rebuild_trace(entries: list[JournalEntry]) -> list[dict[str, Any]]:
             nested.open_calls[entry.event_id] = entry
             nested.depths[entry.event_id] = entry.depth
             continue
-        data = dict(entry.data)
+        if not audit and is_audit_only(entry.kind, entry.data):
+            continue
+        data = dict(entry.data) if audit else without_audit(entry.kind, entry.data)
         if entry.kind == "agent":
             nested.open_calls.pop(entry.event_id, None)
             data["trace"] = nested.children.pop(entry.event_id, [])
@@ -708,7 +717,7 @@ def format_run(detail: RunDetail) -> str:
         lines.append(f"error     {run.error}")
     if run.usage:
         lines.append(f"usage     {dumps(run.usage)}")
-    lines += ["", format_trace(rebuild_trace(detail.entries))]
+    lines += ["", format_trace(rebuild_trace(detail.entries, audit=True))]
     return "\n".join(lines)
 
 
