@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentscript.learn.failure_class import environment_cause, operator_note
 from agentscript.learn.journal_store import (
     RUN_KIND,
     JournalEntry,
@@ -205,6 +206,16 @@ def shared_journal(path: str | Path) -> Journal:
         if journal is None:
             journal = _SHARED[key] = Journal.open(key[1])
     return journal
+
+
+def close_shared_journals() -> None:
+    """Close every journal `shared_journal` opened in this process (a host, or a test, done
+    with its runs); the next `shared_journal` opens afresh."""
+    with _SHARED_LOCK:
+        journals = list(_SHARED.values())
+        _SHARED.clear()
+    for journal in journals:
+        journal.close()
 
 
 def effective_status(run: RunRecord, now: float, host: str | None = None) -> RunStatus:
@@ -566,10 +577,14 @@ class RunDetail:
 
     view: RunView
     entries: list[JournalEntry]
+    # Why the run taught nothing, when it failed for an environment or operator reason
+    # (see failure_class).
+    operator_note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "run": self.view.to_json(),
+            "operator_note": self.operator_note,
             "entries": [
                 {
                     "seq": entry.seq,
@@ -594,7 +609,10 @@ def list_runs(journal: Journal, limit: int | None = 20) -> list[RunView]:
 
 def show_run(journal: Journal, reference: str) -> RunDetail:
     run = journal.resolve(reference)
-    return RunDetail(RunView(run, journal.status(run)), journal.store.entries(run.run_id))
+    status = journal.status(run)
+    cause = environment_cause(run.error) if status == "error" and run.error else None
+    note = operator_note(cause) if cause is not None else None
+    return RunDetail(RunView(run, status), journal.store.entries(run.run_id), note)
 
 
 def replay_run(journal: Journal, reference: str) -> list[dict[str, Any]]:
@@ -715,6 +733,8 @@ def format_run(detail: RunDetail) -> str:
     lines.append(f"events    {run.events}")
     if run.error:
         lines.append(f"error     {run.error}")
+    if detail.operator_note:
+        lines.append(f"learning  {detail.operator_note}")
     if run.usage:
         lines.append(f"usage     {dumps(run.usage)}")
     lines += ["", format_trace(rebuild_trace(detail.entries, audit=True))]

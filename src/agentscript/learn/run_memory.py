@@ -143,7 +143,8 @@ def program_model(entries: Sequence[JournalEntry]) -> str | None:
 
 class RunLearner:
     """The journal's after-run step (`JournalSink.learner`): opens the memory database, writes
-    the run memory, distils and stores the run's experiences. Runs that were interrupted are
+    the run memory, distils and stores the run's experiences, and keeps the task graph up
+    (learn/upkeep.py: decay and pruning, once a day). Runs that were interrupted are
     left alone. Returns the problems, one line each; never raises."""
 
     def __init__(
@@ -167,6 +168,7 @@ class RunLearner:
         if trace.status not in ("ok", "error"):
             return []
         from agentscript.learn.experiences import learn_from_run
+        from agentscript.learn.upkeep import keep_up
 
         problems: list[str] = []
         try:
@@ -188,6 +190,10 @@ class RunLearner:
                 problems += [f"Learning: {problem}" for problem in report.problems]
             except Exception as problem:
                 problems.append(f"Learning: experiences were not distilled: {problem}")
+            try:
+                keep_up(journal.graph, service)
+            except Exception as problem:
+                problems.append(f"Learning: the task graph's upkeep failed: {problem}")
         return problems
 
     def _open(self, workspace: str | None) -> MemoryService:
