@@ -1,7 +1,8 @@
-"""The lessons use case (`agentscript learn list|show|retire|confirm`): see what learning
-holds — candidates kept in the task graph only, stored, faded and retired lessons, each with
-its evidence — and correct it, by the short handle `learn list` prints
-(agentscript.learn.lessons does the work).
+"""The lessons use case (`agentscript learn list|show|retire|confirm|proposals`): see what
+learning holds — candidates kept in the task graph only, stored, faded and retired lessons,
+each with its evidence — and correct it, by the short handle `learn list` prints
+(agentscript.learn.lessons does the work); and the approval policy changes that the user's
+repeated approvals suggest (agentscript.learn.approval_proposals).
 
 The journal is caught up first (its waiting runs are learned from), so what is listed is what
 the next run would be told.
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agentscript.app.workspace import Workspace
 
 if TYPE_CHECKING:
+    from agentscript.learn.approval_proposals import PolicyProposal
     from agentscript.learn.lessons import Lesson
 
 
@@ -75,3 +77,23 @@ def confirm_lesson(
 
     with Workspace(workspace, database=database) as place:
         return lessons.confirm_lesson(place.memory(), place.journal.graph, handle)
+
+
+@dataclass(frozen=True, slots=True)
+class ProposalList:
+    """Approval policy rules the user's own repeated approvals suggest (never applied here)."""
+
+    proposals: list[PolicyProposal]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"proposals": [proposal.to_json() for proposal in self.proposals]}
+
+
+def policy_proposals(workspace: str | Path | None) -> ProposalList:
+    from agentscript.learn import approval_proposals
+    from agentscript.learn.journal import journal_path
+
+    with Workspace(workspace) as place:
+        if not journal_path(place.root).is_file():
+            return ProposalList([])
+        return ProposalList(approval_proposals.policy_proposals(place.journal.graph))

@@ -1,5 +1,6 @@
-"""`agentscript learn [list|show|retire|confirm]`: learn now from the runs that wait in a
-workspace's journal, and see and correct what learning holds.
+"""`agentscript learn [list|show|retire|confirm|proposals]`: learn now from the runs that wait
+in a workspace's journal, see and correct what learning holds, and see the approval policy
+rules the user's repeated approvals suggest.
 
 Runs only queue themselves for learning; the next reader of the workspace's memory learns from
 them (agentscript.app.learning). `learn` alone does it at once, for a scheduler or before
@@ -41,12 +42,18 @@ def learn_command(ctx: click.Context, workspace: str | None, db: str | None, as_
         from agentscript.app.learning import learn_now
 
         report = learn_now(workspace, db)
+        backlog = report.backlog
         if as_json:
             print(to_json(report.to_json()))
         else:
-            left = f", {len(report.left)} left for another database" if report.left else ""
-            print(f"learned from {len(report.learned)} run(s){left}")
-        _warn(report.problems)
+            left = f", {len(backlog.left)} left for another database" if backlog.left else ""
+            print(f"learned from {len(backlog.learned)} run(s){left}")
+            if report.proposals:
+                print(
+                    f"{report.proposals} approval policy proposal(s) from your repeated "
+                    "approvals: agentscript learn proposals"
+                )
+        _warn(backlog.problems)
         return 0
 
     ctx.exit(reporting_errors(act))
@@ -186,6 +193,28 @@ def confirm_command(
         done = confirm_lesson(workspace, lesson, db)
         shown = f"confirmed  {done.handle}  {done.title} (important)"
         print(to_json(done.to_json()) if as_json else shown)
+        return 0
+
+    ctx.exit(reporting_errors(act))
+
+
+@learn_command.command(name="proposals")
+@workspace_option(_WORKSPACE_HELP)
+@json_option()
+@click.pass_context
+def proposals_command(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
+    """Approval policy rules your own repeated approvals suggest: a tool method you approved
+    in several runs and never refused. Nothing is changed; add the rule yourself."""
+
+    def act() -> int:
+        from agentscript.app.lessons import policy_proposals
+
+        found = policy_proposals(workspace)
+        if as_json:
+            print(to_json(found.to_json()))
+        else:
+            lines = [proposal.describe() for proposal in found.proposals]
+            print("\n".join(lines) or "(no proposals)")
         return 0
 
     ctx.exit(reporting_errors(act))

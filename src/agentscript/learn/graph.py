@@ -451,6 +451,7 @@ class _RunGraphBuilder:
                 "decision": decision,
                 "risk_level": data.get("risk"),
                 "risk_reason": _risk_reason(data),
+                "scheme": str(data.get("uri") or "").partition("://")[0].lower() or None,
                 "approval_mode": data.get("mode"),
                 "by": data.get("by"),
                 "action_summary": f"{name} {summarise_text(str(data.get('uri')), self.workspace)}",
