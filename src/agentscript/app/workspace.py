@@ -68,7 +68,6 @@ class Workspace:
         service = self._memories.get(where)
         if service is None:
             from agentscript.app.learning import LearningBeforeReads
-
             from agentscript.app.memory_service import open_memory_service, read_tool_links
 
             service = open_memory_service(where, database=self.database, environ=self.environ)
