@@ -164,7 +164,7 @@ def test_a_shape_failure_names_the_generate_and_its_typed_fields() -> None:
 
     assert candidate.cause == "shape"
     assert candidate.lesson.startswith('In generate "Give the total.", answer total')
-    assert candidate.lesson.endswith('(it failed with "LLM result field must be a number").')
+    assert candidate.lesson.endswith("(its answer did not match its shape).")
     assert "answer total with a plain number" in candidate.lesson
     assert candidate.evidence.event_ids == (7,)
 

@@ -81,7 +81,9 @@ TITLE_CHARS = 80
 LESSON_CHARS = 400
 WHEN_CHARS = 240
 TASK_CHARS = 160
-DETAIL_CHARS = 120
+# The error a failure lesson quotes is cut shorter: a lesson a program `use`s stays within
+# about 60 tokens (the whole message is in the evidence's events).
+LESSON_DETAIL_CHARS = 80
 # The runs an EXPERIENCE node lists (its run_count keeps the total).
 RUNS_KEPT = 20
 # How many experiences of one kind and signature a dedup compares against (recall's maximum).
@@ -642,15 +644,16 @@ def _failures(facts: _RunFacts, graph: TaskGraph | None) -> list[Candidate]:
         shaped = failed_generate
         named = _generate_subject(shaped, facts.run.workspace, 30) if shaped else "the generate"
         remedy = f"in {named}, {_shape_remedy(shaped)}"
-        # The generate is named once, in the remedy; a tool's name is short enough to repeat.
-        failed = "it"
+        # The generate is named once, in the remedy, which the shape error was read for: the
+        # error itself is not quoted again.
+        outcome = "its answer did not match its shape"
         if shaped is not None and shaped.event_id is not None:
             event_ids = [shaped.event_id]
     else:
-        named = failed = tool or facts.program
+        named = tool or facts.program
         remedy = cause.remedy.format(subject=named)
-    quoted = _cut(detail, DETAIL_CHARS)
-    lesson = _sentence(f'{remedy} ({failed} failed with "{quoted}")')
+        outcome = f'{named} failed with "{_cut(detail, LESSON_DETAIL_CHARS)}"'
+    lesson = _sentence(f"{remedy} ({outcome})")
     evidence = facts.evidence(event_ids)
     found = [
         Candidate(
