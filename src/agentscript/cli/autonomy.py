@@ -2,7 +2,7 @@
 
 `run` is what a scheduler (cron, launchd, a systemd timer) calls: it runs the program read-only
 on a token budget and records each run in the workspace's autonomy ledger; `summary` reads the
-ledger back, with the desires that wait for the user. Both call agentscript.learn.autonomy.
+ledger back, with the desires that wait for the user. Both call agentscript.app.autonomy.
 """
 
 from __future__ import annotations

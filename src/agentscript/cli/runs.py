@@ -1,24 +1,19 @@
 """`agentscript runs …`: list, show, replay, draw and view the runs in a workspace's journal.
 
-Each command opens `<workspace>/.agentscript/runs.db` (the current directory by default)
-through agentscript.app.workspace, reads it with `agentscript.learn` and prints the result; a run is named by its id, an id prefix or
+Each command is one call of agentscript.app.runs on `<workspace>/.agentscript/runs.db` (the
+current directory by default) and prints the result; a run is named by its id, an id prefix or
 `last`.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import click
 
 from agentscript.cli.actions import reporting_errors
 from agentscript.cli.options import json_option, workspace_option
 from agentscript.cli.render import print_trace, to_json
-
-if TYPE_CHECKING:
-    from agentscript.learn.journal import Journal
 
 _WORKSPACE = workspace_option("Whose journal to read (default: the workspace root here).")
 
@@ -28,17 +23,6 @@ def runs_group() -> None:
     """The run journal: what every run did, kept in <workspace>/.agentscript/runs.db."""
 
 
-def _with_journal(action: Callable[[Journal], int], workspace: str | None) -> int:
-    """Open the workspace's journal (agentscript.app.workspace), run `action`, close it."""
-    from agentscript.app.workspace import Workspace
-
-    def act() -> int:
-        with Workspace(workspace) as place:
-            return action(place.journal)
-
-    return reporting_errors(act)
-
-
 @runs_group.command(name="list")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
 @json_option("Print JSON instead of a table.")
@@ -46,14 +30,15 @@ def _with_journal(action: Callable[[Journal], int], workspace: str | None) -> in
 @click.pass_context
 def list_command(ctx: click.Context, limit: int, as_json: bool, workspace: str | None) -> None:
     """The newest runs: id, status, start, duration, events, program."""
-    from agentscript.learn.journal import format_runs, list_runs
+    from agentscript.app import runs
+    from agentscript.learn.journal import format_runs
 
-    def show(journal: Journal) -> int:
-        views = list_runs(journal, limit)
+    def show() -> int:
+        views = runs.list_runs(workspace, limit)
         print(to_json([view.to_json() for view in views]) if as_json else format_runs(views))
         return 0
 
-    ctx.exit(_with_journal(show, workspace))
+    ctx.exit(reporting_errors(show))
 
 
 @runs_group.command(name="show")
@@ -63,14 +48,15 @@ def list_command(ctx: click.Context, limit: int, as_json: bool, workspace: str |
 @click.pass_context
 def show_command(ctx: click.Context, run: str, pretty: bool, workspace: str | None) -> None:
     """Everything the journal holds about RUN."""
-    from agentscript.learn.journal import format_run, show_run
+    from agentscript.app import runs
+    from agentscript.learn.journal import format_run
 
-    def show(journal: Journal) -> int:
-        detail = show_run(journal, run)
+    def show() -> int:
+        detail = runs.show_run(workspace, run)
         print(format_run(detail) if pretty else to_json(detail.to_json()))
         return 0
 
-    ctx.exit(_with_journal(show, workspace))
+    ctx.exit(reporting_errors(show))
 
 
 @runs_group.command(name="replay")
@@ -80,17 +66,17 @@ def show_command(ctx: click.Context, run: str, pretty: bool, workspace: str | No
 @click.pass_context
 def replay_command(ctx: click.Context, run: str, pretty: bool, workspace: str | None) -> None:
     """RUN's trace as it happened, exactly as the run returned it."""
-    from agentscript.learn.journal import replay_run
+    from agentscript.app import runs
 
-    def replay(journal: Journal) -> int:
-        trace = replay_run(journal, run)
+    def replay() -> int:
+        trace = runs.replay_trace(workspace, run)
         if pretty:
             print_trace(trace, sys.stdout)
         else:
             print(to_json(trace))
         return 0
 
-    ctx.exit(_with_journal(replay, workspace))
+    ctx.exit(reporting_errors(replay))
 
 
 @runs_group.command(name="trace")
@@ -99,13 +85,13 @@ def replay_command(ctx: click.Context, run: str, pretty: bool, workspace: str | 
 @click.pass_context
 def trace_command(ctx: click.Context, run: str, workspace: str | None) -> None:
     """RUN's execution trace: goal, tool chain, approvals, files, result, success."""
-    from agentscript.learn.journal import run_trace
+    from agentscript.app import runs
 
-    def trace(journal: Journal) -> int:
-        print(to_json(run_trace(journal, run).to_json()))
+    def trace() -> int:
+        print(to_json(runs.execution_trace(workspace, run).to_json()))
         return 0
 
-    ctx.exit(_with_journal(trace, workspace))
+    ctx.exit(reporting_errors(trace))
 
 
 @runs_group.command(name="graph")
@@ -119,17 +105,17 @@ def graph_command(
     """RUN's tool chain as a tree; with --html, its task graph as an SVG page."""
     from rich.console import Console
 
-    from agentscript.learn.pictures import render_run_html, run_picture, tool_chain_tree
+    from agentscript.app import runs
+    from agentscript.learn.pictures import tool_chain_tree
 
-    def draw(journal: Journal) -> int:
-        picture = run_picture(journal, run)
-        Console(highlight=False).print(tool_chain_tree(picture))
-        if html_file is not None:
-            written = render_run_html(journal, run, html_file)
-            print(f"wrote {written}", file=sys.stderr)
+    def draw() -> int:
+        graph = runs.draw_run(workspace, run, html_file)
+        Console(highlight=False).print(tool_chain_tree(graph.picture))
+        if graph.page is not None:
+            print(f"wrote {graph.page}", file=sys.stderr)
         return 0
 
-    ctx.exit(_with_journal(draw, workspace))
+    ctx.exit(reporting_errors(draw))
 
 
 @runs_group.command(name="view")
@@ -143,10 +129,10 @@ def view_command(
 ) -> None:
     """RUN's page (default: the last run): timeline, generates, tools, task graph, in one
     self-contained HTML file (default .agentscript/views/<run id>.html)."""
-    from agentscript.app.run_view.page import write_run_pages
+    from agentscript.app import runs
 
-    def view(journal: Journal) -> int:
-        written = write_run_pages(journal, run, out_file)
+    def view() -> int:
+        written = runs.view_run(workspace, run, out_file)
         print(written[0])
         if open_page:
             import webbrowser
@@ -154,7 +140,7 @@ def view_command(
             webbrowser.open(written[0].resolve().as_uri())
         return 0
 
-    ctx.exit(_with_journal(view, workspace))
+    ctx.exit(reporting_errors(view))
 
 
 @runs_group.command(name="export")
@@ -174,12 +160,10 @@ def export_command(
     it happened (needs the otel extra)."""
     import os
 
-    from agentscript.app.telemetry import export_run
-    from agentscript.providers.telemetry.settings import OtlpSettings
+    from agentscript.app import runs
 
-    def export(journal: Journal) -> int:
-        settings = OtlpSettings.from_environ(os.environ, endpoint)
-        report = export_run(journal, run, settings)
+    def export() -> int:
+        report = runs.export_otlp(workspace, run, endpoint, os.environ)
         if not report.ok:
             print(
                 f"error: could not send run {report.run_id} to {report.endpoint} "
@@ -190,4 +174,4 @@ def export_command(
         print(f"sent run {report.run_id}: {report.spans} spans to {report.endpoint}")
         return 0
 
-    ctx.exit(_with_journal(export, workspace))
+    ctx.exit(reporting_errors(export))

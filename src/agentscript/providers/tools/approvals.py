@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from agentscript.providers.tools.base import Risk, scheme_of
+from agentscript.providers.tools.base import Risk
 from agentscript.providers.tools.mcp_launch import ServerLaunch, StartRefused
 from agentscript.providers.tools.registry import ToolRegistry
+from agentscript.providers.tools.tool_uris import scheme_of
 from agentscript.runtime.errors import ExecutionError, LoadError
 from agentscript.runtime.ports import ToolCall
 from agentscript.runtime.uris import scrub_uri
