@@ -120,3 +120,16 @@ def test_list_json_is_the_typed_result(workspace: Path, database: Path) -> None:
     assert (lesson["status"], lesson["kind"]) == ("stored", "failure")
     assert lesson["evidence"]["success"] is False
     assert data["problems"] == []
+
+
+def test_listing_an_empty_workspace_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("AGENTSCRIPT_MEMORY_DB", str(tmp_path / "never.db"))
+    listed = CliRunner().invoke(cli, ["learn", "list", "--workspace", str(empty)])
+    shown = CliRunner().invoke(cli, ["learn", "show", "abcd", "--workspace", str(empty)])
+    assert (listed.exit_code, listed.output.strip()) == (0, "(no lessons)")
+    assert shown.exit_code == 1 and "no run was journaled here yet" in shown.output
+    assert list(empty.iterdir()) == [] and not (tmp_path / "never.db").exists()

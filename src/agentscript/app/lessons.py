@@ -5,7 +5,8 @@ each with its evidence — and correct it, by the short handle `learn list` prin
 repeated approvals suggest (agentscript.learn.approval_proposals).
 
 The journal is caught up first (its waiting runs are learned from), so what is listed is what
-the next run would be told.
+the next run would be told. Listing and showing open the memory only when runs wait to be
+learned from, and a workspace without a journal gets none made.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentscript.app.learning import catch_up
 from agentscript.app.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -42,8 +44,10 @@ def list_lessons(
     from agentscript.learn import lessons
 
     with Workspace(workspace, database=database) as place:
-        place.memory()  # learns from the waiting runs before anything is listed
-        return LessonList(lessons.list_lessons(place.journal.graph, status), place.problems)
+        if not _has_journal(place):
+            return LessonList([], [])
+        problems = catch_up(place.root, database).problems
+        return LessonList(lessons.list_lessons(place.journal.graph, status), problems)
 
 
 def show_lesson(
@@ -52,7 +56,9 @@ def show_lesson(
     from agentscript.learn import lessons
 
     with Workspace(workspace, database=database) as place:
-        place.memory()
+        if not _has_journal(place):
+            raise lessons.LessonError(f"No lesson {handle!r}: no run was journaled here yet")
+        catch_up(place.root, database)
         return lessons.find_lesson(place.journal.graph, handle)
 
 
@@ -91,9 +97,14 @@ class ProposalList:
 
 def policy_proposals(workspace: str | Path | None) -> ProposalList:
     from agentscript.learn import approval_proposals
-    from agentscript.learn.journal import journal_path
 
     with Workspace(workspace) as place:
-        if not journal_path(place.root).is_file():
+        if not _has_journal(place):
             return ProposalList([])
         return ProposalList(approval_proposals.policy_proposals(place.journal.graph))
+
+
+def _has_journal(place: Workspace) -> bool:
+    from agentscript.learn.journal import journal_path
+
+    return journal_path(place.root).is_file()
