@@ -1131,3 +1131,32 @@ def test_a_second_window_of_a_kind_runs_nothing_while_one_runs(tmp_path: Path) -
     # The killed holder's lock is stale (its pid is gone): the next window runs.
     after = _run(tmp_path, ECHO, MeteredModel([("Done.", 5, 5)]))
     assert [run.outcome for run in after.runs] == ["done"]
+
+
+def test_autonomy_runs_blocked_by_read_only_mode_teach_nothing(tmp_path: Path) -> None:
+    from agentscript.app.learning import catch_up
+    from agentscript.learn.graph import NodeType
+    from agentscript.learn.journal import Journal, journal_path, wait_for_journal
+
+    (tmp_path / "notes.md").write_text("first note\n", encoding="utf-8")
+    database = tmp_path / "memory.db"
+    overrides = {"journal": True, "learn": True, "memory_db": database}
+    clock = Ticker(start=time.time())
+    for _ in range(2):
+        report = _run(
+            tmp_path, WRITER, MeteredModel([("x", 1, 1)]), clock=clock, overrides=overrides
+        )
+        assert [run.outcome for run in report.runs] == ["blocked"]
+    wait_for_journal()
+    assert catch_up(tmp_path, database).problems == []
+
+    journal = Journal.open(journal_path(tmp_path))
+    try:
+        assert len(journal.store.runs()) == 2
+        assert journal.graph.nodes(NodeType.EXPERIENCE) == []
+    finally:
+        journal.close()
+    memory = agentscript.memory.MemoryService.open(tmp_path, database=database)
+    with memory:
+        found = memory.recall("", tags=["experience"], include_archived=True)
+    assert found.count == 0

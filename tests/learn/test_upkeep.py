@@ -103,3 +103,15 @@ def test_a_lesson_unseen_for_a_year_fades_and_can_be_learned_again(
     assert statuses == {old.key: FADED, kept.key: STORED, retired.key: RETIRED}
     assert again.action == "created"
     assert sorted(after) == sorted([text[:40], "Answer total with a plain number."])
+
+
+def test_a_learned_run_does_the_days_upkeep(workspace: Path, database: Path) -> None:
+    from experience_support import FOUND, learned_run
+
+    graph = journal_of(workspace).graph
+    at = graph.clock()
+    assert graph.store.claim_upkeep("probe", at, DAY)  # an unrelated name: claims are by name
+    learned_run(workspace, database, [FOUND, {"total": 3}])
+    # The learner claimed today's decay upkeep: it is not due again until a day has passed.
+    assert not graph.store.claim_upkeep("decay", graph.clock(), DAY)
+    assert graph.store.claim_upkeep("decay", at + DAY + 1, DAY)
