@@ -115,3 +115,17 @@ def test_a_learned_run_does_the_days_upkeep(workspace: Path, database: Path) -> 
     # The learner claimed today's decay upkeep: it is not due again until a day has passed.
     assert not graph.store.claim_upkeep("decay", graph.clock(), DAY)
     assert graph.store.claim_upkeep("decay", at + DAY + 1, DAY)
+
+
+def test_experience_nodes_outlive_pruning_so_retired_lessons_stay_blocked(
+    workspace: Path, database: Path
+) -> None:
+    graph = journal_of(workspace).graph
+    text = "Never call Env.get for paths."
+    with open_memory(workspace, database) as memory:
+        retired = add_experience(memory, lesson(text, "run-1"), graph=graph)
+        retire_experience(memory, retired.key, reason="wrong", graph=graph)
+        graph.decay_and_prune(now=START + 10 * 365 * DAY)  # ten half-lives: weight ~0.001
+        again = add_experience(memory, lesson(text, "run-2"), graph=graph)
+    assert status(graph, retired.key) == RETIRED
+    assert again.action == "blocked"

@@ -682,10 +682,13 @@ class TaskGraph:
         Nothing is re-weighted: weights are computed from their base time when read, so
         pruning twice, or at any interval, gives the same result as pruning once."""
         at = self.clock() if now is None else now
+        # An experience's life is its status (see learn/upkeep.py): a faded or retired one is
+        # kept, so its rule cannot store it again unseen.
         nodes = [
             node_id
             for node_id, node_type, weight, weight_at in self.store.node_weights()
-            if decayed(weight, weight_at, HALF_LIVES[NodeType(node_type)], at) < PRUNE_BELOW
+            if node_type != NodeType.EXPERIENCE.value
+            and decayed(weight, weight_at, HALF_LIVES[NodeType(node_type)], at) < PRUNE_BELOW
         ]
         edges = [
             key
