@@ -17,7 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 import agentscript
-from agentscript.app.learning import learner_for
+from agentscript.app.configuration import leaves_run_memory
+from agentscript.app.learning import learner_for, learner_from_request, learning_request
 from agentscript.cli.feedback import feedback_command
 from agentscript.learn.experiences import (
     APPROVAL_REFUSED,
@@ -605,6 +606,40 @@ def test_learning_off_or_a_dry_run_learns_nothing(workspace: Path, database: Pat
     dry = learned_run(workspace, database, [GUESSED], model="dry-run")
     assert dry.error is None or dry.error.journal is None
     assert not database.exists()
+
+
+def test_a_live_run_told_not_to_learn_still_leaves_its_run_memory(
+    workspace: Path, database: Path
+) -> None:
+    # A provider handed in from Python is a live model; learn=False is what --no-learn sets.
+    # Learning from this failed run distils an experience (see the wiring test above).
+    ran = learned_run(workspace, database, [], model=ScriptedLlm([GUESSED]), learn=False)
+    assert ran.error is not None and ran.problems == []
+    with open_memory(workspace, database) as memory:
+        assert memory.history(run_memory_key(ran.run_id))["versions"]
+        assert experiences(memory) == []
+    assert experiences_of_run(journal_of(workspace).graph, ran.run_id) == []
+
+
+def test_run_memory_false_leaves_nothing_even_for_a_live_run(
+    workspace: Path, database: Path
+) -> None:
+    model = ScriptedLlm([FOUND, TOTAL])
+    ran = learned_run(workspace, database, [], model=model, learn=False, run_memory=False)
+    assert ran.error is None and ran.problems == []
+    assert not database.exists()
+
+
+def test_a_queued_run_told_not_to_learn_asks_for_its_run_memory_only(database: Path) -> None:
+    live = agentscript.RunConfig(model="real", learn=False, memory_db=database)
+    request = learning_request(live)
+    assert request is not None and request["distil"] is False
+    assert learner_from_request(request).distil is False
+    # Requests queued before the flag existed learned in full, and still do.
+    assert learner_from_request({"database": str(database)}).distil is True
+    assert not leaves_run_memory(agentscript.RunConfig(model="mock", learn=False))
+    assert leaves_run_memory(agentscript.RunConfig(model="mock", learn=True))
+    assert not leaves_run_memory(agentscript.RunConfig(replay="session.jsonl"))
 
 
 def test_memory_db_of_the_run_wins_over_the_environment(

@@ -103,7 +103,7 @@ def test_a_program_remembers_recalls_corrects_and_forgets(workspace: Path, datab
     assert workspace_id == str(workspace.resolve())
     assert value["fact"]["scope"] == "global"
     assert [hit["id"] for hit in value["found"]["results"]] == [value["made"]["id"]]
-    assert value["fixed"]["previous_id"] == value["made"]["id"]
+    assert value["fixed"]["id"] == value["made"]["id"] and value["fixed"]["previous_version"]
     assert [version["status"] for version in value["versions"]["versions"]] == ["active"]
     assert value["gone"]["action"] == "archived"
     assert value["after"] == 0
@@ -237,7 +237,7 @@ def test_refusals_fail_the_call_with_the_services_message(workspace: Path, datab
     assert failure(workspace, database, "    return Memory.summarise({})") == (
         "Tool Memory.summarise (memory://workspace) failed: Unsupported memory method "
         "'summarise'. Supported: remember, recall, update, forget, stats, check, browse, "
-        "digest, history, experiences at 11:12"
+        "digest, history, checkpoint, experiences at 11:12"
     )
 
 
@@ -319,6 +319,7 @@ def test_every_tool_is_a_method() -> None:
             "browse",
             "digest",
             "history",
+            "checkpoint",
             "experiences",
         ]
     )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentscript.app.configuration import RunConfig, learns_from
+from agentscript.app.configuration import RunConfig, learns_from, leaves_run_memory
 from agentscript.runtime.budgets import RunBudget, RunMeter
 from agentscript.runtime.interpreter import ExecutionOptions
 from agentscript.runtime.ports import (
@@ -178,9 +178,10 @@ def _workspace_files(workspace: Path) -> FileImports:
 
 
 def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:
-    """The sink that journals this run, unless journaling is off or this is a dry run. Unless
-    `learn` is off, it queues the run for learning when it ends (agentscript.app.learning),
-    or learns from it before the process exits when that needs a provider object."""
+    """The sink that journals this run, unless journaling is off or this is a dry run. When
+    the run learns or leaves a run memory, it queues the run for learning when it ends
+    (agentscript.app.learning), or learns from it before the process exits when that needs a
+    provider object."""
     if not config.journal or config.model == "dry-run":
         return None
     from agentscript.learn.journal import run_journal_path, shared_journal
@@ -193,7 +194,7 @@ def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:
         else run_journal_path(config.workspace, workspace)
     )
     sink = shared_journal(path).sink()
-    if learns_from(config):
+    if learns_from(config) or leaves_run_memory(config):
         from agentscript.app.learning import learner_for, learning_request
 
         request = learning_request(config)

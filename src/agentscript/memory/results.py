@@ -71,10 +71,11 @@ class RememberResult(JsonResult):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class UpdateResult(JsonResult):
-    """`update`: the id now holding the entry, the one it replaced, whether anything changed."""
+    """`update`: the entry's id (unchanged), the id under which the text before the correction
+    is kept (None when nothing changed), whether anything changed."""
 
     id: str
-    previous_id: str | None
+    previous_version: str | None
     changed: bool
     action: str = "updated"
 
@@ -82,7 +83,7 @@ class UpdateResult(JsonResult):
         return {
             "id": self.id,
             "action": self.action,
-            "previous_id": self.previous_id,
+            "previous_version": self.previous_version,
             "changed": self.changed,
         }
 

@@ -28,6 +28,7 @@ from pydantic import (
     WithJsonSchema,
 )
 
+from agentscript.memory.compaction_sink import write_checkpoint
 from agentscript.memory.entries import KINDS
 from agentscript.memory.errors import INVALID_ARGUMENT, MemoryServiceError
 from agentscript.memory.experience_text import (
@@ -252,6 +253,17 @@ class ExperiencesArguments(_Arguments):
     scope: str | None = Field(None, description=_SCOPE)
 
 
+class CheckpointArguments(_Arguments):
+    session: str = Field(description="The host's id of the session whose context was compacted")
+    summary: str = Field(description="The summary that replaced the context (markdown)")
+    trigger: str | None = Field(None, description="Why it was compacted, such as auto or manual")
+    scope: str | None = Field(None, description=_SCOPE)
+
+
+def _checkpoint(service: MemoryService, arguments: dict[str, Any]) -> JsonResult:
+    return write_checkpoint(service, **arguments)
+
+
 # A tool's call of the service: a typed result (sent as its `to_json()`) or plain JSON.
 Handler = Callable[[MemoryService, dict[str, Any]], JsonResult | dict[str, Any]]
 
@@ -363,9 +375,9 @@ TOOLS: tuple[ToolDefinition, ...] = (
         name="update",
         title="Correct a memory",
         description=(
-            "Correct an active entry: the corrected entry gets a new id and the old one is "
-            "archived as superseded (nothing is overwritten); returns {id, action, previous_id, "
-            "changed}. Given text without title, the title follows the text's first line; tags "
+            "Correct an active entry in place: its id stays the same (update it again with the "
+            "same id), and the text before is kept as an archived version; returns {id, action, "
+            "previous_version, changed}. Given text without title, the title follows the text's first line; tags "
             f"replace the old tags. {_QUALITY}"
         ),
         arguments=UpdateArguments,
@@ -394,7 +406,8 @@ TOOLS: tuple[ToolDefinition, ...] = (
         title="Memory statistics",
         description=(
             "Counts per readable scope: active, archived and superseded entries, by kind, by "
-            "summary level, per month, and the room left under max_entries."
+            "summary level, active entries per local day (by_day), ISO week (by_week) and month "
+            "(by_month), newest first, and the room left under max_entries."
         ),
         arguments=ScopeArguments,
         handler=lambda service, arguments: service.stats(**arguments),
@@ -406,9 +419,12 @@ TOOLS: tuple[ToolDefinition, ...] = (
         name="memory_check",
         title="Check memory",
         description=(
-            "Problems of the readable scopes: {ok, scopes, findings: [{code, severity, scope, "
-            "message, ids}]}; codes duplicate_title, over_limit, near_limit, stale_summary, "
-            "orphan_reference, store. Fix duplicates with update and forget."
+            "Problems of the readable scopes and what to distil: {ok, scopes, findings: "
+            "[{code, severity, scope, message, ids}], suggestions: [{signal, summary, ids, "
+            "scope}]}; finding codes duplicate_title, over_limit, near_limit, stale_summary, "
+            "orphan_reference, store (fix duplicates with update and forget); suggestion "
+            "signals recurring_topic, reinforced_episode, undistilled_checkpoints (read the "
+            "entries named, then remember the lasting lesson as knowledge or a keyed fact)."
         ),
         arguments=ScopeArguments,
         handler=lambda service, arguments: service.check(**arguments),
@@ -455,6 +471,22 @@ TOOLS: tuple[ToolDefinition, ...] = (
         read_only=True,
         idempotent=True,
         short_name="history",
+    ),
+    ToolDefinition(
+        name="memory_checkpoint",
+        title="Keep a compacted context",
+        description=(
+            "For agent hosts, when they have compacted a session's context: keeps the summary "
+            "as a checkpoint (an episodic entry tagged compaction, once per session and "
+            "summary) and returns {action: written | exists | discarded | disabled, session, "
+            "id, notice, reason}; pass the notice to the agent. Off when memory.yml sets "
+            "auto_sink: false."
+        ),
+        arguments=CheckpointArguments,
+        handler=_checkpoint,
+        read_only=False,
+        idempotent=True,
+        short_name="checkpoint",
     ),
     ToolDefinition(
         name="memory_experiences",

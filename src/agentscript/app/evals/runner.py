@@ -504,6 +504,8 @@ class _Eval:
             journal=True,
             journal_path=self.config.journal_path,
             learn=learn and configuration.learning == LEARNING_ON,
+            # Only the learning arm writes to memory: not even a run memory elsewhere.
+            run_memory=learn and configuration.learning == LEARNING_ON,
             memory_db=self.config.memory_db,
             mock_tools=self.config.mock_tools,
             max_seconds=self.config.max_seconds,
