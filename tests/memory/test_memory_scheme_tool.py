@@ -162,11 +162,12 @@ def test_the_digest_of_an_empty_memory_is_empty_text(workspace: Path, database: 
     assert result.value == ""
 
 
-def test_experiences_are_the_hits_for_the_task(workspace: Path, database: Path) -> None:
+def test_experiences_are_compact_lines_for_the_task(workspace: Path, database: Path) -> None:
     with MemoryService.open(workspace, database=database) as memory:
         for index in range(6):
             memory.remember(
-                f"Deploy lesson {index}: run the migrations first",
+                f"Deploy lesson {index}: run the migrations first\n\nWhen to apply: deploys"
+                "\n\nEvidence:\n- run 20270101-000000-aaaaaa\n\nConfidence: 0.70",
                 tags=["experience", "procedure"],
             )
         memory.remember("Deploy on Fridays is fine", tags=["opinion"])
@@ -176,13 +177,21 @@ def test_experiences_are_the_hits_for_the_task(workspace: Path, database: Path) 
         """
     some = Memory.experiences({ task: input.task })
     two = Memory.experiences({ task: input.task, limit: 2 })
-    return { some: some, two: two.length }
+    tight = Memory.experiences({ task: input.task, budget: 20 })
+    return { some: some, two: two, tight: tight }
 """,
     )
-    hits = result.value["some"]
-    assert isinstance(hits, list) and len(hits) == 5
-    assert all(hit["tags"] == ["experience", "procedure"] for hit in hits)
-    assert result.value["two"] == 2
+    lines = result.value["some"].splitlines()
+    assert len(lines) == 5
+    assert all(
+        line.startswith("- Deploy lesson ")
+        and line.endswith(": run the migrations first (confidence 0.70, 1 run)")
+        for line in lines
+    )
+    # No ids, run ids, tags or evidence: only what a prompt needs.
+    assert "20270101" not in result.value["some"] and "experience" not in result.value["some"]
+    assert len(result.value["two"].splitlines()) == 2
+    assert len(result.value["tight"].splitlines()) == 1
 
 
 def test_memory_global_reads_and_writes_only_the_global_scope(
@@ -404,3 +413,63 @@ def test_the_service_opens_on_first_use_and_closes_with_the_run(
     assert len(closed) == 1 and database.exists()
     with MemoryService.open(workspace, database=database) as memory:
         assert memory.get(created["id"])["title"] == "Opened lazily"
+
+
+class LinkedTools:
+    """A ToolUsage that says how much each tool is used (by its lower-case name)."""
+
+    def __init__(self, strengths: dict[str, float]) -> None:
+        self.strengths = strengths
+
+    def strength(self, tool: str) -> float:
+        return self.strengths.get(tool, 0.0)
+
+
+def _lesson(memory: MemoryService, lesson: str, key: str, tags: list[str]) -> None:
+    body = f"{lesson}\n\nWhen to apply: x\n\nEvidence:\n- none\n\nConfidence: 0.70"
+    memory.remember(body, key=key, title=lesson, tags=["experience", *tags])
+
+
+def test_confirmed_reinforced_and_linked_experiences_come_first(
+    workspace: Path, database: Path
+) -> None:
+    from agentscript.memory.tools import call_tool
+    from agentscript.runtime.tokens import estimate_tokens
+
+    with MemoryService.open(workspace, database=database) as memory:
+        _lesson(memory, "Check the report first.", "experience:a", ["failure"])
+        _lesson(memory, "Seen often.", "experience:b", ["success"])
+        for _ in range(4):  # the same value again: reinforced, not a new version
+            _lesson(memory, "Seen often.", "experience:b", ["success"])
+        _lesson(memory, "Confirmed by the user.", "experience:c", ["failure", "important"])
+        _lesson(memory, "About a tool in use.", "experience:d", ["failure", "tool:file.read"])
+
+        def lines(**arguments: Any) -> list[str]:
+            found = call_tool(memory, "memory_experiences", {"task": "", **arguments})
+            return str(found["text"]).splitlines()
+
+        unlinked = lines()
+        memory.tool_usage = LinkedTools({"file.read": 0.8})
+        linked = lines()
+        first = "- IMPORTANT: Confirmed by the user. (confidence 0.70, 1 run)"
+        budgeted = lines(budget=estimate_tokens(first) + 2)
+
+    assert unlinked[:2] == [
+        "- IMPORTANT: Confirmed by the user. (confidence 0.70, 1 run)",
+        "- Seen often. (confidence 0.70, 5 runs)",
+    ]
+    # The tool links the workspace's runs strengthened rank a lesson about that tool above
+    # an equally reinforced one about nothing in use.
+    assert linked[2] == "- About a tool in use. (confidence 0.70, 1 run)"
+    assert unlinked.index("- About a tool in use. (confidence 0.70, 1 run)") > 1
+    # Whole lines only, within the budget.
+    assert budgeted == [first]
+    assert not any("experience:" in line or str(workspace) in line for line in linked)
+
+
+def test_no_experiences_is_said_in_words(workspace: Path, database: Path) -> None:
+    from agentscript.memory.tools import call_tool
+
+    with MemoryService.open(workspace, database=database) as memory:
+        found = call_tool(memory, "memory_experiences", {"task": "anything"})
+    assert found["text"] == "(no experiences yet)"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -165,11 +166,26 @@ class LearningBeforeReads:
             self.problems += catch_up(workspace, self.database).problems
 
 
-def learn_now(workspace: str | Path | None, database: str | Path | None = None) -> BacklogReport:
+@dataclass(frozen=True, slots=True)
+class LearnNowReport:
+    """What `agentscript learn` did, and how many approval policy rules the user's repeated
+    approvals now suggest (`agentscript learn proposals` shows them)."""
+
+    backlog: BacklogReport
+    proposals: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.backlog.to_json(), "proposals": self.proposals}
+
+
+def learn_now(workspace: str | Path | None, database: str | Path | None = None) -> LearnNowReport:
     """`agentscript learn`: catch up the workspace (which must exist) at once."""
+    from agentscript.app.lessons import policy_proposals
     from agentscript.app.workspace import Workspace
 
-    return catch_up(Workspace(workspace).root, database)
+    root = Workspace(workspace).root
+    backlog = catch_up(root, database)
+    return LearnNowReport(backlog, len(policy_proposals(root).proposals))
 
 
 def database_label(database: str | Path | None) -> str:

@@ -145,8 +145,9 @@ class RunLearner:
     """The journal's after-run step (`JournalSink.learner`): opens the memory database, writes
     the run memory (unless memory.yml says `auto_sink: false`), distils and stores the run's
     experiences (unless `distil` is False: a run told not to learn still leaves its run
-    memory). Runs that were interrupted are left alone. Returns the problems, one line each;
-    never raises."""
+    memory), and keeps the task graph up (learn/upkeep.py: decay and pruning, once a day).
+    Runs that were interrupted are left alone. Returns the problems, one line each; never
+    raises."""
 
     def __init__(
         self,
@@ -172,6 +173,7 @@ class RunLearner:
         if trace.status not in ("ok", "error"):
             return []
         from agentscript.learn.experiences import learn_from_run
+        from agentscript.learn.upkeep import keep_up
 
         problems: list[str] = []
         try:
@@ -195,6 +197,10 @@ class RunLearner:
                 problems += [f"Learning: {problem}" for problem in report.problems]
             except Exception as problem:
                 problems.append(f"Learning: experiences were not distilled: {problem}")
+            try:
+                keep_up(journal.graph, service)
+            except Exception as problem:
+                problems.append(f"Learning: the task graph's upkeep failed: {problem}")
         return problems
 
     def _open(self, workspace: str | None) -> MemoryService:

@@ -9,8 +9,10 @@
 The methods are the tools of `tools.py` under their short names (remember, recall, update,
 forget, stats, check, browse, history, digest, checkpoint, experiences), with the same
 arguments, checks and results, except that `digest` returns the digest's text (so `use` shows
-the text itself) and `experiences` returns the list of hits. A refusal of the service raises ExecutionError
-with its message, which the run reports with the program location.
+the text itself) and `experiences` returns compact text for `use` (one line per lesson with
+its confidence and run count, within the `budget` the program sets; see experience_text). A
+refusal of the service raises ExecutionError with its message, which the run reports with the
+program location.
 
 Scopes: a program reaches its own workspace's memory and the global scope, nothing else. An
 explicit `scope` argument may name `global` or this run's workspace; any other workspace must be
@@ -87,7 +89,7 @@ class MemoryTools:
         if tool.name == "memory_digest":
             return result["text"]
         if tool.name == "memory_experiences":
-            return result["results"]
+            return result["text"]
         return result
 
     def _check_scope(self, request: ToolCall, given: Any) -> None:

@@ -197,6 +197,18 @@ class RecallResult(JsonResult):
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class ExperiencesResult(JsonResult):
+    """`experiences`: the hits best first (as `recall`'s, ranked for lessons: see
+    experience_text), and `text`, the compact lines a program's `use` shows."""
+
+    recalled: RecallResult
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.recalled.to_json(), "text": self.text}
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class EntryVersion(JsonResult):
     """One version of a key: the entry, every field, and whether it is still the current one."""
 

@@ -51,6 +51,7 @@ from agentscript.memory.errors import (
     SCOPE_FULL,
     MemoryServiceError,
 )
+from agentscript.memory.experience_text import ToolUsage
 from agentscript.memory.postgres_store import PostgresMemoryStore, is_postgres_uri
 from agentscript.memory.recall import RecallTuning, rank
 from agentscript.memory.results import (
@@ -150,6 +151,9 @@ class MemoryService:
         # Re-ranking by an embedding model (semantic.py); None: lexical ranking only.
         self.semantic = semantic
         self.before_read: ReadHook | None = None
+        # How much the workspace's runs use each tool (the task graph's tool links, wired in by
+        # the application), so `experiences` can rank lessons about tools in use higher.
+        self.tool_usage: ToolUsage | None = None
         # What else to release with the store (e.g. the model client lazy compaction uses).
         self.on_close: list[Callable[[], None]] = []
         # Secrets no memory may contain: those of this process's environment (by the

@@ -31,7 +31,18 @@ from pydantic import (
 from agentscript.memory.compaction_sink import write_checkpoint
 from agentscript.memory.entries import KINDS
 from agentscript.memory.errors import INVALID_ARGUMENT, MemoryServiceError
-from agentscript.memory.results import ForgetResult, JsonResult, RecallResult, UpdateResult
+from agentscript.memory.experience_text import (
+    DEFAULT_BUDGET_TOKENS,
+    experiences_text,
+    rank_experiences,
+)
+from agentscript.memory.results import (
+    ExperiencesResult,
+    ForgetResult,
+    JsonResult,
+    RecallResult,
+    UpdateResult,
+)
 from agentscript.memory.service import (
     DEFAULT_BODY_CHARS,
     DEFAULT_RECALL_LIMIT,
@@ -46,6 +57,8 @@ UNKNOWN_TOOL = "unknown_tool"
 EXPERIENCE_TAG = "experience"
 EXPERIENCE_KINDS = ("success", "failure", "preference", "procedure")
 DEFAULT_EXPERIENCES = 5
+# Experience bodies are short; whole ones are read so their confidence line is seen.
+EXPERIENCE_BODY_CHARS = 4000
 
 _QUALITY = (
     "Remember only what a later session needs: facts about the user, the project or the "
@@ -231,6 +244,12 @@ class ExperiencesArguments(_Arguments):
     limit: Integer = Field(
         DEFAULT_EXPERIENCES, ge=1, le=MAX_RECALL_LIMIT, description="How many at most"
     )
+    budget: Integer = Field(
+        DEFAULT_BUDGET_TOKENS,
+        ge=1,
+        le=100_000,
+        description="Estimated tokens the compact `text` may take (whole lines only)",
+    )
     scope: str | None = Field(None, description=_SCOPE)
 
 
@@ -309,13 +328,17 @@ def _forget(service: MemoryService, arguments: dict[str, Any]) -> ForgetResult:
     return service.forget(entry_id, **arguments)
 
 
-def _experiences(service: MemoryService, arguments: dict[str, Any]) -> RecallResult:
-    return service.recall(
+def _experiences(service: MemoryService, arguments: dict[str, Any]) -> ExperiencesResult:
+    found = service.recall(
         arguments["task"],
         tags=[EXPERIENCE_TAG],
         limit=arguments["limit"],
         scope=arguments.get("scope"),
+        body_chars=EXPERIENCE_BODY_CHARS,
     )
+    ranked = rank_experiences(found.hits, service.tool_usage)
+    recalled = RecallResult(ranked, found.note, found.compaction)
+    return ExperiencesResult(recalled, experiences_text(ranked, arguments["budget"]))
 
 
 TOOLS: tuple[ToolDefinition, ...] = (
@@ -471,7 +494,10 @@ TOOLS: tuple[ToolDefinition, ...] = (
         description=(
             "Experiences that may help with a task: knowledge entries tagged experience (their "
             f"second tag says which: {', '.join(EXPERIENCE_KINDS)}), ranked against the task "
-            "text; returns {results, count} like recall. Store one with remember, kind "
+            "text, user-confirmed (important) and most reinforced first; returns {results, "
+            "count} like recall, and `text`: one line per lesson (the lesson, its confidence "
+            "and run count; no ids) within `budget` tokens, made for a prompt. Store one with "
+            "remember, kind "
             "knowledge, tags [experience, <kind>]. "
             f"{_RECALL_BOOKKEEPING}"
         ),
