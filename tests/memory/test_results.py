@@ -25,7 +25,7 @@ def test_each_operation_returns_its_typed_result(tmp_path: Path) -> None:
 
         updated = memory.update(written.id, text="Deploys go out on Thursdays")
         assert isinstance(updated, UpdateResult)
-        assert updated.changed and updated.previous_id == written.id
+        assert updated.changed and updated.id == written.id and updated.previous_version
 
         found = memory.recall("deploys thursdays")
         assert isinstance(found, RecallResult) and found.count == 1

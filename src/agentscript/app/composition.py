@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentscript.app.configuration import RunConfig, learns_from
+from agentscript.app.configuration import RunConfig, learns_from, leaves_run_memory
 from agentscript.runtime.budgets import RunBudget, RunMeter
 from agentscript.runtime.interpreter import ExecutionOptions
 from agentscript.runtime.ports import (
@@ -97,6 +98,17 @@ def _base_llm(config: RunConfig) -> LlmProvider:
     from agentscript.providers.llm.router import ModelRouter
 
     return ModelRouter(config.environ)
+
+
+class ScratchFolder:
+    """A temporary folder a run owns, removed when the run closes."""
+
+    def __init__(self, prefix: str) -> None:
+        self._folder = tempfile.TemporaryDirectory(prefix=prefix)
+        self.path = Path(self._folder.name)
+
+    def close(self) -> None:
+        self._folder.cleanup()
 
 
 @dataclass(slots=True)
@@ -249,15 +261,15 @@ def _workspace_files(workspace: Path) -> FileImports:
 
 def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:
     """The sink that journals this run, unless journaling is off, or this is a dry run or a
-    strict replay (see `replays_only`). Unless
-    `learn` is off, it queues the run for learning when it ends (agentscript.app.learning),
-    or learns from it before the process exits when that needs a provider object."""
+    strict replay (see `replays_only`). When the run learns or leaves a run memory, it queues
+    the run for learning when it ends (agentscript.app.learning), or learns from it before the
+    process exits when that needs a provider object."""
     if not config.journal or config.model == "dry-run" or replays_only(config):
         return None
     from agentscript.learn.journal import shared_journal
 
     sink = shared_journal(journal_location(config, workspace)).sink()
-    if learns_from(config):
+    if learns_from(config) or leaves_run_memory(config):
         from agentscript.app.learning import learner_for, learning_request
 
         request = learning_request(config)
@@ -356,7 +368,15 @@ def build_tools(
         from agentscript.app.memory_service import memory_tools
 
         granted = policy.memory_scopes if policy is not None else ()
-        return memory_tools(jail.root, config.memory_db, environ, granted, secrets)
+        database = config.memory_db
+        if database is None and config.model == "mock":
+            # A mock run tries a program out: what it remembers goes to a scratch memory that
+            # starts empty and is removed with the run, never into the user's (--memory-db
+            # names a real one on purpose).
+            scratch = ScratchFolder("agentscript-mock-memory-")
+            owned.insert(0, scratch)  # closed last, after the service that uses it
+            database = scratch.path / "memory.db"
+        return memory_tools(jail.root, database, environ, granted, secrets)
 
     http = LazyTool(http_tools)
     registry = ToolRegistry(

@@ -98,11 +98,16 @@ class RunConfig:
     # Send the run to an OpenTelemetry collector over OTLP/HTTP: True, False, or None to
     # follow the standard OTEL_* variables (on when an OTLP endpoint is set).
     otel: bool | None = None
-    # After a journaled run ends ok or with an error, write its run memory and distil its
-    # experiences into the long-term memory at `memory_db` (agentscript.learn.run_memory).
-    # None (the default) learns only from runs that talked to a model: not from the mock, a
-    # dry run or a replay, whose answers teach nothing about the world.
+    # After a journaled run ends ok or with an error, distil its experiences into the
+    # long-term memory at `memory_db` (agentscript.learn.run_memory). None (the default)
+    # learns only from runs that talked to a model: not from the mock, a dry run or a replay,
+    # whose answers teach nothing about the world. The run memory (memory.yml auto_sink) is
+    # written for every run that talked to a model even when this is False; True also writes
+    # it for the mock and replays (see leaves_run_memory).
     learn: bool | None = None
+    # Leave the run memory: None as `learn` says above; False never (an eval's arm without
+    # learning, whose runs must not change the memory the other arm learns into); True always.
+    run_memory: bool | None = None
     # Rewrite new experiences with a model: None (the rules' text), "program" (the program's
     # own model), a model URI, or a provider.
     learn_model: str | LlmProvider | None = None
@@ -115,7 +120,22 @@ class RunConfig:
 
 
 def learns_from(config: RunConfig) -> bool:
-    """Whether a run writes a run memory and experiences (see RunConfig.learn)."""
+    """Whether a run distils experiences (see RunConfig.learn)."""
     if config.learn is not None:
         return config.learn
+    return _talks_to_a_live_model(config)
+
+
+def leaves_run_memory(config: RunConfig) -> bool:
+    """Whether a run leaves its run memory, memory.yml `auto_sink` permitting: every run that
+    talked to a live model, learning or not (`learn=False`, `--no-learn`, stops the distilling
+    of experiences, not the seed's auto_sink), and a mock or replayed run only when asked to
+    learn; a dry run never (it is never journaled). `run_memory` overrides all of this."""
+    if config.run_memory is not None:
+        return config.run_memory
+    return config.learn is True or _talks_to_a_live_model(config)
+
+
+def _talks_to_a_live_model(config: RunConfig) -> bool:
+    """Not the mock, a dry run or a replay, whose answers teach nothing about the world."""
     return config.replay is None and not (isinstance(config.model, str) and config.model != "real")

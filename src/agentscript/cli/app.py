@@ -231,8 +231,10 @@ def cli(ctx: click.Context) -> None:
 @click.option(
     "--learn/--no-learn",
     default=None,
-    help="Learn a run memory and experiences from this run "
-    "(default: only when a real model answered; never for --mock, --dry-run, --replay).",
+    help="Distil experiences from this run (default: only when a real model answered; never "
+    "for --mock, --dry-run, --replay). The run memory is written for every run a real model "
+    "answered, --no-learn or not (memory.yml auto_sink: false turns it off); --learn also "
+    "writes it for --mock and --replay.",
 )
 @click.option(
     "--learn-model", metavar="URI", help="Model that rewrites learned experiences (default: none)."

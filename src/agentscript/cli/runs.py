@@ -173,7 +173,8 @@ def view_command(
 @click.option(
     "--learn/--no-learn",
     default=None,
-    help="Learn from the resumed run (default: only when a real model answered).",
+    help="Learn from the resumed run (default: no; like a replay, most of it was answered "
+    "from the journal).",
 )
 @click.option("--memory-db", metavar="PATH", help="Long-term memory database for this run.")
 @_WORKSPACE

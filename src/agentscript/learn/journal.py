@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentscript.learn.failure_class import environment_cause, operator_note
 from agentscript.learn.journal_store import (
     RUN_KIND,
     JournalEntry,
@@ -38,7 +39,13 @@ from agentscript.learn.journal_store import (
 )
 from agentscript.learn.locks import host_name, process_alive
 from agentscript.runtime.secrets import SecretSet
-from agentscript.runtime.trace import TraceEvent, TraceSink, format_trace
+from agentscript.runtime.trace import (
+    TraceEvent,
+    TraceSink,
+    format_trace,
+    is_audit_only,
+    without_audit,
+)
 
 if TYPE_CHECKING:
     from agentscript.learn.execution_trace import TaskExecutionTrace
@@ -199,6 +206,16 @@ def shared_journal(path: str | Path) -> Journal:
         if journal is None:
             journal = _SHARED[key] = Journal.open(key[1])
     return journal
+
+
+def close_shared_journals() -> None:
+    """Close every journal `shared_journal` opened in this process (a host, or a test, done
+    with its runs); the next `shared_journal` opens afresh."""
+    with _SHARED_LOCK:
+        journals = list(_SHARED.values())
+        _SHARED.clear()
+    for journal in journals:
+        journal.close()
 
 
 def effective_status(run: RunRecord, now: float, host: str | None = None) -> RunStatus:
@@ -605,10 +622,14 @@ class RunDetail:
 
     view: RunView
     entries: list[JournalEntry]
+    # Why the run taught nothing, when it failed for an environment or operator reason
+    # (see failure_class).
+    operator_note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "run": self.view.to_json(),
+            "operator_note": self.operator_note,
             "entries": [
                 {
                     "seq": entry.seq,
@@ -633,7 +654,10 @@ def list_runs(journal: Journal, limit: int | None = 20) -> list[RunView]:
 
 def show_run(journal: Journal, reference: str) -> RunDetail:
     run = journal.resolve(reference)
-    return RunDetail(RunView(run, journal.status(run)), journal.store.entries(run.run_id))
+    status = journal.status(run)
+    cause = environment_cause(run.error) if status == "error" and run.error else None
+    note = operator_note(cause) if cause is not None else None
+    return RunDetail(RunView(run, status), journal.store.entries(run.run_id), note)
 
 
 def replay_run(journal: Journal, reference: str) -> list[dict[str, Any]]:
@@ -653,9 +677,10 @@ def run_trace(journal: Journal, reference: str) -> TaskExecutionTrace:
     return journal.learn(run, journal.store.entries(run.run_id))
 
 
-def rebuild_trace(entries: list[JournalEntry]) -> list[dict[str, Any]]:
+def rebuild_trace(entries: list[JournalEntry], audit: bool = False) -> list[dict[str, Any]]:
     """Nest the finished events as the Tracer does: an agent call's events in its `trace`, in
-    finishing order. Events of `parallel for` iterations sit one level deeper than their
+    finishing order; what only the journal keeps (a call that raised, a call's risk; see
+    trace.without_audit) is left out unless `audit` asks for it. Events of `parallel for` iterations sit one level deeper than their
     parent call's own events; the `parallel_for` event that follows carries them, so they are
     not placed again. What a killed run left open is closed here and marked `"unfinished":
     true`: an agent call with the events it had, and iterations whose `parallel_for` never
@@ -668,7 +693,9 @@ def rebuild_trace(entries: list[JournalEntry]) -> list[dict[str, Any]]:
             nested.open_calls[entry.event_id] = entry
             nested.depths[entry.event_id] = entry.depth
             continue
-        data = dict(entry.data)
+        if not audit and is_audit_only(entry.kind, entry.data):
+            continue
+        data = dict(entry.data) if audit else without_audit(entry.kind, entry.data)
         if entry.kind == "agent":
             nested.open_calls.pop(entry.event_id, None)
             data["trace"] = nested.children.pop(entry.event_id, [])
@@ -751,9 +778,11 @@ def format_run(detail: RunDetail) -> str:
     lines.append(f"events    {run.events}")
     if run.error:
         lines.append(f"error     {run.error}")
+    if detail.operator_note:
+        lines.append(f"learning  {detail.operator_note}")
     if run.usage:
         lines.append(f"usage     {dumps(run.usage)}")
-    lines += ["", format_trace(rebuild_trace(detail.entries))]
+    lines += ["", format_trace(rebuild_trace(detail.entries, audit=True))]
     return "\n".join(lines)
 
 

@@ -71,10 +71,11 @@ class RememberResult(JsonResult):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class UpdateResult(JsonResult):
-    """`update`: the id now holding the entry, the one it replaced, whether anything changed."""
+    """`update`: the entry's id (unchanged), the id under which the text before the correction
+    is kept (None when nothing changed), whether anything changed."""
 
     id: str
-    previous_id: str | None
+    previous_version: str | None
     changed: bool
     action: str = "updated"
 
@@ -82,7 +83,7 @@ class UpdateResult(JsonResult):
         return {
             "id": self.id,
             "action": self.action,
-            "previous_id": self.previous_id,
+            "previous_version": self.previous_version,
             "changed": self.changed,
         }
 
@@ -193,6 +194,18 @@ class RecallResult(JsonResult):
     def to_json(self) -> dict[str, Any]:
         data = {"results": [hit.to_json() for hit in self.hits], "count": self.count}
         return _with_read_report(data, self.note, self.compaction)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ExperiencesResult(JsonResult):
+    """`experiences`: the hits best first (as `recall`'s, ranked for lessons: see
+    experience_text), and `text`, the compact lines a program's `use` shows."""
+
+    recalled: RecallResult
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.recalled.to_json(), "text": self.text}
 
 
 @dataclass(frozen=True, slots=True, eq=False)

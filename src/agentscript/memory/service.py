@@ -51,6 +51,7 @@ from agentscript.memory.errors import (
     SCOPE_FULL,
     MemoryServiceError,
 )
+from agentscript.memory.experience_text import ToolUsage
 from agentscript.memory.postgres_store import PostgresMemoryStore, is_postgres_uri
 from agentscript.memory.recall import RecallTuning, rank
 from agentscript.memory.results import (
@@ -68,6 +69,7 @@ from agentscript.memory.scopes import ScopePlan, parse_scope, route, workspace_i
 from agentscript.memory.semantic import SemanticRanker
 from agentscript.memory.sqlite_store import SqliteStore
 from agentscript.memory.store import EntryFilter, MemoryStore, StoreReader, StoreTransaction
+from agentscript.memory.suggestions import distil_suggestions
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
 from agentscript.memory.timehints import time_windows
 from agentscript.memory.timeline import (
@@ -149,6 +151,9 @@ class MemoryService:
         # Re-ranking by an embedding model (semantic.py); None: lexical ranking only.
         self.semantic = semantic
         self.before_read: ReadHook | None = None
+        # How much the workspace's runs use each tool (the task graph's tool links, wired in by
+        # the application), so `experiences` can rank lessons about tools in use higher.
+        self.tool_usage: ToolUsage | None = None
         # What else to release with the store (e.g. the model client lazy compaction uses).
         self.on_close: list[Callable[[], None]] = []
         # Secrets no memory may contain: those of this process's environment (by the
@@ -374,12 +379,15 @@ class MemoryService:
         event_time: TimeArgument = None,
         scope: str | None = None,
     ) -> UpdateResult:
-        """Correct an active entry; returns `{id, action: "updated", previous_id, changed}`.
+        """Correct an active entry in place; returns `{id, action: "updated", previous_version,
+        changed}`.
 
-        Nothing is overwritten: the corrected entry is a new version with a new id, and the
-        old one is archived with `superseded_by` (so `history` and `get` still show it). Given
-        `text` without `title`, the title follows the text's first line; `tags` replace the
-        old tags. An update that changes nothing returns the same id with `changed: false`.
+        The id stays the entry's (the seed's contract: a caller may update the id it recalled
+        again and again). Nothing is lost either: the text before the correction is kept as an
+        archived version under a new id, `previous_version`, with `superseded_by` pointing to
+        the entry, so `history` and `get` still show it. Given `text` without `title`, the
+        title follows the text's first line; `tags` replace the old tags. An update that
+        changes nothing returns `changed: false` and keeps no version.
         """
         if (
             text is None
@@ -431,18 +439,27 @@ class MemoryService:
                 )
             revised = current.evolve(**changes)
             if revised == current:
-                return UpdateResult(current.id, previous_id=None, changed=False)
+                return UpdateResult(current.id, previous_version=None, changed=False)
             check_size(revised, self.config.max_entry_bytes)
-            successor = revised.evolve(
-                id=str(uuid.uuid4()), created_at=now, updated_at=now, accessed_at=now
+            kept = current.evolve(
+                id=str(uuid.uuid4()),
+                archived=True,
+                archive_reason=REASON_SUPERSEDED,
+                superseded_by=current.id,
             )
-            tx.replace(
-                current.evolve(
-                    archived=True, archive_reason=REASON_SUPERSEDED, superseded_by=successor.id
-                )
+            # The versions before this one now follow the kept copy, so history stays a chain.
+            earlier = EntryFilter(
+                scopes=(current.scope,),
+                archived=True,
+                key=current.key,
+                keyed=current.key is not None,
             )
-            tx.insert(successor)
-        return UpdateResult(successor.id, previous_id=current.id, changed=True)
+            for older in tx.select(earlier):
+                if older.superseded_by == current.id:
+                    tx.replace(older.evolve(superseded_by=kept.id))
+            tx.replace(revised.evolve(updated_at=now, accessed_at=now))
+            tx.insert(kept)
+        return UpdateResult(current.id, previous_version=kept.id, changed=True)
 
     def forget(
         self,
@@ -456,11 +473,12 @@ class MemoryService:
         show it); returns `{id, action: "archived" | "already_archived" | "purged", purged}`.
 
         With `purge`, the entry is deleted from the table and the text index instead, together
-        with every other version of its key (a purged value must not survive as history), and
-        so is every summary that drew on them, up the levels (`summaries_removed`): the
-        summaries' other sources become active again (`restored`), so compaction writes the
-        summaries anew without the purged text. Forgetting a summary likewise restores its
-        sources (the summary is archived), so the bucket is compacted again rather than hidden.
+        with every other version of its key and every text it had before an update (a purged
+        value must not survive as history), and so is every summary that drew on them, up the
+        levels (`summaries_removed`): the summaries' other sources become active again
+        (`restored`), so compaction writes the summaries anew without the purged text.
+        Forgetting a summary likewise restores its sources (the summary is archived), so the
+        bucket is compacted again rather than hidden.
         `archived` is True when the entry is no longer active.
         """
         why = clean_line(reason, "reason", 200) or REASON_FORGOTTEN
@@ -489,6 +507,7 @@ class MemoryService:
                     EntryFilter(scopes=(current.scope,), key=current.key, archived=None)
                 )
                 doomed.extend(entry.id for entry in versions if entry.id != current.id)
+            doomed.extend(_earlier_versions(tx, current.scope, set(doomed)))
             tainted = _summaries_drawing_on(tx, current.scope, set(doomed))
             tx.delete(current.scope, tuple(doomed + [entry.id for entry in tainted]))
             restored = _restore_sources(tx, current.scope, tainted, set(doomed))
@@ -654,7 +673,8 @@ class MemoryService:
 
     def stats(self, *, scope: str | None = None) -> dict[str, Any]:
         """Counts per readable scope: active and archived entries, by kind, by summary level,
-        superseded versions, active entries per month, and the scope's room under max_entries."""
+        superseded versions, active entries per local day, ISO week and month (newest first;
+        a summary counts in the buckets of its first day), and the room under max_entries."""
         plan = self.scopes_for(scope)
         compaction = self._before_read(plan.read)
         scopes = []
@@ -679,7 +699,13 @@ class MemoryService:
                 )
                 if entry.superseded_by
             )
-            months = self.store.tally(EntryFilter(scopes=(name,)), ("month",))
+            buckets = {
+                unit: {
+                    cast(str, bucket): total
+                    for (bucket,), total in self.store.tally(EntryFilter(scopes=(name,)), (unit,))
+                }
+                for unit in ("day", "week", "month")
+            }
             scopes.append(
                 {
                     "scope": name,
@@ -688,7 +714,9 @@ class MemoryService:
                     "superseded": superseded,
                     "by_kind": by_kind,
                     "by_level": by_level,
-                    "by_month": {cast(str, month): total for (month,), total in months},
+                    "by_day": buckets["day"],
+                    "by_week": buckets["week"],
+                    "by_month": buckets["month"],
                     "max_entries": self.config.max_entries,
                     "room": max(self.config.max_entries - active, 0),
                 }
@@ -708,19 +736,25 @@ class MemoryService:
         message, ids}]}`: duplicate titles, scopes over (or within 10 % of) max_entries, stale
         summaries (a source changed or came back after the summary was written), orphan
         references (archive_ref or superseded_by naming an entry that is gone), and the
-        store's own integrity problems. `notes` says what memory.yml spells the seed's way
-        (accepted, but today's name is the one documented)."""
+        store's own integrity problems. `suggestions` (`[{signal, summary, ids, scope}]`,
+        suggestions.py) say what to distil into lasting knowledge; they are not problems, so
+        they leave `ok` as it is. `notes` says what memory.yml spells the seed's way (accepted,
+        but today's name is the one documented)."""
         plan = self.scopes_for(scope)
         findings: list[dict[str, Any]] = [
             {"code": "store", "severity": "error", "scope": None, "message": problem, "ids": []}
             for problem in self.store.verify()
         ]
+        suggestions: list[dict[str, Any]] = []
         for name in plan.read:
             findings.extend(self._check_scope(name))
+            for suggestion in distil_suggestions(self.store.select(EntryFilter(scopes=(name,)))):
+                suggestions.append({**suggestion, "scope": name})
         return {
             "ok": not findings,
             "scopes": list(plan.read),
             "findings": findings,
+            "suggestions": suggestions,
             "notes": list(self.config.notes),
         }
 
@@ -1223,6 +1257,24 @@ def _summaries_drawing_on(tx: StoreReader, scope: str, gone: set[str]) -> list[E
                 reached.add(summary.id)
                 grew = True
     return list(tainted.values())
+
+
+def _earlier_versions(tx: StoreReader, scope: str, ids: set[str]) -> list[str]:
+    """The archived unkeyed versions that `ids` replaced, and the ones those replaced, and so
+    on: an unkeyed entry's text before an update, which a purge must take along (a keyed
+    entry's versions share its key)."""
+    archived = tx.select(EntryFilter(scopes=(scope,), archived=True, keyed=False))
+    found: list[str] = []
+    reached = set(ids)
+    grown = True
+    while grown:
+        grown = False
+        for entry in archived:
+            if entry.superseded_by in reached and entry.id not in reached:
+                reached.add(entry.id)
+                found.append(entry.id)
+                grown = True
+    return found
 
 
 def _restore_sources(

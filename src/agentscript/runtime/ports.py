@@ -103,6 +103,9 @@ class ToolCall:
     # The run's remaining time and its interrupt: a tool caps its waits by it and checks it
     # between steps (see CallDeadline).
     deadline: CallDeadline = field(default_factory=CallDeadline)
+    # The risk the approval gate judged the call to carry (`read`, `effect`, `destructive`),
+    # set by the gate so the trace can say it whether the call ran, failed or was refused.
+    risk: str | None = None
 
     def report(self, kind: str, data: dict[str, Any]) -> None:
         if self.on_event is not None:

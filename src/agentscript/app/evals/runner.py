@@ -219,11 +219,12 @@ class _Eval:
             replay=Path(config.replay) if config.replay is not None else None,
         )
         self.scripts = MockScripts(self.source.responses) if self.source.responses else None
-        self.replayed_rows = (
-            read_rows(self.source.replay)
-            if self.source.replay is not None and self.source.replays_runs
-            else None
-        )
+        self.replayed_rows: dict[tuple[str, str], CellResult] | None = None
+        if self.source.replay is not None and self.source.replays_runs:
+            from agentscript.learn.journal import wait_for_journal
+
+            wait_for_journal()  # the runs an eval of this process journaled are all written
+            self.replayed_rows = read_rows(self.source.replay)
         self.stop = threading.Event()
         self._lock = threading.Lock()
         self._router: LlmProvider | None = None
@@ -523,6 +524,8 @@ class _Eval:
             journal=True,
             journal_path=self.config.journal_path,
             learn=learn and configuration.learning == LEARNING_ON,
+            # Only the learning arm writes to memory: not even a run memory elsewhere.
+            run_memory=learn and configuration.learning == LEARNING_ON,
             memory_db=self.config.memory_db,
             mock_tools=self.config.mock_tools,
             max_seconds=self.config.max_seconds,

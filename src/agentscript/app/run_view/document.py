@@ -146,6 +146,11 @@ def _recalled(flat: list[Step]) -> list[dict[str, Any]]:
         if step.kind != "tool" or step.data.get("method") not in RECALL_METHODS:
             continue
         result = step.data.get("result")
+        if isinstance(result, str):
+            # `Memory.experiences` hands a program one line per lesson (memory/experience_text).
+            lessons = [line[2:] for line in result.splitlines() if line.startswith("- ")]
+            recalled += [{"step": step.id, "key": None, "title": text} for text in lessons]
+            continue
         hits = result if isinstance(result, list) else (result or {}).get("experiences", [])
         for hit in hits if isinstance(hits, list) else []:
             if isinstance(hit, dict):

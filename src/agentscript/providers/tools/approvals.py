@@ -178,6 +178,7 @@ class ApprovalGate:
 
     def call(self, request: ToolCall) -> Any:
         risk = self.registry.risk(request)
+        request.risk = risk
         decision = self.policy.decide(request, risk)
         if decision == "run" and risk == "read":
             return self.registry.call(request)
