@@ -94,8 +94,9 @@ class JournaledTools:
             secrets.append(secret)
             request.secret(secret)
 
+        forwarded = replace(request, on_event=relay, on_secret=hand_out)
         try:
-            result = self._inner.call(replace(request, on_event=relay, on_secret=hand_out))
+            result = self._inner.call(forwarded)
         except OutcomeUnknown:
             self._log.exchange(TOOL_FINISHED, {"call": call_id, "unknown": True}, durable=durable)
             raise
@@ -104,6 +105,8 @@ class JournaledTools:
             finished = {"call": call_id, "error": message or str(problem), "events": events}
             self._log.exchange(TOOL_FINISHED, finished, durable=durable)
             raise
+        finally:
+            request.risk = forwarded.risk  # as the approval gate judged it, for the trace
         finished = {"call": call_id, "result": sanitize(result), "events": events}
         if secrets and SecretSet(secrets).found_in(result):
             finished["secret"] = True  # the journal keeps it redacted: a replay reads it again
@@ -162,6 +165,8 @@ class ReplayTools:
             if self._go_live:
                 return self._live.call(request)
             raise _mismatch(self._source, request, args, expected)
+        if isinstance(self._live, ApprovalGate):
+            request.risk = self._live.registry.risk(request)  # as the gate would judge it
         if not exchange.finished:
             return self._unfinished(request)
         if exchange.secret and self._is_read(request):
