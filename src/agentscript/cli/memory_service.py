@@ -265,7 +265,7 @@ def browse_command(
             page_size=page_size,
         )
         if as_json:
-            print(to_json(result))
+            print(to_json(result.to_json()))
             return 0
         if not result["groups"]:
             print("no memories found")
@@ -285,8 +285,8 @@ def browse_command(
             heading = f"{group['label']} ({count} {'entry' if count == 1 else 'entries'}"
             heading += f", {shown} shown)" if shown < count else ")"
             _print_table(heading, ["KIND", "TITLE", "TAGS", "ID"], rows)
-        pages = -(-result["total_groups"] // result["page_size"])
-        print(f"page {result['page']} of {pages}, {result['total_entries']} entries")
+        pages = -(-result.total_groups // result.page_size)
+        print(f"page {result.page} of {pages}, {result.total_entries} entries")
         return 0
 
     _with_service(ctx, workspace, db, browse)
@@ -314,7 +314,7 @@ def stats_command(
     def stats(service: MemoryService) -> int:
         result = service.stats(scope=scope)
         if as_json:
-            print(to_json(result))
+            print(to_json(result.to_json()))
             return 0
         rows = [
             [
@@ -359,7 +359,7 @@ def check_command(
         result = service.check(scope=scope)
         findings = result["findings"]
         if as_json:
-            print(to_json(result))
+            print(to_json(result.to_json()))
             return 1 if any(finding["severity"] == "error" for finding in findings) else 0
         if not findings:
             names = ", ".join(_scope_name(service, name) for name in result["scopes"])

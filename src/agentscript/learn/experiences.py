@@ -1233,7 +1233,7 @@ def _resolve(service: MemoryService, experience: str) -> tuple[str | None, dict[
     """(key, the active entry or the entry named) for a key or a memory id."""
     if experience.startswith("experience:"):
         return experience, active_entry(service, experience)
-    entry = service.get(experience)
+    entry = service.get(experience).to_json()
     return entry.get("key"), entry
 
 

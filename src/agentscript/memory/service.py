@@ -55,13 +55,21 @@ from agentscript.memory.experience_text import ToolUsage
 from agentscript.memory.postgres_store import PostgresMemoryStore, is_postgres_uri
 from agentscript.memory.recall import RecallTuning, rank
 from agentscript.memory.results import (
+    BrowseGroup,
+    BrowseResult,
+    CheckFinding,
+    CheckResult,
     DigestResult,
+    DistilSuggestion,
+    EntryResult,
     EntryVersion,
     ForgetResult,
     HistoryResult,
     RecallHit,
     RecallResult,
     RememberResult,
+    ScopeStats,
+    StatsResult,
     UpdateResult,
     read_report,
 )
@@ -522,9 +530,9 @@ class MemoryService:
 
     # ------------------------------------------------------------------------- reading
 
-    def get(self, entry_id: str, *, scope: str | None = None) -> dict[str, Any]:
+    def get(self, entry_id: str, *, scope: str | None = None) -> EntryResult:
         """One entry, every field, archived or not, if it is in a scope this call may read."""
-        return self._get(self.store, self.scopes_for(scope), entry_id).to_dict()
+        return EntryResult(self._get(self.store, self.scopes_for(scope), entry_id))
 
     def recall(
         self,
@@ -622,7 +630,7 @@ class MemoryService:
         page: int = 1,
         page_size: int = 20,
         per_group: int = 50,
-    ) -> dict[str, Any]:
+    ) -> BrowseResult:
         """Entries grouped by local time bucket (`by`: day, week, month or year), newest group
         first, entries in a group newest first; paging counts groups. A summary sits in the
         bucket holding its own bucket's first day (a week summary is in its week, and in the
@@ -651,27 +659,23 @@ class MemoryService:
                 replace(where, bucket=(unit, key)), order="event", limit=shown
             )
             listed.append(
-                {
-                    "bucket": key,
-                    "level": unit,
-                    "label": bucket_label(key),
-                    "count": total,
-                    "entries": [_summary_line(entry) for entry in members],
-                }
+                BrowseGroup(
+                    key, unit, bucket_label(key), total, [_summary_line(e) for e in members]
+                )
             )
-        return _with_compaction(
-            {
-                "by": unit,
-                "page": number,
-                "page_size": size,
-                "total_groups": len(groups),
-                "total_entries": sum(total for _, total in groups),
-                "groups": listed,
-            },
-            compaction,
+        note, report = read_report(compaction)
+        return BrowseResult(
+            by=unit,
+            page=number,
+            page_size=size,
+            total_groups=len(groups),
+            total_entries=sum(total for _, total in groups),
+            groups=listed,
+            note=note,
+            compaction=report,
         )
 
-    def stats(self, *, scope: str | None = None) -> dict[str, Any]:
+    def stats(self, *, scope: str | None = None) -> StatsResult:
         """Counts per readable scope: active and archived entries, by kind, by summary level,
         superseded versions, active entries per local day, ISO week and month (newest first;
         a summary counts in the buckets of its first day), and the room under max_entries."""
@@ -707,31 +711,23 @@ class MemoryService:
                 for unit in ("day", "week", "month")
             }
             scopes.append(
-                {
-                    "scope": name,
-                    "active": active,
-                    "archived": archived,
-                    "superseded": superseded,
-                    "by_kind": by_kind,
-                    "by_level": by_level,
-                    "by_day": buckets["day"],
-                    "by_week": buckets["week"],
-                    "by_month": buckets["month"],
-                    "max_entries": self.config.max_entries,
-                    "room": max(self.config.max_entries - active, 0),
-                }
+                ScopeStats(
+                    scope=name,
+                    active=active,
+                    archived=archived,
+                    superseded=superseded,
+                    by_kind={str(kind): total for kind, total in by_kind.items()},
+                    by_level={str(level): total for level, total in by_level.items()},
+                    by_day=buckets["day"],
+                    by_week=buckets["week"],
+                    by_month=buckets["month"],
+                    max_entries=self.config.max_entries,
+                )
             )
-        return _with_compaction(
-            {
-                "workspace": self.workspace,
-                "scopes": scopes,
-                "active": sum(item["active"] for item in scopes),
-                "archived": sum(item["archived"] for item in scopes),
-            },
-            compaction,
-        )
+        note, report = read_report(compaction)
+        return StatsResult(self.workspace, scopes, note=note, compaction=report)
 
-    def check(self, *, scope: str | None = None) -> dict[str, Any]:
+    def check(self, *, scope: str | None = None) -> CheckResult:
         """Real problems of the readable scopes, as `{ok, findings: [{code, severity, scope,
         message, ids}]}`: duplicate titles, scopes over (or within 10 % of) max_entries, stale
         summaries (a source changed or came back after the summary was written), orphan
@@ -741,36 +737,21 @@ class MemoryService:
         they leave `ok` as it is. `notes` says what memory.yml spells the seed's way (accepted,
         but today's name is the one documented)."""
         plan = self.scopes_for(scope)
-        findings: list[dict[str, Any]] = [
-            {"code": "store", "severity": "error", "scope": None, "message": problem, "ids": []}
-            for problem in self.store.verify()
+        findings = [
+            CheckFinding("store", "error", None, problem, []) for problem in self.store.verify()
         ]
-        suggestions: list[dict[str, Any]] = []
+        suggestions: list[DistilSuggestion] = []
         for name in plan.read:
             findings.extend(self._check_scope(name))
             for suggestion in distil_suggestions(self.store.select(EntryFilter(scopes=(name,)))):
-                suggestions.append({**suggestion, "scope": name})
-        return {
-            "ok": not findings,
-            "scopes": list(plan.read),
-            "findings": findings,
-            "suggestions": suggestions,
-            "notes": list(self.config.notes),
-        }
+                suggestions.append(DistilSuggestion(**suggestion, scope=name))
+        return CheckResult(list(plan.read), findings, suggestions, list(self.config.notes))
 
-    def _check_scope(self, scope: str) -> list[dict[str, Any]]:
-        findings: list[dict[str, Any]] = []
+    def _check_scope(self, scope: str) -> list[CheckFinding]:
+        findings: list[CheckFinding] = []
 
         def finding(code: str, severity: str, message: str, ids: Iterable[str]) -> None:
-            findings.append(
-                {
-                    "code": code,
-                    "severity": severity,
-                    "scope": scope,
-                    "message": message,
-                    "ids": sorted(ids),
-                }
-            )
+            findings.append(CheckFinding(code, severity, scope, message, sorted(ids)))
 
         active = EntryFilter(scopes=(scope,), kinds=("fact", "knowledge", "episodic"))
         for (kind, title_norm), total in self.store.tally(
@@ -1353,18 +1334,6 @@ def _summary_line(entry: Entry) -> dict[str, Any]:
         "event_time": entry.event_time,
         "archived": entry.archived,
     }
-
-
-def _with_compaction(response: dict[str, Any], report: dict[str, Any] | None) -> dict[str, Any]:
-    """A read's result with the read hook's report under `compaction`, and its note (a failed
-    summary, say) appended to the result's `note`."""
-    if report is None:
-        return response
-    response["compaction"] = report
-    note = report.get("note")
-    if note:
-        response["note"] = f"{response['note']}; {note}" if response.get("note") else note
-    return response
 
 
 def _fitting(
