@@ -10,6 +10,12 @@ right. So what is measured is the learning loop (distil, deduplicate, store, rec
 a model's skill at following lessons. The same 20 tasks run again with learning off as the
 baseline. Offline, deterministic; prints one table and never asserts.
 
+The harmful cases: one task in four fails for a reason that is not the task's, in turn a missing
+API key (the real router with an empty environment), a provider outage (the scripted model
+raises the transport's own 503 wording) and the user's own budget (`max_calls` 1). Target: 0
+lessons stored from those runs and 0 injected into a prompt. And the cost of what `use` of
+experiences adds to a prompt, in estimated tokens per lesson line (target ≤ 60).
+
     .venv/bin/python benchmarks/learning.py [--tasks 20]
 """
 
@@ -32,8 +38,9 @@ import agentscript
 from agentscript.learn.graph import episode_node_id
 from agentscript.learn.journal import journal_path, shared_journal
 from agentscript.memory.service import MemoryService
-from agentscript.runtime.errors import AgentScriptError
+from agentscript.runtime.errors import AgentScriptError, ExecutionError
 from agentscript.runtime.ports import GenerateRequest, GenerateResponse
+from agentscript.runtime.tokens import estimate_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "learning" / "report.as"
@@ -42,9 +49,14 @@ MONTHS = (
 ).split()
 LESSONS_LABEL = "lessons from earlier runs"
 # The phrases of the two rule-made lessons the scripted model heeds.
-LOCATE_FIRST = "locate the file first"
+LOCATE_FIRST = "find the file (for example with sh://find)"
 PLAIN_NUMBER = "with a plain number"
 WAIT_SECONDS = 60.0
+# Every fourth task fails for an environment reason, these in turn.
+ENVIRONMENT_FAILURES = ("missing key", "provider 503", "own budget")
+OUTAGE = "LLM provider 'openai' request failed (503): The server is overloaded"
+# Words only a lesson learned from an environment failure would carry.
+ENVIRONMENT_WORDS = re.compile(r"OPENAI_API_KEY|\b503\b|overloaded|budget|--max-", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +65,8 @@ class Task:
     year: int
     month: int
     total: int
+    # Why the run fails whatever was learned (one of ENVIRONMENT_FAILURES), if it does.
+    environment: str | None = None
 
     @property
     def file(self) -> str:
@@ -66,7 +80,12 @@ def tasks(count: int) -> list[Task]:
         year, month = 2025 + index // 12, index % 12 + 1
         amounts = [100 + 37 * index, 250 + 11 * index, 75 + 5 * index]
         text = f"Summarise the {MONTHS[month - 1]} {year} sales report"
-        found.append(Task(text, year, month, sum(amounts)))
+        failure = (
+            ENVIRONMENT_FAILURES[(index // 4) % len(ENVIRONMENT_FAILURES)]
+            if index % 4 == 3
+            else None
+        )
+        found.append(Task(text, year, month, sum(amounts), failure))
     return found
 
 
@@ -90,7 +109,12 @@ def make_workspace(base: Path, family: list[Task]) -> Path:
 class LessonFollowingModel:
     """The scripted model: it makes two mistakes until lessons in its prompt say otherwise."""
 
+    def __init__(self) -> None:
+        self.down = False
+
     def generate(self, request: GenerateRequest) -> GenerateResponse:
+        if self.down:
+            raise ExecutionError(OUTAGE)
         items = {item.label: item.text for item in request.context}
         lessons = items.get(LESSONS_LABEL, "")
         if request.function_name == "locate":
@@ -112,6 +136,9 @@ class Series:
 
     learn: bool
     outcomes: list[bool] = field(default_factory=list)
+    # The runs that failed for an environment reason, and the lesson lines each prompt got.
+    environment_runs: set[str] = field(default_factory=set)
+    lesson_lines: list[str] = field(default_factory=list)
     actions: Counter[str] = field(default_factory=Counter)
     recalled: list[int] = field(default_factory=list)
     after_seconds: list[float] = field(default_factory=list)
@@ -135,8 +162,16 @@ def run_family(family: list[Task], base: Path, learn: bool) -> Series:
     series = Series(learn)
     journal = shared_journal(journal_path(workspace))
     for task in family:
+        settings: dict[str, Any] = {"model": model, "environ": None}
+        if task.environment == "missing key":
+            settings = {"model": "real", "environ": {}}
+        model.down = task.environment == "provider 503"
         config = agentscript.RunConfig(
-            model=model, workspace=workspace, memory_db=database, learn=learn
+            workspace=workspace,
+            memory_db=database,
+            learn=learn,
+            max_calls=1 if task.environment == "own budget" else None,
+            **settings,
         )
         value: Any = None
         try:
@@ -146,31 +181,50 @@ def run_family(family: list[Task], base: Path, learn: bool) -> Series:
             trace, record = error.trace or [], error.journal
         waited = time.perf_counter()
         if record is not None:
+            if task.environment is not None:
+                series.environment_runs.add(record.run_id)
             series.problems += record.wait(WAIT_SECONDS)
             series.after_seconds.append(time.perf_counter() - waited)
             episode = journal.graph.node(episode_node_id(record.run_id))
             learning = episode.metadata.get("learning", {}) if episode is not None else {}
             series.actions.update(item["action"] for item in learning.get("experiences", []))
-        series.recalled.append(sum(len(hit) for hit in _experience_hits(trace)))
+        texts = _experience_texts(trace)
+        lines = [line for text in texts for line in text.splitlines() if line.startswith("- ")]
+        series.lesson_lines += lines
+        series.recalled.append(len(lines))
         series.outcomes.append(isinstance(value, dict) and value.get("total") == task.total)
     with MemoryService.open(workspace, database=database) as memory:
         series.experiences = memory.recall(
-            "", kind="knowledge", tags=["experience"], limit=200, body_chars=0
+            "", kind="knowledge", tags=["experience"], limit=200, body_chars=400
         )["results"]
         series.run_memories = memory.recall("", kind="episodic", tags=["run"], limit=200)["count"]
     return series
 
 
-def _experience_hits(trace: list[dict[str, Any]]) -> list[list[Any]]:
-    hits: list[list[Any]] = []
+def _experience_texts(trace: list[dict[str, Any]]) -> list[str]:
+    """What each `Memory.experiences` call of a run returned (the text its prompts `use`)."""
+    texts: list[str] = []
     for event in trace:
         data = event["data"]
         if event["kind"] == "agent":
-            hits += _experience_hits(data.get("trace") or [])
+            texts += _experience_texts(data.get("trace") or [])
         elif event["kind"] == "tool" and data.get("method") == "experiences":
             result = data.get("result")
-            hits.append(result if isinstance(result, list) else [])
-    return hits
+            texts.append(result if isinstance(result, str) else "")
+    return texts
+
+
+def environment_lessons(series: Series) -> tuple[int, int]:
+    """(lessons stored from an environment-failed run or about one, lesson lines injected
+    that speak of one)."""
+    stored = sum(
+        1
+        for hit in series.experiences
+        if (hit.get("source") or {}).get("run") in series.environment_runs
+        or ENVIRONMENT_WORDS.search(str(hit.get("body")))
+    )
+    injected = sum(1 for line in series.lesson_lines if ENVIRONMENT_WORDS.search(line))
+    return stored, injected
 
 
 def report(family: list[Task], learned: Series, baseline: Series) -> None:
@@ -193,6 +247,23 @@ def report(family: list[Task], learned: Series, baseline: Series) -> None:
     )
     row("graph-only candidates", learned.actions["candidate"], "-")
     row("experiences recalled into prompts", sum(learned.recalled), sum(baseline.recalled))
+    clean = [task.environment is None for task in family]
+    row(
+        "success without environment failures",
+        _clean_rate(learned.outcomes, clean),
+        _clean_rate(baseline.outcomes, clean),
+    )
+    row("environment-failed runs", len(learned.environment_runs), len(baseline.environment_runs))
+    stored, injected = environment_lessons(learned)
+    row("environment lessons stored (target 0)", stored, environment_lessons(baseline)[0])
+    row("environment lessons injected (target 0)", injected, environment_lessons(baseline)[1])
+    costs = [estimate_tokens(line) for line in learned.lesson_lines]
+    row(
+        "tokens per injected lesson, mean (≤ 60)",
+        f"{statistics.mean(costs):.1f}" if costs else "-",
+        "-",
+    )
+    row("tokens per injected lesson, max (≤ 60)", max(costs) if costs else "-", "-")
     row("experiences in memory at the end", len(learned.experiences), len(baseline.experiences))
     row("run memories in memory at the end", learned.run_memories, baseline.run_memories)
     row(
@@ -210,6 +281,11 @@ def report(family: list[Task], learned: Series, baseline: Series) -> None:
         print(f"  {kind:<10} {hit['reinforce_count']:>3}  {hit['title']}")
     for problem in learned.problems + baseline.problems:
         print(f"problem: {problem}")
+
+
+def _clean_rate(outcomes: list[bool], clean: list[bool]) -> str:
+    kept = [ok for ok, fair in zip(outcomes, clean, strict=True) if fair]
+    return f"{sum(kept)}/{len(kept)} ({100 * sum(kept) / len(kept):.0f}%)" if kept else "-"
 
 
 def main() -> None:

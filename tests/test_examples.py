@@ -49,6 +49,7 @@ from agentscript.providers.tools.effects import effects_in_trace
 from agentscript.runtime.ports import Closeable, GenerateRequest
 from agentscript.runtime.shapes import default_object
 from browser import Browser
+from timings import without_timings
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM_DIRS = ("examples", "tutorials")
@@ -675,6 +676,36 @@ def test_some_programs_claim_0_1_0_syntax() -> None:
 @pytest.mark.parametrize("program", PROGRAMS_0_1_0)
 def test_program_claiming_0_1_0_syntax_uses_no_later_form(program: str) -> None:
     assert _later_forms(program) == []
+
+
+@pytest.mark.parametrize("program", ENTRY_PROGRAMS)
+def test_replay_from_the_journal_gives_the_same_value_and_trace(
+    programs: ProgramRuns, program: str
+) -> None:
+    """The journal is the cassette: replaying the scripted run answers every model, tool and
+    memory call from it, with no model and no side effect, and tells the same story."""
+    scripted = programs.scripted(program)
+    journal = scripted.result.journal
+    assert journal is not None
+    assert journal.wait(30) == []
+    path = scripted.base / program
+
+    def files() -> dict[Path, bytes]:
+        return {
+            p: p.read_bytes()
+            for p in path.parent.rglob("*")
+            if p.is_file() and ".agentscript" not in p.parts
+        }
+
+    before = files()
+    replayed = agentscript.run(
+        agentscript.load(path),
+        run_command(program).input,
+        agentscript.RunConfig(replay=journal.run_id, approve="deny", journal=False),
+    )
+    assert replayed.value == scripted.result.value
+    assert without_timings(replayed.trace) == without_timings(scripted.result.trace)
+    assert files() == before
 
 
 # ----------------------------------------------------------------------------- run pages

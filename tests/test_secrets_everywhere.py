@@ -9,6 +9,7 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, quote_plus, unquote
 
 import pytest
@@ -22,6 +23,7 @@ from agentscript.memory.service import MemoryService
 from agentscript.providers.tools.approvals import Answer, ApprovalRequest
 from agentscript.runtime.secrets import SecretSet
 from agentscript.runtime.trace import Tracer
+from timings import without_timings
 
 # Quotes, a backslash, a slash, a plus, a space and a non-ASCII letter: every escaping differs.
 TOKEN = 'ghp_Tok"en\\é/+ 0123456789abcdef'
@@ -170,6 +172,17 @@ main agent Asker {
     text = recording.read_text()
     assert "[REDACTED]" in text
     assert leaks(text, TOKEN) == [] and leaks(text, PROVIDER_KEY) == []
+    # The redacted recording still answers the same run.
+    replayed = agentscript.run(
+        program,
+        {},
+        agentscript.RunConfig(
+            replay=recording,
+            environ={"GITHUB_TOKEN": TOKEN, "OPENAI_API_KEY": PROVIDER_KEY},
+            env_allow=["GITHUB_TOKEN", "OPENAI_API_KEY"],
+        ),
+    )
+    assert set(replayed.value) == {"greeting"}
 
 
 def test_a_program_cannot_launder_a_secret_through_the_memory_service(tmp_path: Path) -> None:
@@ -290,3 +303,33 @@ def test_the_cli_neither_remembers_nor_imports_a_known_secret(
         "a password from a URI): credentials are never remembered; leave it out and note where "
         "it is kept instead; nothing was imported\n"
     )
+
+
+def test_a_run_with_secrets_replays_from_its_redacted_journal(
+    tmp_path: Path, echo_server: HTTPServer
+) -> None:
+    """The journal keeps secrets redacted, so a replay compares what the run asks for in the
+    same redacted form; a read whose answer lost a secret to redaction is read again."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    program = workspace / "leak.as"
+    program.write_text(leaking_program(echo_server.port))
+    options: dict[str, Any] = {
+        "model": "mock",
+        "environ": {"GITHUB_TOKEN": TOKEN, "OPENAI_API_KEY": PROVIDER_KEY},
+        "env_allow": ["GITHUB_TOKEN"],
+        "approve": "auto",
+        "memory_db": tmp_path / "memory.db",
+    }
+    with pytest.raises(agentscript.ExecutionError) as failed:
+        agentscript.run(program, {}, agentscript.RunConfig(**options))
+    journal = failed.value.journal
+    assert journal.wait(30) == []
+    served = len(echo_server.log)
+
+    with pytest.raises(agentscript.ExecutionError) as replayed:
+        agentscript.run(program, {}, agentscript.RunConfig(**{**options, "replay": journal.run_id}))
+
+    assert replayed.value.located() == failed.value.located()
+    assert without_timings(replayed.value.trace) == without_timings(failed.value.trace)
+    assert len(echo_server.log) == served  # the request with the token was not sent again

@@ -18,6 +18,7 @@ _EXPORTS = {
     "load": "agentscript.app.programs",
     "load_source": "agentscript.app.programs",
     "run": "agentscript.app.run",
+    "resume": "agentscript.app.resume",
     "evaluate": "agentscript.app.evals.runner",
     "EvalConfig": "agentscript.app.evals.runner",
     "EvalReport": "agentscript.app.evals.report_data",
@@ -53,6 +54,7 @@ __all__ = [
     "format_trace",
     "load",
     "load_source",
+    "resume",
     "run",
 ]
 
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
     from agentscript.app.evals.report_data import EvalReport
     from agentscript.app.evals.runner import EvalConfig, evaluate
     from agentscript.app.programs import check, load, load_source
+    from agentscript.app.resume import resume
     from agentscript.app.run import run
     from agentscript.lang.errors import Diagnostic, ParseError, SemanticError
     from agentscript.runtime.errors import AgentScriptError, ExecutionError, LoadError

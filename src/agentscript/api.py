@@ -11,6 +11,17 @@ Everything here is defined in `agentscript.app` (the one composition root) and r
 
 from agentscript.app.configuration import ModelChoice, RunConfig
 from agentscript.app.programs import check, load, load_source, models, tools
+from agentscript.app.resume import resume
 from agentscript.app.run import run
 
-__all__ = ["ModelChoice", "RunConfig", "check", "load", "load_source", "models", "run", "tools"]
+__all__ = [
+    "ModelChoice",
+    "RunConfig",
+    "check",
+    "load",
+    "load_source",
+    "models",
+    "resume",
+    "run",
+    "tools",
+]

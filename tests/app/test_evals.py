@@ -508,3 +508,51 @@ def test_a_judge_records_and_replays_with_its_cell(tmp_path: Path) -> None:
         (r.id, r.score, r.reason) for r in recorded.rows
     ]
     assert replayed.summary().mean_score == pytest.approx(17.5 / 20)
+
+
+def test_an_eval_replays_the_journaled_runs_of_an_earlier_one(tmp_path: Path) -> None:
+    """The journal is the cassette: `replay` naming an earlier eval's results file answers
+    every cell, and its judge, from the runs that eval journaled, with no model to ask."""
+    folder = example_copy(tmp_path)
+    with serving(classify) as server:
+        recorded = agentscript.evaluate(
+            folder / "classifier.as",
+            folder / "cases.jsonl",
+            agentscript.EvalConfig(
+                models=["openai://good", "openai://weak"],
+                environ=server.environ(),
+                concurrency=4,
+                out=tmp_path / "first.jsonl",
+            ),
+            metric=folder / "judge.as",
+        )
+        asked = len(server.requests)
+    replayed = agentscript.evaluate(
+        folder / "classifier.as",
+        folder / "cases.jsonl",
+        agentscript.EvalConfig(
+            models=["openai://good", "openai://weak"],
+            environ={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-none"},
+            replay=tmp_path / "first.jsonl",
+            concurrency=3,
+        ),
+        metric=folder / "judge.as",
+    )
+    assert asked == 80  # 40 cells and 40 judge runs, all asked once, the first time only
+    assert [(r.id, r.configuration, r.value, r.score, r.reason) for r in replayed.rows] == [
+        (r.id, r.configuration, r.value, r.score, r.reason) for r in recorded.rows
+    ]
+    # A strict replay does nothing new, so it is not journaled.
+    assert all(r.error is None and r.run_id is None for r in replayed.rows)
+
+
+def test_replaying_results_without_a_cells_run_is_an_error_of_that_cell(tmp_path: Path) -> None:
+    folder = example_copy(tmp_path)
+    (tmp_path / "first.jsonl").write_text("")
+    report = agentscript.evaluate(
+        folder / "classifier.as",
+        [{"id": "a", "input": {"ticket": "t"}, "expected": "bug"}],
+        agentscript.EvalConfig(replay=tmp_path / "first.jsonl"),
+    )
+    (row,) = report.rows
+    assert row.error == f"{tmp_path / 'first.jsonl'} names no journaled run for this cell"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -257,6 +258,72 @@ def test_check_reports_findings_and_fails_on_errors(
         "duplicate_title",
         "over_limit",
     }
+
+
+def test_stats_by_week_and_check_suggestions_at_the_command_line(
+    capsys: pytest.CaptureFixture[str], where: list[str]
+) -> None:
+    # Today's entries: the real clock runs, and an ended day would be compacted on the read.
+    for number in range(3):
+        remember(where, capsys, f"Deploy number {number}", "--kind", "episodic", "--tag", "deploy")
+    today = datetime.now().astimezone().date()
+    week = today.isocalendar()
+    code, out, _ = cli(capsys, "memory", "stats", *where, "--by", "week")
+    assert code == 0
+    assert out.splitlines()[3:] == [
+        "workspace by week",
+        "WEEK      ENTRIES",
+        f"{week.year}-W{week.week:02d}  3",
+        "global: no active entries",
+    ]
+    code, out, _ = cli(capsys, "memory", "stats", *where, "--by", "day", "--scope", "global")
+    assert out.splitlines()[2:] == ["global: no active entries"]
+    code, out, _ = cli(capsys, "memory", "check", *where)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("ok: no problems in workspace, global")
+    assert lines[1:3] == ["What to distil", "SIGNAL           SCOPE      SUGGESTION"]
+    assert lines[3].startswith("recurring_topic  workspace  3 episodes are tagged deploy")
+
+
+def test_sink_reads_session_events_and_prints_the_notice(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    where: list[str],
+    workspace: Path,
+    database: Path,
+) -> None:
+    lines = [
+        {"type": "message", "session": "s-1", "text": "the firehose has more than this"},
+        {"type": "compaction/start", "session": "s-1"},
+        {"type": "compaction/summary", "session": "s-1", "summary": "Fixed the release job"},
+        {"type": "compaction/end", "session": "s-1"},
+        {"type": "compaction/start", "session": "s-2"},
+        {"type": "compaction/end", "session": "s-2", "error": "cancelled"},
+    ]
+    stream = "\n".join(json.dumps(line) for line in lines) + "\nnot json\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(stream))
+    code, out, err = cli(capsys, "memory", "sink", *where)
+    assert code == 1
+    (notice,) = out.splitlines()
+    assert notice.startswith("Your context was compacted.")
+    assert err.splitlines() == [
+        "no checkpoint for session s-2: the compaction failed: cancelled",
+        "stdin:7: not JSON: Expecting value: line 1 column 1 (char 0)",
+    ]
+    with memory(workspace, database) as service:
+        (hit,) = service.recall(tags=["compaction"])["results"]
+    assert hit["body"] == "Fixed the release job" and hit["id"] in notice
+    monkeypatch.setattr("sys.stdin", io.StringIO(stream))
+    code, out, _ = cli(capsys, "memory", "sink", *where, "--json")
+    outcomes = [json.loads(line) for line in out.splitlines()]
+    assert [item["action"] for item in outcomes] == [
+        "started",
+        "noted",
+        "exists",
+        "started",
+        "discarded",
+    ]
 
 
 # ------------------------------------------------------------------------------- errors

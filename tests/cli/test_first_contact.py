@@ -21,6 +21,7 @@ from agentscript.cli.main import main
 from agentscript.cli.repl import BANNER, run_lines
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.ports import ToolCall
+from openai_wire import serving
 
 GREET = """import llm Model from "openai://gpt-4.1-mini"
 
@@ -90,6 +91,24 @@ def test_a_mock_run_learns_nothing_unless_asked(
     assert cli(capsys, *argv, "--learn")[0] == 0
     assert cli(capsys, "learn")[0] == 0
     assert memory_entries(private_memory_database) >= 1  # the run memory at least
+
+
+def test_a_live_run_with_no_learn_still_leaves_its_run_memory(
+    project: Path,
+    private_memory_database: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with serving(lambda model, body: '{"greeting": "Hello Ada"}') as server:
+        for name, value in server.environ().items():
+            monkeypatch.setenv(name, value)
+        argv = ["run", "agents/greet.as", "--input", '{"name": "Ada"}', "--quiet", "--no-learn"]
+        assert cli(capsys, *argv)[0] == 0
+    assert cli(capsys, "learn")[0] == 0
+    with sqlite3.connect(private_memory_database) as connection:
+        keys = [row[0] for row in connection.execute("SELECT key FROM memory_entries")]
+    # The run memory (auto_sink): --no-learn stops only the distilling of experiences.
+    assert len(keys) == 1 and keys[0].startswith("run:")
 
 
 # ----------------------------------------------------------------------------- journal

@@ -108,7 +108,10 @@ def test_trace_of_a_run_whose_write_was_refused(journal: Journal, workspace: Pat
         approve="deny",
     )
     trace = run_trace(journal, run.run_id)
-    assert trace.tool_chain == []
+    # The refused call is a failed step of its own, with the refusal as its error.
+    step = trace.tool_chain[0]
+    assert (len(trace.tool_chain), step["tool"], step["ok"]) == (1, "File.write", False)
+    assert step.get("error") == "File.write was refused (--approve deny)"
     assert [(a["decision"], a["by"]) for a in trace.approval_trace] == [("refused", "mode")]
     assert trace.failure_reason.startswith(
         "Tool File.write (file://workspace) failed: File.write was refused (--approve deny)"

@@ -17,12 +17,12 @@ import pytest
 from click.testing import CliRunner
 
 import agentscript
-from agentscript.app.learning import learner_for
+from agentscript.app.configuration import leaves_run_memory
+from agentscript.app.learning import learner_for, learner_from_request, learning_request
 from agentscript.cli.feedback import feedback_command
 from agentscript.learn.experiences import (
     APPROVAL_REFUSED,
     CANDIDATE,
-    EXPERIENCE_TAG,
     MIN_CONFIDENCE,
     RETIRED,
     RUN_ERROR,
@@ -100,7 +100,7 @@ def test_a_run_that_ends_ok_with_tools_teaches_its_tool_chain() -> None:
 
     assert (candidate.kind, candidate.trigger, candidate.signature) == ("success", RUN_OK, "report")
     assert candidate.lesson == (
-        "For report.as tasks, Find.run → File.read worked: use these tools in this order."
+        "For report.as tasks, use Find.run → File.read in this order: it worked."
     )
     assert candidate.when == 'Tasks like "Sum the March report" in report.as'
     assert candidate.evidence == Evidence(
@@ -108,6 +108,7 @@ def test_a_run_that_ends_ok_with_tools_teaches_its_tool_chain() -> None:
         event_ids=(3, 4),
         tool_chain=("Find.run", "File.read"),
         files=("data.csv", "data.csv"),
+        success=True,
     )
     assert candidate.confidence >= MIN_CONFIDENCE
 
@@ -147,8 +148,8 @@ def test_a_run_error_from_a_missing_file_teaches_to_locate_it_first() -> None:
     )
     assert candidate.title == "Locate files before File.read"
     assert candidate.lesson == (
-        'File.read failed with "File not found: data.csv": locate the file first (for example '
-        "with sh://find) instead of guessing its path."
+        "Before File.read, find the file (for example with sh://find) instead of guessing its "
+        'path (File.read failed with "File not found: data.csv").'
     )
     assert candidate.tools == ("File.read",)
     assert candidate.confidence >= MIN_CONFIDENCE
@@ -163,7 +164,8 @@ def test_a_shape_failure_names_the_generate_and_its_typed_fields() -> None:
     )
 
     assert candidate.cause == "shape"
-    assert candidate.lesson.startswith('generate "Give the total." failed with')
+    assert candidate.lesson.startswith('In generate "Give the total.", answer total')
+    assert candidate.lesson.endswith("(its answer did not match its shape).")
     assert "answer total with a plain number" in candidate.lesson
     assert candidate.evidence.event_ids == (7,)
 
@@ -197,7 +199,8 @@ def test_an_approval_the_user_refused_is_a_weak_preference() -> None:
 def test_a_refusal_by_policy_is_not_a_preference_of_the_user() -> None:
     run = run_record(status="error")
     trace = execution_trace(run, approvals=[refusal(by="policy")], failure="x was refused")
-    assert [c.kind for c in distil(run, trace)] == ["failure"]
+    # Nor a failure of the task: an approval denial is the operator's call.
+    assert distil(run, trace) == []
 
 
 def test_task_signature_keeps_the_programs_name_only() -> None:
@@ -255,7 +258,7 @@ def test_a_new_experience_follows_the_storage_convention(workspace: Path, databa
     assert entry["tags"] == ["experience", "failure", "task:report", "tool:file.read"]
     assert entry["body"] == (
         f"{MARCH}\n\nWhen to apply: Tasks like this\n\nEvidence:\n- run run-1\n"
-        "- tool chain File.read\n- files data.csv"
+        "- tool chain File.read\n- files data.csv\n\nConfidence: 0.70"
     )
     assert entry["source"] == {"run": "run-1", "reason": "experience:run_error"}
     node = journal.graph.node(added.key)
@@ -595,7 +598,7 @@ def test_the_lesson_of_a_failure_reaches_the_next_run_of_the_task(
     learned_run(workspace, database, [GUESSED])
     with open_memory(workspace, database) as memory:
         hit = only(recall_experiences(memory, "Sum the data report for April"))
-    assert "locate the file first" in hit["body"]
+    assert "find the file (for example with sh://find)" in hit["body"]
 
 
 def test_learning_off_or_a_dry_run_learns_nothing(workspace: Path, database: Path) -> None:
@@ -603,6 +606,40 @@ def test_learning_off_or_a_dry_run_learns_nothing(workspace: Path, database: Pat
     dry = learned_run(workspace, database, [GUESSED], model="dry-run")
     assert dry.error is None or dry.error.journal is None
     assert not database.exists()
+
+
+def test_a_live_run_told_not_to_learn_still_leaves_its_run_memory(
+    workspace: Path, database: Path
+) -> None:
+    # A provider handed in from Python is a live model; learn=False is what --no-learn sets.
+    # Learning from this failed run distils an experience (see the wiring test above).
+    ran = learned_run(workspace, database, [], model=ScriptedLlm([GUESSED]), learn=False)
+    assert ran.error is not None and ran.problems == []
+    with open_memory(workspace, database) as memory:
+        assert memory.history(run_memory_key(ran.run_id))["versions"]
+        assert experiences(memory) == []
+    assert experiences_of_run(journal_of(workspace).graph, ran.run_id) == []
+
+
+def test_run_memory_false_leaves_nothing_even_for_a_live_run(
+    workspace: Path, database: Path
+) -> None:
+    model = ScriptedLlm([FOUND, TOTAL])
+    ran = learned_run(workspace, database, [], model=model, learn=False, run_memory=False)
+    assert ran.error is None and ran.problems == []
+    assert not database.exists()
+
+
+def test_a_queued_run_told_not_to_learn_asks_for_its_run_memory_only(database: Path) -> None:
+    live = agentscript.RunConfig(model="real", learn=False, memory_db=database)
+    request = learning_request(live)
+    assert request is not None and request["distil"] is False
+    assert learner_from_request(request).distil is False
+    # Requests queued before the flag existed learned in full, and still do.
+    assert learner_from_request({"database": str(database)}).distil is True
+    assert not leaves_run_memory(agentscript.RunConfig(model="mock", learn=False))
+    assert leaves_run_memory(agentscript.RunConfig(model="mock", learn=True))
+    assert not leaves_run_memory(agentscript.RunConfig(replay="session.jsonl"))
 
 
 def test_memory_db_of_the_run_wins_over_the_environment(
@@ -649,8 +686,8 @@ def test_the_same_tool_failing_in_another_run_becomes_a_tool_lesson(
     again = learned[1]
     assert again.metadata["signature"] is None
     assert again.metadata["lesson"] == (
-        "File.read failed again with a missing file: locate the file first (for example with "
-        "sh://find) instead of guessing its path."
+        "Before File.read, find the file (for example with sh://find) instead of guessing its "
+        "path (File.read failed with a missing file in other tasks too)."
     )
     assert again.metadata["candidate"]["evidence"]["other_runs"] == [first.run_id]
     with open_memory(workspace, database) as memory:
@@ -673,9 +710,9 @@ def test_a_run_that_needed_a_repair_remembers_which_field_to_fix(
         entry = only(experiences(memory))
     assert entry["title"] == 'Expect repairs in generate "Answer."'
     assert lesson_of(entry["body"]) == (
-        'The model\'s first answer to generate "Answer." did not match its shape and was '
-        "repaired: answer score with a plain number, and give the generate attempts: 2 so a "
-        "wrong answer is repaired."
+        'In generate "Answer.", answer score with a plain number, and give the generate '
+        "attempts: 2 so a wrong answer is repaired (its first answer did not match its shape "
+        "and was repaired)."
     )
     assert entry["source"] == {"run": ran.run_id, "reason": "experience:run_ok"}
 
@@ -734,8 +771,8 @@ def test_good_feedback_reinforces_stores_candidates_and_keeps_a_note(
         stored = {entry["key"]: entry for entry in experiences(memory)}
 
     assert report.promoted == [weak.node_id]
-    assert len(report.reinforced) == 1
-    assert stored[report.reinforced[0]]["reinforce_count"] == 1
+    # A refused approval is no failure lesson of the task: only the preference was learned.
+    assert report.reinforced == []
     note = only(report.added)
     assert (note.action, note.kind) == ("created", "preference")
     assert lesson_of(stored[note.key]["body"]) == "Keep notes in notes.md."
@@ -802,7 +839,8 @@ def test_feedback_command_prints_what_changed(
     assert done.exit_code == 0, done.output
     lines = done.output.splitlines()
     assert lines[0] == f"run {ran.run_id}: bad feedback recorded"
-    assert lines[1].startswith("created    experience:reader:failure:")
+    assert lines[1].startswith("retired    experience:reader:failure:")
+    assert lines[2].startswith("created    experience:reader:failure:")
     assert missing.exit_code == 1
     assert "No run 'nope'" in missing.output
 
@@ -831,7 +869,7 @@ def test_a_model_rewrites_new_experiences(workspace: Path, database: Path) -> No
     assert entry["reinforce_count"] == 1
     node = journal_of(workspace).graph.node(entry["key"])
     assert node is not None
-    assert node.metadata["rule_lesson"].startswith('File.read failed with "File not found')
+    assert node.metadata["rule_lesson"].startswith("Before File.read, find the file")
     assert (node.metadata["lesson"], node.metadata["reinforced"]) == (REFINED["lesson"], 1)
 
 
@@ -859,7 +897,7 @@ def test_a_refused_rewrite_keeps_the_rules_text(
     with open_memory(workspace, database) as memory:
         entry = only(experiences(memory))
     assert entry["title"] == "Locate files before File.read"
-    assert lesson_of(entry["body"]).startswith('File.read failed with "File not found')
+    assert lesson_of(entry["body"]).startswith("Before File.read, find the file")
 
 
 def test_check_refinement_bounds_each_text() -> None:
@@ -900,11 +938,28 @@ main agent Recaller {
 def test_a_program_recalls_the_lessons_through_memory_experiences(
     workspace: Path, database: Path
 ) -> None:
-    learned_run(workspace, database, [GUESSED])
+    failed = learned_run(workspace, database, [GUESSED])
     recalled = learned_run(
         workspace, database, [], task="Sum the data report", source=RECALLER, name="recall.as"
     )
 
-    hit = only(recalled.value)
-    assert hit["tags"][:2] == [EXPERIENCE_TAG, "failure"]
-    assert "locate the file first" in hit["body"]
+    line = only(recalled.value.splitlines())
+    assert line.startswith("- Before File.read, find the file (for example with sh://find)")
+    assert line.endswith("(confidence 0.70, 1 run)")
+    assert failed.run_id not in line and str(workspace) not in line
+
+
+def test_the_evidence_says_how_the_run_ended_and_what_was_approved() -> None:
+    run = run_record(status="error")
+    failure = "Tool File.read (file://workspace) failed: File not found: data.csv"
+    trace = execution_trace(run, approvals=[refusal(by="user")], failure=failure)
+
+    lesson = next(c for c in distil(run, trace) if c.kind == "failure")
+
+    assert (lesson.evidence.success, lesson.evidence.approval_trace) == (
+        False,
+        ("File.write refused (user)",),
+    )
+    assert f"- run {run.run_id} (failed)" in lesson.body()
+    assert "- approvals File.write refused (user)" in lesson.body()
+    assert Evidence.from_json(lesson.evidence.to_json()) == lesson.evidence

@@ -600,3 +600,31 @@ main agent A {
     raw = b"".join(file.read_bytes() for file in store.path.parent.iterdir())
     assert secret.encode() not in raw
     assert b"[REDACTED]" in raw
+
+
+# ----------------------------------------------------------------------------- exchanges
+
+
+def test_a_durable_exchange_is_on_disk_with_the_start_before_the_call_returns(
+    journal: Journal,
+) -> None:
+    """What a kill leaves: the start and the durable exchange, written by the run itself in one
+    small transaction, while the trace events wait for the background thread."""
+    sink = journal.sink()
+    sink.start_run("p.as", {"topic": "tides"})
+    sink.exchange("model_exchange", {"call": "A.f", "value": 1})  # waits for the next write
+    sink.exchange("tool_started", {"call": 1, "uri": "file://workspace"}, durable=True)
+    # Read as another process would, before any flush: the journal file itself.
+    store = SqliteJournalStore(journal.store.location)
+    entries = store.entries(sink.run_id)
+    run = store.run(sink.run_id)
+    store.close()
+    assert [(e.phase, e.kind) for e in entries] == [("start", "run"), ("end", "tool_started")]
+    assert entries[0].data["input"] == {"topic": "tides"}
+    assert run is not None and run.status == "running" and run.events == 0
+    sink.finish_run("ok", value=2)
+    sink.wait(30)
+    kinds = [e.kind for e in journal.store.entries(sink.run_id)]
+    assert kinds == ["run", "model_exchange", "tool_started", "run"]  # in the order they came
+    finished = journal.store.run(sink.run_id)
+    assert finished is not None and finished.events == 0  # exchanges are not trace events

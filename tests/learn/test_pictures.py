@@ -149,6 +149,8 @@ main agent A {
     lines = [line.rstrip() for line in console.export_text().splitlines()]
     assert lines[0] == f"run {run.run_id} error"
     assert lines[1] == "├── File.write refused (mode)"
-    assert lines[2].startswith(
+    # The refused call is journaled as a failed call too.
+    assert lines[2] == "├── 1. File.write  failed  x.md  [refused by mode]"
+    assert lines[3].startswith(
         "└── Tool File.write (file://workspace) failed: File.write was refused"
     )

@@ -406,7 +406,7 @@ def test_the_profile_card(store: ProfileStore, clock: FixedClock) -> None:
     lines = summary_card(store.load("Lead"), store.history("Lead"), clock.now)
     assert "\n".join(lines) == (
         "Lead as of 2027-01-16 08:00 UTC (revision 7)\n"
-        "needs you: do migrate-db (run make migrate)\n"
+        "needs you: do migrate-db (ask: run make migrate)\n"
         "mood: curiosity 0.79 · contentment 0.50 · affection 0.30 · frustration 0.23 · "
         "awe 0.05\n"
         '  last felt: awe -0.18 at 2027-01-15 08:00 UTC: "nothing surprising today"\n'
@@ -441,7 +441,7 @@ def test_profile_summary_prints_plain_text_when_piped(
     )
     assert result.exit_code == 0, result.output
     assert result.output.startswith("Lead as of ")
-    assert "needs you: do migrate-db (run make migrate)\n" in result.output
+    assert "needs you: do migrate-db (ask: run make migrate)\n" in result.output
     assert "  [needs you] do migrate-db" in result.output
     assert "╭" not in result.output
     missing = CliRunner().invoke(

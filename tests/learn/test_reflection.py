@@ -621,3 +621,41 @@ def test_run_reflect_reflects_with_the_runs_own_mock_answers(
     code = main(["run", str(workspace / "reader.as"), "--mock", "--no-journal", "--reflect"])
     assert code == 1
     assert "--reflect needs the run journaled" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- in the ledger
+
+
+def test_every_reflection_is_in_the_ledger_and_the_summary_has_their_histogram(
+    workspace: Path, reader_run: str, reflect_on: Reflect
+) -> None:
+    from agentscript.learn.autonomy_ledger import Ledger, format_summary
+
+    note = {"op": "journal", "text": "Found it."}
+    reflect_on(reader_run, answer())
+    reflect_on(reader_run, answer(note))
+    reflect_on(reader_run, answer(note, {"op": "journal", "text": "Twice."}))
+    reflect_on(reader_run, answer(note))
+    reflect_on(reader_run, "not json", "still not json")
+
+    ledger = Ledger.for_workspace(workspace, clock=lambda: T0 + DAY)
+    runs = ledger.read()
+    assert [(run.kind, run.outcome, run.operations) for run in runs] == [
+        ("reflect", "no-update", 0),
+        ("reflect", "done", 1),
+        ("reflect", "done", 2),
+        ("reflect", "done", 1),
+        ("reflect", "error", None),
+    ]
+    assert runs[0].note == "underreflect" and runs[0].task == f"run {reader_run}"
+    summary = ledger.summary(days=7)
+    assert summary.operation_counts == {0: 1, 1: 2, 2: 1}
+    text = format_summary(summary)
+    assert "Operations per reflection" in text
+    bars = text.split("Operations per reflection\n", 1)[1].splitlines()[:3]
+    assert [(line.split()[0], line.split()[-1]) for line in bars] == [
+        ("0", "1"),
+        ("1", "2"),
+        ("2", "1"),
+    ]
+    assert summary.to_json()["operation_counts"] == {"0": 1, "1": 2, "2": 1}

@@ -154,6 +154,27 @@ def test_stdio_tool_calls_answer_from_the_database_given(places: tuple[Path, Pat
         assert memory.history("token")["versions"] == []
 
 
+def test_stdio_keeps_a_compacted_context_and_answers_with_the_notice(
+    places: tuple[Path, Path],
+) -> None:
+    database, workspace = places
+    arguments = {"session": "host-7", "summary": "Release job fixed; cache bug open"}
+
+    async def session() -> list[dict[str, Any]]:
+        async with Client(stdio_server(database, workspace)) as client:
+            first = await client.call_tool("memory_checkpoint", arguments)
+            again = await client.call_tool("memory_checkpoint", arguments)
+            check = await client.call_tool("memory_check", {})
+            return [dict(result.structured_content or {}) for result in (first, again, check)]
+
+    first, again, check = run(session)
+    assert first["action"] == "written" and first["id"] in first["notice"]
+    assert (again["action"], again["id"]) == ("exists", first["id"])
+    assert [item["signal"] for item in check["suggestions"]] == ["undistilled_checkpoints"]
+    with MemoryService.open(workspace, database=database) as memory:
+        assert memory.get(first["id"])["tags"] == ["compaction"]
+
+
 def test_stdio_serves_the_digest_as_a_resource(places: tuple[Path, Path]) -> None:
     database, workspace = places
     with MemoryService.open(workspace, database=database) as memory:

@@ -4,6 +4,7 @@ database, plus the scheme tool's risk levels and its life cycle in the compositi
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from agentscript.app.configuration import RunConfig
 from agentscript.app.memory_service import memory_tools
 from agentscript.memory import MemoryService
 from agentscript.memory.adapter import METHODS, MemoryTools
+from agentscript.providers.llm.mock import ScriptedLlm
 from agentscript.runtime.ports import ToolCall
 
 HEADER = """import llm Model from "openai://gpt-4.1-mini"
@@ -103,7 +105,7 @@ def test_a_program_remembers_recalls_corrects_and_forgets(workspace: Path, datab
     assert workspace_id == str(workspace.resolve())
     assert value["fact"]["scope"] == "global"
     assert [hit["id"] for hit in value["found"]["results"]] == [value["made"]["id"]]
-    assert value["fixed"]["previous_id"] == value["made"]["id"]
+    assert value["fixed"]["id"] == value["made"]["id"] and value["fixed"]["previous_version"]
     assert [version["status"] for version in value["versions"]["versions"]] == ["active"]
     assert value["gone"]["action"] == "archived"
     assert value["after"] == 0
@@ -160,11 +162,12 @@ def test_the_digest_of_an_empty_memory_is_empty_text(workspace: Path, database: 
     assert result.value == ""
 
 
-def test_experiences_are_the_hits_for_the_task(workspace: Path, database: Path) -> None:
+def test_experiences_are_compact_lines_for_the_task(workspace: Path, database: Path) -> None:
     with MemoryService.open(workspace, database=database) as memory:
         for index in range(6):
             memory.remember(
-                f"Deploy lesson {index}: run the migrations first",
+                f"Deploy lesson {index}: run the migrations first\n\nWhen to apply: deploys"
+                "\n\nEvidence:\n- run 20270101-000000-aaaaaa\n\nConfidence: 0.70",
                 tags=["experience", "procedure"],
             )
         memory.remember("Deploy on Fridays is fine", tags=["opinion"])
@@ -174,13 +177,21 @@ def test_experiences_are_the_hits_for_the_task(workspace: Path, database: Path) 
         """
     some = Memory.experiences({ task: input.task })
     two = Memory.experiences({ task: input.task, limit: 2 })
-    return { some: some, two: two.length }
+    tight = Memory.experiences({ task: input.task, budget: 20 })
+    return { some: some, two: two, tight: tight }
 """,
     )
-    hits = result.value["some"]
-    assert isinstance(hits, list) and len(hits) == 5
-    assert all(hit["tags"] == ["experience", "procedure"] for hit in hits)
-    assert result.value["two"] == 2
+    lines = result.value["some"].splitlines()
+    assert len(lines) == 5
+    assert all(
+        line.startswith("- Deploy lesson ")
+        and line.endswith(": run the migrations first (confidence 0.70, 1 run)")
+        for line in lines
+    )
+    # No ids, run ids, tags or evidence: only what a prompt needs.
+    assert "20270101" not in result.value["some"] and "experience" not in result.value["some"]
+    assert len(result.value["two"].splitlines()) == 2
+    assert len(result.value["tight"].splitlines()) == 1
 
 
 def test_memory_global_reads_and_writes_only_the_global_scope(
@@ -228,7 +239,7 @@ def test_refusals_fail_the_call_with_the_services_message(workspace: Path, datab
     assert failure(workspace, database, "    return Memory.summarise({})") == (
         "Tool Memory.summarise (memory://workspace) failed: Unsupported memory method "
         "'summarise'. Supported: remember, remember_many, recall, update, forget, stats, "
-        "check, browse, digest, history, experiences at 11:12"
+        "check, browse, digest, history, checkpoint, experiences at 11:12"
     )
 
 
@@ -262,10 +273,32 @@ def test_without_memory_db_the_environment_names_the_database(
     monkeypatch.setenv("AGENTSCRIPT_MEMORY_DB", str(database))
     source = HEADER.format(body='    return Memory.remember({ text: "Found by the env" })')
     program = agentscript.load_source(source, path=workspace / "main.as")
-    config = RunConfig(model="mock", approve="auto", journal=False)
+    # A model the caller hands in (not the built-in mock) is a run that means it.
+    config = RunConfig(model=ScriptedLlm([]), approve="auto", journal=False)
     created = agentscript.run(program, {"task": "x"}, config).value
     with MemoryService.open(workspace, database=database) as memory:
         assert memory.get(created["id"])["title"] == "Found by the env"
+
+
+def test_a_mock_run_remembers_into_a_scratch_memory_that_goes_with_it(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    users = tmp_path / "users.db"
+    monkeypatch.setenv("AGENTSCRIPT_MEMORY_DB", str(users))
+    with MemoryService.open(workspace, database=users) as memory:
+        memory.remember("The user's own fact", kind="fact")
+    body = """    Memory.remember({ text: "Tried out under the mock" })
+    return Memory.recall({ query: "tried mock" })"""
+    program = agentscript.load_source(HEADER.format(body=body), path=workspace / "main.as")
+    recalled = agentscript.run(
+        program, {"task": "x"}, RunConfig(model="mock", approve="auto", journal=False)
+    ).value
+    # Within the run the program sees what it remembered, and only that.
+    assert [hit["title"] for hit in recalled["results"]] == ["Tried out under the mock"]
+    with MemoryService.open(workspace, database=users) as memory:
+        stored = memory.recall("", limit=10).to_json()
+    assert [hit["title"] for hit in stored["results"]] == ["The user's own fact"]
+    assert not list(Path(tempfile.gettempdir()).glob("agentscript-mock-memory-*"))
 
 
 # ------------------------------------------------------------------------ risk and gate
@@ -311,6 +344,7 @@ def test_every_tool_is_a_method() -> None:
             "browse",
             "digest",
             "history",
+            "checkpoint",
             "experiences",
         ]
     )
@@ -380,3 +414,63 @@ def test_the_service_opens_on_first_use_and_closes_with_the_run(
     assert len(closed) == 1 and database.exists()
     with MemoryService.open(workspace, database=database) as memory:
         assert memory.get(created["id"])["title"] == "Opened lazily"
+
+
+class LinkedTools:
+    """A ToolUsage that says how much each tool is used (by its lower-case name)."""
+
+    def __init__(self, strengths: dict[str, float]) -> None:
+        self.strengths = strengths
+
+    def strength(self, tool: str) -> float:
+        return self.strengths.get(tool, 0.0)
+
+
+def _lesson(memory: MemoryService, lesson: str, key: str, tags: list[str]) -> None:
+    body = f"{lesson}\n\nWhen to apply: x\n\nEvidence:\n- none\n\nConfidence: 0.70"
+    memory.remember(body, key=key, title=lesson, tags=["experience", *tags])
+
+
+def test_confirmed_reinforced_and_linked_experiences_come_first(
+    workspace: Path, database: Path
+) -> None:
+    from agentscript.memory.tools import call_tool
+    from agentscript.runtime.tokens import estimate_tokens
+
+    with MemoryService.open(workspace, database=database) as memory:
+        _lesson(memory, "Check the report first.", "experience:a", ["failure"])
+        _lesson(memory, "Seen often.", "experience:b", ["success"])
+        for _ in range(4):  # the same value again: reinforced, not a new version
+            _lesson(memory, "Seen often.", "experience:b", ["success"])
+        _lesson(memory, "Confirmed by the user.", "experience:c", ["failure", "important"])
+        _lesson(memory, "About a tool in use.", "experience:d", ["failure", "tool:file.read"])
+
+        def lines(**arguments: Any) -> list[str]:
+            found = call_tool(memory, "memory_experiences", {"task": "", **arguments})
+            return str(found["text"]).splitlines()
+
+        unlinked = lines()
+        memory.tool_usage = LinkedTools({"file.read": 0.8})
+        linked = lines()
+        first = "- IMPORTANT: Confirmed by the user. (confidence 0.70, 1 run)"
+        budgeted = lines(budget=estimate_tokens(first) + 2)
+
+    assert unlinked[:2] == [
+        "- IMPORTANT: Confirmed by the user. (confidence 0.70, 1 run)",
+        "- Seen often. (confidence 0.70, 5 runs)",
+    ]
+    # The tool links the workspace's runs strengthened rank a lesson about that tool above
+    # an equally reinforced one about nothing in use.
+    assert linked[2] == "- About a tool in use. (confidence 0.70, 1 run)"
+    assert unlinked.index("- About a tool in use. (confidence 0.70, 1 run)") > 1
+    # Whole lines only, within the budget.
+    assert budgeted == [first]
+    assert not any("experience:" in line or str(workspace) in line for line in linked)
+
+
+def test_no_experiences_is_said_in_words(workspace: Path, database: Path) -> None:
+    from agentscript.memory.tools import call_tool
+
+    with MemoryService.open(workspace, database=database) as memory:
+        found = call_tool(memory, "memory_experiences", {"task": "anything"})
+    assert found["text"] == "(no experiences yet)"

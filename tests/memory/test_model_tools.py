@@ -57,7 +57,7 @@ def walk(schema: Any) -> list[tuple[str, Any]]:
 # ------------------------------------------------------------------------- definitions
 
 
-def test_the_tools_are_the_issues_seven_and_three_more() -> None:
+def test_the_tools_are_the_issues_seven_and_four_more() -> None:
     assert [tool.name for tool in TOOLS] == [
         "remember",
         "remember_many",
@@ -69,6 +69,7 @@ def test_the_tools_are_the_issues_seven_and_three_more() -> None:
         "memory_browse",
         "memory_digest",
         "memory_history",
+        "memory_checkpoint",
         "memory_experiences",
     ]
 
@@ -329,12 +330,14 @@ def test_remember_recall_update_history_and_forget(
 
     memory_clock.advance(timedelta(minutes=5))
     revised = ok(memory, "update", {"id": fact["id"], "text": "User prefers detailed answers"})
-    assert revised["previous_id"] == fact["id"] and revised["changed"] is True
+    assert revised["id"] == fact["id"] and revised["changed"] is True
     versions = ok(memory, "memory_history", {"key": "style", "scope": "global"})["versions"]
     assert [(v["id"], v["status"]) for v in versions] == [
-        (revised["id"], "active"),
-        (fact["id"], "superseded"),
+        (fact["id"], "active"),
+        (revised["previous_version"], "superseded"),
     ]
+    again = ok(memory, "update", {"id": fact["id"], "text": "User prefers terse answers"})
+    assert again["id"] == fact["id"]
 
     forgotten = ok(memory, "forget", {"id": created["id"], "reason": "moved to CI"})
     assert forgotten == {"id": created["id"], "action": "archived", "archived": True, "purged": []}

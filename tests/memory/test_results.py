@@ -7,12 +7,19 @@ from pathlib import Path
 
 from agentscript.memory import MemoryService
 from agentscript.memory.results import (
+    BrowseGroup,
+    BrowseResult,
+    CheckFinding,
+    CheckResult,
     DigestResult,
+    EntryResult,
     ForgetResult,
     HistoryResult,
     RecallHit,
     RecallResult,
     RememberResult,
+    ScopeStats,
+    StatsResult,
     UpdateResult,
 )
 
@@ -25,7 +32,7 @@ def test_each_operation_returns_its_typed_result(tmp_path: Path) -> None:
 
         updated = memory.update(written.id, text="Deploys go out on Thursdays")
         assert isinstance(updated, UpdateResult)
-        assert updated.changed and updated.previous_id == written.id
+        assert updated.changed and updated.id == written.id and updated.previous_version
 
         found = memory.recall("deploys thursdays")
         assert isinstance(found, RecallResult) and found.count == 1
@@ -63,3 +70,33 @@ def test_the_json_form_is_the_documented_wire_form(tmp_path: Path) -> None:
     assert json.loads(json.dumps(data)) == data  # plain JSON all the way down
     # The mapping view reads the same JSON and compares equal to it.
     assert found["count"] == 1 and found == data and dict(written) == written.to_json()
+
+
+def test_reads_of_the_store_as_a_whole_are_typed_too(tmp_path: Path) -> None:
+    with MemoryService.open(tmp_path, database=tmp_path / "memory.db") as memory:
+        first = memory.remember("Release notes go in CHANGES.md", kind="fact")
+        memory.remember("Release notes go in CHANGES.md", kind="knowledge")
+        memory.remember("Release notes go in CHANGES.md!", kind="fact", key="notes")
+
+        entry = memory.get(first.id)
+        assert isinstance(entry, EntryResult) and entry.entry.id == first.id
+        assert entry["title"] == entry.entry.title
+
+        browsed = memory.browse(by="day")
+        assert isinstance(browsed, BrowseResult) and browsed.total_entries == 3
+        (group,) = browsed.groups
+        assert isinstance(group, BrowseGroup) and group.count == 3 and group.level == "day"
+
+        stats = memory.stats()
+        assert isinstance(stats, StatsResult) and stats.active == 3
+        assert all(isinstance(each, ScopeStats) for each in stats.scopes)
+        (scope,) = [each for each in stats.scopes if each.active]
+        assert scope.by_kind["fact"] == 2 and scope.room == scope.max_entries - 3
+        assert sum(scope.by_day.values()) == sum(scope.by_week.values()) == 3
+
+        checked = memory.check()
+        assert isinstance(checked, CheckResult)
+        assert checked.ok == (not checked.findings)
+        assert all(isinstance(finding, CheckFinding) for finding in checked.findings)
+        for result in (entry, browsed, stats, checked):
+            assert json.loads(json.dumps(result.to_json())) == result.to_json()

@@ -211,33 +211,70 @@ def test_max_entries_blocks_only_creation(open_memory: Callable[..., MemoryServi
     assert keyed["action"] == "created"
 
 
-def test_update_makes_a_new_version(memory: MemoryService, memory_clock: FixedClock) -> None:
+def test_update_keeps_the_id_and_the_text_before_as_a_version(
+    memory: MemoryService, memory_clock: FixedClock
+) -> None:
     original = memory.remember("Use pip\nfor installs", tags=["python"])
     memory_clock.advance(timedelta(hours=1))
     result = memory.update(original["id"], text="Use uv\nfor installs", tags=["python", "uv"])
-    assert result["changed"] and result["previous_id"] == original["id"]
-    new = memory.get(result["id"])
-    assert (new["title"], new["tags"], new["created_at"]) == (
+    assert result["id"] == original["id"] and result["changed"]
+    now = memory.get(original["id"])
+    assert (now["title"], now["tags"], now["updated_at"], now["archived"]) == (
         "Use uv",
         ["python", "uv"],
         "2026-05-06T10:30:00.000Z",
+        False,
     )
-    old = memory.get(original["id"])
-    assert old["archived"] and old["superseded_by"] == result["id"]
-    assert old["body"] == "Use pip\nfor installs"
+    before = memory.get(result["previous_version"])
+    assert before["archived"] and before["superseded_by"] == original["id"]
+    assert before["body"] == "Use pip\nfor installs"
+    assert [hit["id"] for hit in memory.recall("uv installs")["results"]] == [original["id"]]
+    assert memory.recall("pip")["results"] == []
 
 
-def test_update_of_a_keyed_entry_is_part_of_its_history(memory: MemoryService) -> None:
+def test_the_same_id_can_be_updated_again_and_again(memory: MemoryService) -> None:
     first = memory.remember("Port 8080", kind="fact", key="port")
-    result = memory.update(first["id"], title="HTTP port 8080")
-    assert [v["id"] for v in memory.history("port")["versions"]] == [result["id"], first["id"]]
+    one = memory.update(first["id"], title="HTTP port 8080")
+    two = memory.update(first["id"], text="HTTP port 9090")
+    assert one["id"] == two["id"] == first["id"]
+    versions = memory.history("port")["versions"]
+    assert [(v["id"], v["status"]) for v in versions] == [
+        (first["id"], "active"),
+        (two["previous_version"], "superseded"),
+        (one["previous_version"], "superseded"),
+    ]
+    assert [v["title"] for v in versions] == ["HTTP port 9090", "HTTP port 8080", "Port 8080"]
+
+
+def test_a_keyed_update_after_a_new_value_keeps_the_history_a_chain(
+    memory: MemoryService,
+) -> None:
+    first = memory.remember("Editor vim", kind="fact", key="editor")
+    second = memory.remember("Editor helix", kind="fact", key="editor")
+    fixed = memory.update(second["id"], text="Editor helix 25")
+    versions = memory.history("editor")["versions"]
+    assert [v["id"] for v in versions] == [second["id"], fixed["previous_version"], first["id"]]
+    assert memory.get(first["id"])["superseded_by"] == fixed["previous_version"]
 
 
 def test_update_without_changes_keeps_the_entry(memory: MemoryService) -> None:
     first = memory.remember("Stable fact", kind="fact")
     result = memory.update(first["id"], text="Stable fact")
-    assert result == {"id": first["id"], "action": "updated", "previous_id": None, "changed": False}
+    assert result == {
+        "id": first["id"],
+        "action": "updated",
+        "previous_version": None,
+        "changed": False,
+    }
     assert not memory.get(first["id"])["archived"]
+
+
+def test_purging_an_updated_entry_deletes_its_earlier_versions(memory: MemoryService) -> None:
+    first = memory.remember("Staging password is hunter2")
+    fixed = memory.update(first["id"], text="Staging password is in the vault")
+    result = memory.forget(first["id"], purge=True)
+    assert result["purged"] == sorted([first["id"], fixed["previous_version"]])
+    assert memory.recall("hunter2 staging", include_archived=True)["results"] == []
 
 
 def test_update_refuses_archived_entries_summaries_and_empty_calls(

@@ -15,6 +15,7 @@ from agentscript.memory import (
     MemoryService,
     MemoryServiceError,
 )
+from agentscript.memory.compaction_sink import write_checkpoint
 from agentscript.memory.config import DigestConfig
 
 pytest_plugins = ["memsvc_support"]
@@ -100,6 +101,20 @@ def test_stats_count_by_kind_level_archive_and_month(memory: MemoryService) -> N
     assert [s["scope"] for s in memory.stats(scope="global")["scopes"]] == ["global"]
 
 
+def test_stats_count_per_local_day_and_iso_week(memory: MemoryService) -> None:
+    episode(memory, "Planning", "2026-05-04")
+    episode(memory, "Retro", "2026-05-04T17:00:00")
+    episode(memory, "Release", "2026-05-03")
+    episode(memory, "New year", "2026-01-01")
+    forgotten = episode(memory, "Dropped", "2026-05-03T08:00:00")
+    memory.forget(forgotten)
+    (local, _) = memory.stats()["scopes"]
+    assert local["by_day"] == {"2026-05-04": 2, "2026-05-03": 1, "2026-01-01": 1}
+    # 3 May 2026 is a Sunday: the end of ISO week 18; 1 January 2026 is in week 1.
+    assert local["by_week"] == {"2026-W19": 2, "2026-W18": 1, "2026-W01": 1}
+    assert list(local["by_week"]) == ["2026-W19", "2026-W18", "2026-W01"]
+
+
 # -------------------------------------------------------------------------------- check
 
 
@@ -109,8 +124,42 @@ def test_check_is_clean_on_a_sound_store(memory: MemoryService) -> None:
         "ok": True,
         "scopes": [memory.workspace, "global"],
         "findings": [],
+        "suggestions": [],
         "notes": [],
     }
+
+
+def test_check_suggests_what_to_distil(memory: MemoryService) -> None:
+    deploys = [
+        episode(memory, f"Deploy {day} went out late", f"2026-05-0{day}", tags=["deploy"])
+        for day in (1, 2, 3)
+    ]
+    episode(memory, "Lunch", "2026-05-01", tags=["food"])
+    flaky = memory.remember("CI was flaky on main", kind="episodic")["id"]
+    for _ in range(2):
+        memory.remember("CI was flaky on main", kind="episodic")
+    checkpoint = write_checkpoint(memory, session="s-1", summary="We fixed the cache").id
+    result = memory.check()
+    assert result["ok"] is True and result["findings"] == []
+    suggestions = {item["signal"]: item for item in result["suggestions"]}
+    assert list(suggestions) == ["recurring_topic", "reinforced_episode", "undistilled_checkpoints"]
+    topic = suggestions["recurring_topic"]
+    assert topic["ids"] == sorted(deploys) and topic["scope"] == memory.workspace
+    assert topic["summary"].startswith("3 episodes are tagged deploy (latest: 'Deploy 3 went")
+    assert suggestions["reinforced_episode"]["ids"] == [flaky]
+    assert "happened 3 times" in suggestions["reinforced_episode"]["summary"]
+    assert suggestions["undistilled_checkpoints"]["ids"] == [checkpoint]
+
+
+def test_distilled_material_is_no_longer_suggested(
+    memory: MemoryService, memory_clock: FixedClock
+) -> None:
+    for day in (1, 2, 3):
+        episode(memory, f"Deploy {day}", f"2026-05-0{day}", tags=["deploy"])
+    write_checkpoint(memory, session="s-1", summary="We fixed the cache")
+    memory_clock.advance(timedelta(minutes=1))
+    memory.remember("Deploys need the cache warmed first", tags=["deploy"])
+    assert memory.check()["suggestions"] == []
 
 
 def test_check_finds_duplicate_titles(memory: MemoryService) -> None:
@@ -160,10 +209,11 @@ def test_check_finds_stale_summaries_and_orphans(memory: MemoryService) -> None:
 
 def test_check_finds_a_superseded_entry_whose_successor_is_gone(memory: MemoryService) -> None:
     first = memory.remember("Old wording")["id"]
-    second = memory.update(first, text="New wording")["id"]
-    memory.forget(second, purge=True)
+    kept = memory.update(first, text="New wording")["previous_version"]
+    with memory.store.transaction() as tx:  # what a purge never leaves: a half-deleted chain
+        tx.delete(memory.workspace, (first,))
     (finding,) = memory.check()["findings"]
-    assert (finding["code"], finding["ids"]) == ("orphan_reference", [first])
+    assert (finding["code"], finding["ids"]) == ("orphan_reference", [kept])
 
 
 def test_check_reports_a_damaged_text_index(memory: MemoryService) -> None:

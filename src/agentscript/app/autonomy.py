@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentscript.app.configuration import RunConfig
 from agentscript.learn.autonomy import WindowReport, needs_you, run_window
-from agentscript.learn.autonomy_ledger import AutonomySummary, Clock, Kind, Ledger
+from agentscript.learn.autonomy_ledger import AutonomySummary, Clock, Ledger, WindowKind
 
 if TYPE_CHECKING:
     from agentscript.lang import ast
@@ -33,7 +33,7 @@ RESERVED_FIELDS = frozenset(
 
 def run_autonomous(
     path: str | Path,
-    kind: Kind,
+    kind: WindowKind,
     *,
     workspace: str | Path,
     budget_tokens: int | None = None,

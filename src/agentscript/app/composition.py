@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentscript.app.configuration import RunConfig, learns_from
+from agentscript.app.configuration import RunConfig, learns_from, leaves_run_memory
 from agentscript.runtime.budgets import RunBudget, RunMeter
 from agentscript.runtime.interpreter import ExecutionOptions
 from agentscript.runtime.ports import (
+    Cassette,
     Closeable,
     FileImports,
     LlmProvider,
@@ -45,14 +47,26 @@ def run_secrets(config: RunConfig) -> SecretSet:
 
 
 def build_llm(
-    config: RunConfig, owned: list[Closeable], secrets: SecretSet | None = None
+    config: RunConfig,
+    owned: list[Closeable],
+    secrets: SecretSet | None = None,
+    cassette: Cassette | None = None,
 ) -> LlmProvider:
-    """The model provider for a run: replay, mock, dry-run or the real router, maybe recorded.
-    Providers created here are appended to `owned`, to be closed when the run ends; a
-    recording is scrubbed with `secrets` (the run's redaction set)."""
-    llm = _base_llm(config)
-    if isinstance(llm, Closeable) and llm is not config.model:
-        owned.append(llm)
+    """The model provider for a run: mock, dry-run or the real router, or answers from the
+    `cassette` of a replay (falling through to one of those when the replay is lenient),
+    maybe recorded. Providers created here are appended to `owned`, to be closed when the run
+    ends; a recording is scrubbed with `secrets` (the run's redaction set)."""
+    if cassette is None and config.replay is not None:
+        cassette = replay_cassette(config, workspace_root(config, None))
+    llm: LlmProvider
+    if cassette is None or config.replay_lenient:
+        llm = _base_llm(config)
+        if isinstance(llm, Closeable) and llm is not config.model:
+            owned.append(llm)
+    if cassette is not None:
+        from agentscript.providers.llm.recording import ReplayLlm
+
+        llm = ReplayLlm(cassette, llm if config.replay_lenient else None, secrets)
     if config.prompt_layout is not None:
         from agentscript.providers.llm.layout import FixedLayout
         from agentscript.runtime.context import PromptLayout
@@ -70,10 +84,6 @@ def build_llm(
 
 
 def _base_llm(config: RunConfig) -> LlmProvider:
-    if config.replay is not None:
-        from agentscript.providers.llm.recording import ReplayLlm
-
-        return ReplayLlm(config.replay)
     model = config.model
     if not isinstance(model, str):
         return model
@@ -88,6 +98,17 @@ def _base_llm(config: RunConfig) -> LlmProvider:
     from agentscript.providers.llm.router import ModelRouter
 
     return ModelRouter(config.environ)
+
+
+class ScratchFolder:
+    """A temporary folder a run owns, removed when the run closes."""
+
+    def __init__(self, prefix: str) -> None:
+        self._folder = tempfile.TemporaryDirectory(prefix=prefix)
+        self.path = Path(self._folder.name)
+
+    def close(self) -> None:
+        self._folder.cleanup()
 
 
 @dataclass(slots=True)
@@ -108,16 +129,26 @@ class RunSetup:
 
 def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
     """Concrete providers for one run, chosen from `config`. Callers must `close()` the setup;
-    providers passed in through `config` stay the caller's and are not closed."""
+    providers passed in through `config` stay the caller's and are not closed. A replay
+    answers from its cassette; a journaled run keeps its exchanges in its journal."""
     owned: list[Closeable] = []
     budget = RunBudget(config.max_tokens, config.max_calls, config.max_seconds)
     workspace = workspace_root(config, program_path)
     program_dir = Path(program_path).parent if program_path is not None else None
     secrets = run_secrets(config)
+    cassette = replay_cassette(config, workspace) if config.replay is not None else None
+    journal = build_journal(config, workspace)
+    llm = build_llm(config, owned, secrets, cassette)
+    tools = build_tools(config, workspace, owned, secrets)
+    memory = build_memory(config, workspace, program_dir, owned)
+    if cassette is not None or journal is not None:
+        llm, tools, memory = _replayed_and_journaled(
+            config, cassette, journal, secrets, (llm, tools, memory)
+        )
     options = ExecutionOptions(
-        llm=build_llm(config, owned, secrets),
-        tools=build_tools(config, workspace, owned, secrets),
-        memory=build_memory(config, workspace, program_dir, owned),
+        llm=llm,
+        tools=tools,
+        memory=memory,
         input_provider=config.input_provider,
         agent_name=config.agent,
         function_name=config.function,
@@ -131,7 +162,6 @@ def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
         file_imports=_workspace_files(workspace),
         secrets=secrets,
     )
-    journal = build_journal(config, workspace)
     if journal is not None:
         journal.secrets = secrets
         options.trace_sinks.append(journal)
@@ -140,6 +170,58 @@ def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
         options.trace_sinks.append(telemetry)
         owned.append(telemetry)
     return RunSetup(options, owned, workspace, journal)
+
+
+def replay_cassette(config: RunConfig, workspace: Path) -> Cassette:
+    """What `config.replay` names: a Cassette, a recording file, or a run in the journal."""
+    from agentscript.app.replay import cassette_for
+
+    assert config.replay is not None
+    return cassette_for(config.replay, journal_location(config, workspace))
+
+
+def _replayed_and_journaled(
+    config: RunConfig,
+    cassette: Cassette | None,
+    journal: JournalSink | None,
+    secrets: SecretSet,
+    providers: tuple[LlmProvider, ToolProvider, MemoryProvider],
+) -> tuple[LlmProvider, ToolProvider, MemoryProvider]:
+    """Tools and memories answered from the cassette (when it holds them), then every
+    exchange kept in the journal: a replay or a resume of this run finds them there."""
+    from agentscript.providers.tools.replay import risk_of
+
+    llm, tools, memory = providers
+    risk = risk_of(tools)
+    if cassette is not None and cassette.tools_recorded:
+        from agentscript.providers.memory.replay import ReplayMemory
+        from agentscript.providers.tools.replay import ReplayTools
+
+        tools = ReplayTools(
+            cassette.tools,
+            tools,
+            risk,
+            cassette.source,
+            mode=config.replay_tools,
+            go_live=config.replay_lenient,
+            rerun_unfinished=config.rerun_unfinished,
+            scrub=secrets.scrub,
+        )
+        memory = ReplayMemory(
+            cassette.memory, memory, cassette.source, config.replay_lenient, secrets.scrub
+        )
+    if journal is not None:
+        from agentscript.providers.llm.recording import RecordingLlm
+        from agentscript.providers.memory.replay import JournaledMemory
+        from agentscript.providers.tools.replay import JournaledTools
+
+        # A real model's answer is on disk before the run goes on: after a kill it is not
+        # asked (and paid for) again. The mock answers again for free.
+        durable = config.model == "real" and (cassette is None or config.replay_lenient)
+        llm = RecordingLlm(llm, journal, durable=durable)
+        tools = JournaledTools(tools, journal, risk)
+        memory = JournaledMemory(memory, journal)
+    return llm, tools, memory
 
 
 def build_telemetry(
@@ -178,22 +260,16 @@ def _workspace_files(workspace: Path) -> FileImports:
 
 
 def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:
-    """The sink that journals this run, unless journaling is off or this is a dry run. Unless
-    `learn` is off, it queues the run for learning when it ends (agentscript.app.learning),
-    or learns from it before the process exits when that needs a provider object."""
-    if not config.journal or config.model == "dry-run":
+    """The sink that journals this run, unless journaling is off, or this is a dry run or a
+    strict replay (see `replays_only`). When the run learns or leaves a run memory, it queues
+    the run for learning when it ends (agentscript.app.learning), or learns from it before the
+    process exits when that needs a provider object."""
+    if not config.journal or config.model == "dry-run" or replays_only(config):
         return None
-    from agentscript.learn.journal import run_journal_path, shared_journal
+    from agentscript.learn.journal import shared_journal
 
-    # The same rule as `agentscript runs`: an explicit workspace, else the workspace root
-    # found from the program's folder.
-    path = (
-        Path(config.journal_path)
-        if config.journal_path
-        else run_journal_path(config.workspace, workspace)
-    )
-    sink = shared_journal(path).sink()
-    if learns_from(config):
+    sink = shared_journal(journal_location(config, workspace)).sink()
+    if learns_from(config) or leaves_run_memory(config):
         from agentscript.app.learning import learner_for, learning_request
 
         request = learning_request(config)
@@ -202,6 +278,22 @@ def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:
         else:
             sink.learner = learner_for(config)
     return sink
+
+
+def replays_only(config: RunConfig) -> bool:
+    """A replay that cannot go live does nothing new: like a dry run it is not journaled, so
+    `last` still names the run it replayed."""
+    return config.replay is not None and not config.replay_lenient
+
+
+def journal_location(config: RunConfig, workspace: Path) -> Path:
+    """Where the run journals, by the same rule as `agentscript runs`: `journal_path`, else
+    an explicit workspace, else the workspace root found from `workspace` (the program's)."""
+    if config.journal_path:
+        return Path(config.journal_path)
+    from agentscript.learn.journal import run_journal_path
+
+    return run_journal_path(config.workspace, workspace)
 
 
 def workspace_root(config: RunConfig, program_path: str | None) -> Path:
@@ -276,7 +368,15 @@ def build_tools(
         from agentscript.app.memory_service import memory_tools
 
         granted = policy.memory_scopes if policy is not None else ()
-        return memory_tools(jail.root, config.memory_db, environ, granted, secrets)
+        database = config.memory_db
+        if database is None and config.model == "mock":
+            # A mock run tries a program out: what it remembers goes to a scratch memory that
+            # starts empty and is removed with the run, never into the user's (--memory-db
+            # names a real one on purpose).
+            scratch = ScratchFolder("agentscript-mock-memory-")
+            owned.insert(0, scratch)  # closed last, after the service that uses it
+            database = scratch.path / "memory.db"
+        return memory_tools(jail.root, database, environ, granted, secrets)
 
     http = LazyTool(http_tools)
     registry = ToolRegistry(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Literal, TextIO
 
 from agentscript.runtime.interpreter import DEFAULT_CONCURRENCY, DEFAULT_MAX_CALL_DEPTH
 from agentscript.runtime.ports import (
+    Cassette,
     GenerateRequest,
     InputProvider,
     LlmProvider,
@@ -22,6 +23,7 @@ from agentscript.runtime.trace import TraceSink
 
 if TYPE_CHECKING:
     from agentscript.providers.tools.approvals import ApprovalMode, AskUser
+    from agentscript.providers.tools.replay import ReplayToolsMode
 
 ModelChoice = Literal["real", "mock", "dry-run"]
 
@@ -33,9 +35,22 @@ class RunConfig:
     model: ModelChoice | LlmProvider = "real"
     # With model="mock": answer generates from this script instead of shape defaults.
     responses: str | Path | None = None
-    # Save every model exchange to this JSONL file / answer from such a file instead of a model.
+    # Save every model exchange to this JSONL file.
     record: str | Path | None = None
-    replay: str | Path | None = None
+    # Answer model calls, tool calls and memory calls from an earlier run instead of making
+    # them: a run in the journal (its id, an id prefix or `last`), a recording file, or a
+    # Cassette. A recording made with `record` holds no tool calls: its tools run live.
+    replay: str | Path | Cassette | None = None
+    # With `replay`: "all" answers every tool call from the recording, "effects" lets reads
+    # run live.
+    replay_tools: ReplayToolsMode = "all"
+    # With `replay`: the first call the recording cannot answer, and every one after it, goes
+    # to the live model, tools and memories (tools behind approvals) instead of stopping the
+    # run with a mismatch.
+    replay_lenient: bool = False
+    # With `replay` (a resume): a call with effects the recorded run started but never
+    # finished runs again (still behind approvals) instead of being asked about or refused.
+    rerun_unfinished: bool = False
     tools: ToolProvider | None = None
     memory: MemoryProvider | None = None
     input_provider: InputProvider | None = None
@@ -75,18 +90,24 @@ class RunConfig:
     concurrency: int = DEFAULT_CONCURRENCY
     # `use one of` choices by site id, e.g. {"main.as#Writer.draft[tone]": "formal"}.
     variants: dict[str, str] = field(default_factory=dict)
-    # Journal the run (events, task graph, execution trace) in `<workspace>/.agentscript/runs.db`
-    # or at `journal_path`. Dry runs are never journaled.
+    # Journal the run (events, task graph, execution trace, and what it exchanged with models,
+    # tools and memories) in `<workspace>/.agentscript/runs.db` or at `journal_path`. Dry runs
+    # and strict replays (`replay` without `replay_lenient`) are never journaled.
     journal: bool = True
     journal_path: str | Path | None = None
     # Send the run to an OpenTelemetry collector over OTLP/HTTP: True, False, or None to
     # follow the standard OTEL_* variables (on when an OTLP endpoint is set).
     otel: bool | None = None
-    # After a journaled run ends ok or with an error, write its run memory and distil its
-    # experiences into the long-term memory at `memory_db` (agentscript.learn.run_memory).
-    # None (the default) learns only from runs that talked to a model: not from the mock, a
-    # dry run or a replay, whose answers teach nothing about the world.
+    # After a journaled run ends ok or with an error, distil its experiences into the
+    # long-term memory at `memory_db` (agentscript.learn.run_memory). None (the default)
+    # learns only from runs that talked to a model: not from the mock, a dry run or a replay,
+    # whose answers teach nothing about the world. The run memory (memory.yml auto_sink) is
+    # written for every run that talked to a model even when this is False; True also writes
+    # it for the mock and replays (see leaves_run_memory).
     learn: bool | None = None
+    # Leave the run memory: None as `learn` says above; False never (an eval's arm without
+    # learning, whose runs must not change the memory the other arm learns into); True always.
+    run_memory: bool | None = None
     # Rewrite new experiences with a model: None (the rules' text), "program" (the program's
     # own model), a model URI, or a provider.
     learn_model: str | LlmProvider | None = None
@@ -99,7 +120,22 @@ class RunConfig:
 
 
 def learns_from(config: RunConfig) -> bool:
-    """Whether a run writes a run memory and experiences (see RunConfig.learn)."""
+    """Whether a run distils experiences (see RunConfig.learn)."""
     if config.learn is not None:
         return config.learn
+    return _talks_to_a_live_model(config)
+
+
+def leaves_run_memory(config: RunConfig) -> bool:
+    """Whether a run leaves its run memory, memory.yml `auto_sink` permitting: every run that
+    talked to a live model, learning or not (`learn=False`, `--no-learn`, stops the distilling
+    of experiences, not the seed's auto_sink), and a mock or replayed run only when asked to
+    learn; a dry run never (it is never journaled). `run_memory` overrides all of this."""
+    if config.run_memory is not None:
+        return config.run_memory
+    return config.learn is True or _talks_to_a_live_model(config)
+
+
+def _talks_to_a_live_model(config: RunConfig) -> bool:
+    """Not the mock, a dry run or a replay, whose answers teach nothing about the world."""
     return config.replay is None and not (isinstance(config.model, str) and config.model != "real")

@@ -16,8 +16,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from agentscript.app.configuration import learns_from
 
 if TYPE_CHECKING:
     from agentscript.app.configuration import RunConfig
@@ -60,13 +63,15 @@ def learner_for(config: RunConfig, database: str | Path | None = None) -> RunLea
         target if target is not None else _default_database(),
         learn_model,
         None if _offline(config) else open_learning_memory,
+        distil=learns_from(config),
     )
 
 
 def learning_request(config: RunConfig) -> dict[str, Any] | None:
     """What to learn from a run of `config` with, as JSON data kept in the journal's learning
     backlog: the memory database, the learn model (a URI or "program") and whether the run
-    was offline; None when the learning needs a provider object that cannot be kept."""
+    was offline, and whether experiences are distilled (False: the run memory only); None when
+    the learning needs a provider object that cannot be kept."""
     if not isinstance(config.model, str) or not (
         config.learn_model is None or isinstance(config.learn_model, str)
     ):
@@ -78,6 +83,7 @@ def learning_request(config: RunConfig) -> dict[str, Any] | None:
         "learn_model": config.learn_model,
         "offline": _offline(config),
         "live": config.model == "real" and config.replay is None,
+        "distil": learns_from(config),
     }
 
 
@@ -94,7 +100,11 @@ def learner_from_request(request: dict[str, Any]) -> RunLearner:
         learn_model = LearnModel(sandboxed_run, uri=chosen)
     database = str(request["database"])
     return RunLearner(
-        database, learn_model, None if request.get("offline") else open_learning_memory
+        database,
+        learn_model,
+        None if request.get("offline") else open_learning_memory,
+        # Requests queued before `distil` existed were all made to learn.
+        distil=bool(request.get("distil", True)),
     )
 
 
@@ -156,11 +166,26 @@ class LearningBeforeReads:
             self.problems += catch_up(workspace, self.database).problems
 
 
-def learn_now(workspace: str | Path | None, database: str | Path | None = None) -> BacklogReport:
+@dataclass(frozen=True, slots=True)
+class LearnNowReport:
+    """What `agentscript learn` did, and how many approval policy rules the user's repeated
+    approvals now suggest (`agentscript learn proposals` shows them)."""
+
+    backlog: BacklogReport
+    proposals: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.backlog.to_json(), "proposals": self.proposals}
+
+
+def learn_now(workspace: str | Path | None, database: str | Path | None = None) -> LearnNowReport:
     """`agentscript learn`: catch up the workspace (which must exist) at once."""
+    from agentscript.app.lessons import policy_proposals
     from agentscript.app.workspace import Workspace
 
-    return catch_up(Workspace(workspace).root, database)
+    root = Workspace(workspace).root
+    backlog = catch_up(root, database)
+    return LearnNowReport(backlog, len(policy_proposals(root).proposals))
 
 
 def database_label(database: str | Path | None) -> str:

@@ -67,7 +67,18 @@ def memory_tools(
         service.close()
         raise
     LearningBeforeReads(service, [Path(workspace)], database)
+    read_tool_links(service, Path(workspace))
     return tools
+
+
+def read_tool_links(service: MemoryService, workspace: Path) -> None:
+    """Let `Memory.experiences` rank by the tool links of the workspace's task graph."""
+    from agentscript.learn.journal import journal_path
+    from agentscript.learn.tool_usage import JournalToolUsage
+
+    usage = JournalToolUsage(journal_path(workspace))
+    service.tool_usage = usage
+    service.on_close.append(usage.close)
 
 
 def serve_memory(

@@ -63,7 +63,7 @@ def tools(
     (name, description, input schema, claimed annotations, risk), or the problem that kept the
     server from answering. Without `start_servers` nothing is started: only the configuration
     is read."""
-    from agentscript.providers.tools.base import scheme_of
+    from agentscript.providers.tools.tool_uris import scheme_of
     from agentscript.runtime.errors import AgentScriptError
 
     root = workspace or (Path(program.source_path).parent if program.source_path else Path.cwd())

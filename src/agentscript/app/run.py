@@ -1,7 +1,8 @@
 """The run use case: check a program, build its providers, run it, journal it.
 
 The CLI's `run`, the Python API's `agentscript.run`, autonomous windows and the refinement of
-experiences all run programs through `run`.
+experiences all run programs through `run`; a resume (agentscript.app.resume) through
+`run_program`.
 """
 
 from __future__ import annotations
@@ -29,25 +30,37 @@ def run(
     AgentScriptError (with `.trace` holding the trace so far) if the run fails."""
     if not isinstance(program, ast.Program):
         program = load(program)
+    from agentscript.app.configuration import RunConfig
+
+    return run_program(program, {} if input is None else input, config or RunConfig())
+
+
+def run_program(
+    program: ast.Program, input_value: Any, config: RunConfig, resumed_from: str | None = None
+) -> RunResult:
+    """`run` with everything given; the journal start names the run this one resumes."""
     diagnostics = [d for d in check_program(program) if d.severity == "error"]
     if diagnostics:
         raise SemanticError(diagnostics)
     # The runtime is imported here, not at module level: loading and checking stay fast.
     from agentscript.app.composition import build_run
-    from agentscript.app.configuration import RunConfig
     from agentscript.runtime.interpreter import execute
 
-    config = config or RunConfig()
     setup = build_run(config, program.source_path)
     journal = setup.journal
-    input_value = {} if input is None else input
     if journal is not None:
         entry = (
             f"{config.agent or ''}.{config.function or ''}"
             if config.agent or config.function
             else None
         )
-        journal.start_run(program.source_path, input_value, entry=entry, workspace=setup.workspace)
+        journal.start_run(
+            program.source_path,
+            input_value,
+            entry=entry,
+            workspace=setup.workspace,
+            resumed_from=resumed_from,
+        )
     try:
         result = execute(program, input_value, setup.options)
     except AgentScriptError as error:

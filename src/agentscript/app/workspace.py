@@ -68,9 +68,10 @@ class Workspace:
         service = self._memories.get(where)
         if service is None:
             from agentscript.app.learning import LearningBeforeReads
-            from agentscript.app.memory_service import open_memory_service
+            from agentscript.app.memory_service import open_memory_service, read_tool_links
 
             service = open_memory_service(where, database=self.database, environ=self.environ)
+            read_tool_links(service, self.root)
             journals = [self.root] + ([where] if where != self.root else [])
             learning = LearningBeforeReads(service, journals, self.database)
             self._learning.append(learning)

@@ -130,6 +130,39 @@ def _run(
 
     input_value = read_input(input_json, input_file)
     program = programs.load(path)
+    title = _tree_title(path, input_value)
+    return _show_run(
+        config,
+        output,
+        title,
+        lambda config: run(program, input_value, config),
+        program.source_path if reflect else None,
+    )
+
+
+def resume_program(run: str, config: RunConfig, output: RunOutput) -> int:
+    """`agentscript runs resume RUN`: finish RUN from its journal, then go on live, shown as
+    `run` shows a run."""
+
+    def resume() -> int:
+        if not output.draws_tree:
+            check_output_flags(output.quiet, output.verbose, output.trace)
+        from agentscript.app.resume import resume
+
+        return _show_run(config, output, f"resume of {run}", lambda config: resume(run, config))
+
+    return reporting_errors(resume)
+
+
+def _show_run(
+    config: RunConfig,
+    output: RunOutput,
+    title: str,
+    start: Callable[[RunConfig], RunResult],
+    reflect_on: str | None = None,
+) -> int:
+    """Run with the terminal's hooks and live sinks, then show the result (or how far a failed
+    run got) as `output` says; with `reflect_on` (the program's path), reflect afterwards."""
     stream = _streams(output)
     sinks = _live_sinks(output, config, stream)
     # Questions at the terminal (missing input, approvals) pause the live progress.
@@ -141,24 +174,23 @@ def _run(
             for sink in sinks:
                 if isinstance(sink, AbstractContextManager):
                     live.enter_context(sink)
-            result = run(program, input_value, config)
+            result = start(config)
     except AgentScriptError as error:
         # Show how far the run got: the partial trace goes where the full one would have.
         if error.trace is not None and output.trace_file is not None:
             render.write_trace_file(output.trace_file, error.trace)
         if error.trace and output.draws_tree:
-            title = _tree_title(path, input_value)
             trace_tree.print_tree(trace_tree.run_tree(title, error.trace, error.spent), sys.stderr)
         elif error.trace is not None and output.pretty_trace:
             render.print_trace(error.trace, sys.stderr)
         if error.spent is not None and output.report_usage and not output.quiet:
             print(render.usage_line(error.spent), file=sys.stderr)
-        _after_run(error.journal, config, program.source_path, reflect)
+        _after_run(error.journal, config, reflect_on)
         raise
     if output.trace_file is not None:
         render.write_trace_file(output.trace_file, result.trace)
     if output.draws_tree:
-        _print_value_and_tree(output, path, input_value, result)
+        _print_value_and_tree(output, title, result)
     elif output.quiet:
         print(render.to_json(result.value))
     else:
@@ -168,7 +200,7 @@ def _run(
         render.print_trace(result.trace, sys.stdout)
     if output.report_usage and not output.quiet:
         print(render.usage_line(result.usage), file=sys.stderr)
-    _after_run(result.journal, config, program.source_path, reflect)
+    _after_run(result.journal, config, reflect_on)
     return 0
 
 
@@ -195,9 +227,7 @@ def at_the_terminal(
     )
 
 
-def _print_value_and_tree(
-    output: RunOutput, path: str, input_value: Any, result: RunResult
-) -> None:
+def _print_value_and_tree(output: RunOutput, title: str, result: RunResult) -> None:
     """`run --trace pretty`: the value (or the whole JSON document with `--json`), then the
     tree of what the run did."""
     if output.json:
@@ -205,7 +235,6 @@ def _print_value_and_tree(
     else:
         print(render.to_json(result.value))
     sys.stdout.flush()
-    title = _tree_title(path, input_value)
     trace_tree.print_tree(trace_tree.run_tree(title, result.trace, result.usage), sys.stdout)
 
 
@@ -231,19 +260,18 @@ def _live_sinks(output: RunOutput, config: RunConfig, stream: bool) -> list[Trac
     return [StreamEcho(sys.stderr)] if stream else []
 
 
-def _after_run(
-    journal: RunJournal | None, config: RunConfig, program_path: str | None, reflect: bool
-) -> None:
+def _after_run(journal: RunJournal | None, config: RunConfig, reflect_on: str | None) -> None:
     """Wait for the run's journal record, warn about anything that kept it incomplete, then
-    reflect when asked (imported only then: reflection needs the memory service)."""
+    reflect on the program at `reflect_on` when asked (imported only then: reflection needs
+    the memory service)."""
     if journal is None:
         return
     for problem in journal.wait(10.0):
         print(f"warning: run journal: {problem}", file=sys.stderr)
-    if reflect:
+    if reflect_on is not None:
         from agentscript.cli.reflect import reflect_after_run
 
-        reflect_after_run(config, program_path, journal.run_id)
+        reflect_after_run(config, reflect_on, journal.run_id)
 
 
 def undo_run(trace_path: str, workspace: str | None, dry_run: bool, force: bool = False) -> int:

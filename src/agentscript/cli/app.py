@@ -172,7 +172,25 @@ def cli(ctx: click.Context) -> None:
     "--max-seconds", type=click.FloatRange(min=0, min_open=True), help="Stop the run after N s."
 )
 @click.option("--record", metavar="FILE", help="Save every model exchange to FILE (JSONL).")
-@click.option("--replay", metavar="FILE", help="Answer from a recording instead of a model.")
+@click.option(
+    "--replay",
+    metavar="RUN|FILE",
+    help="Answer model, tool and memory calls from a journaled run (id, prefix, last) or a "
+    "recording file instead of making them.",
+)
+@click.option(
+    "--replay-tools",
+    type=click.Choice(["all", "effects"]),
+    default="all",
+    show_default=True,
+    help="With --replay: answer every tool call from the run, or only those with effects.",
+)
+@click.option(
+    "--replay-lenient",
+    is_flag=True,
+    help="With --replay: at the first mismatch go live (model, tools behind approvals) "
+    "instead of stopping.",
+)
 @workspace_option("Confine tools to DIR (default: the program's).")
 @click.option("--mock-tools", is_flag=True, help="Answer every tool call with the mock tool.")
 @click.option(
@@ -213,8 +231,10 @@ def cli(ctx: click.Context) -> None:
 @click.option(
     "--learn/--no-learn",
     default=None,
-    help="Learn a run memory and experiences from this run "
-    "(default: only when a real model answered; never for --mock, --dry-run, --replay).",
+    help="Distil experiences from this run (default: only when a real model answered; never "
+    "for --mock, --dry-run, --replay). The run memory is written for every run a real model "
+    "answered, --no-learn or not (memory.yml auto_sink: false turns it off); --learn also "
+    "writes it for --mock and --replay.",
 )
 @click.option(
     "--learn-model", metavar="URI", help="Model that rewrites learned experiences (default: none)."
@@ -253,11 +273,18 @@ def run_command(
         raise PlainUsageError(f"Missing argument 'FILE'{hint}.")
     if responses is not None and dry_run:
         raise PlainUsageError("Use either --mock or --dry-run, not both")
-    if settings["replay"] is not None and (responses is not None or dry_run):
-        raise PlainUsageError("Use either --replay or --mock/--dry-run, not both")
-    if reflect and (no_journal or dry_run):
+    replaying = settings["replay"] is not None
+    if replaying and (dry_run or (responses is not None and not settings["replay_lenient"])):
         raise PlainUsageError(
-            "--reflect needs the run journaled: not with --no-journal or --dry-run"
+            "Use either --replay or --mock/--dry-run, not both (--mock may answer what a "
+            "--replay-lenient replay cannot)"
+        )
+    if not replaying and (settings["replay_lenient"] or settings["replay_tools"] != "all"):
+        raise PlainUsageError("--replay-lenient and --replay-tools need --replay")
+    if reflect and (no_journal or dry_run or (replaying and not settings["replay_lenient"])):
+        raise PlainUsageError(
+            "--reflect needs the run journaled: not with --no-journal, --dry-run or a strict "
+            "--replay"
         )
     from agentscript.app.configuration import RunConfig
 

@@ -43,6 +43,8 @@ class TerminalApprover:
                 f"\n{request.label} ({request.uri}) wants to run; risk: {request.risk}\n"
                 f"  arguments: {short(stringify(request.args))}\n"
             )
+        if request.note is not None:
+            sys.stderr.write(f"  note: {request.note}\n")
         while True:
             try:
                 reply = self._ask("Allow? [y]es / [n]o / [a]lways for this tool: ")

@@ -2,7 +2,7 @@
 
 `run` is what a scheduler (cron, launchd, a systemd timer) calls: it runs the program read-only
 on a token budget and records each run in the workspace's autonomy ledger; `summary` reads the
-ledger back, with the desires that wait for the user. Both call agentscript.learn.autonomy.
+ledger back, with the desires that wait for the user. Both call agentscript.app.autonomy.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from agentscript.cli.actions import reporting_errors
 from agentscript.cli.input import parse_input_object
 from agentscript.cli.options import json_option, mock_option, workspace_option
 from agentscript.cli.render import to_json
-from agentscript.learn.autonomy_ledger import KINDS, OUTCOMES
+from agentscript.learn.autonomy_ledger import OUTCOMES, WINDOW_KINDS
 
 if TYPE_CHECKING:
     from rich.table import Table
 
     from agentscript.learn.autonomy import WindowReport
-    from agentscript.learn.autonomy_ledger import AutonomySummary, Kind
+    from agentscript.learn.autonomy_ledger import AutonomySummary, WindowKind
 
 # Outcome colours at a terminal.
 _STYLES = {"done": "green", "no-update": "cyan", "blocked": "yellow", "error": "red"}
@@ -37,7 +37,7 @@ def autonomy_group() -> None:
 
 @autonomy_group.command(name="run")
 @click.argument("file")
-@click.option("--kind", type=click.Choice(KINDS), required=True, help="What the run is for.")
+@click.option("--kind", type=click.Choice(WINDOW_KINDS), required=True, help="What the run is for.")
 @click.option(
     "--budget-tokens",
     type=click.IntRange(min=0),
@@ -58,7 +58,7 @@ def autonomy_group() -> None:
 def run_command(
     ctx: click.Context,
     file: str,
-    kind: Kind,
+    kind: WindowKind,
     budget_tokens: int | None,
     input_json: str | None,
     responses: str | None,
@@ -158,6 +158,7 @@ def _print_rich(summary: AutonomySummary, waiting: list[str]) -> None:
         RECENT_NUMBERS,
         bar_length,
         kind_rows,
+        operation_bars,
         recent_rows,
         utc_minute,
     )
@@ -183,6 +184,10 @@ def _print_rich(summary: AutonomySummary, waiting: list[str]) -> None:
         recent = _table(recent_rows(summary), RECENT_NUMBERS, styled_column=2)
         recent.title = f"Last {len(summary.recent)} runs"
         console.print(recent)
+    if summary.operation_counts:
+        console.print(Text("Operations per reflection", style="bold"))
+        for bar in operation_bars(summary.operation_counts, "█"):
+            console.print(bar)
     for item in waiting:
         console.print(Text(f"needs you: {item}", style="bold yellow"))
 

@@ -74,7 +74,12 @@ class _EvalCommand(click.Command):
     help="Answer with the mock model: shape defaults, or scripted answers from FILE.",
 )
 @click.option("--record", metavar="DIR", help="Record every cell's model exchanges in DIR.")
-@click.option("--replay", metavar="DIR", help="Answer from the recordings in DIR.")
+@click.option(
+    "--replay",
+    metavar="DIR|RESULTS.jsonl",
+    help="Answer from the recordings in DIR, or from the journaled runs an earlier eval's "
+    "--out file names.",
+)
 @click.option("--judge-model", metavar="URI", help="The model a judge program answers with.")
 @click.option(
     "--concurrency",

@@ -1,5 +1,5 @@
-"""`agentscript memory remember|recall|browse|stats|check|forget|history|digest|export|import|
-serve`: the long-term memory service (docs/memory-service.md) at the command line; `compact`
+"""`agentscript memory remember|recall|browse|stats|check|forget|history|digest|sink|export|
+import|serve`: the long-term memory service (docs/memory-service.md) at the command line; `compact`
 (memory_compact.py) is registered with them.
 
 Each command opens the configured service of `--workspace` (default: the current directory)
@@ -15,6 +15,7 @@ already present).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -31,7 +32,7 @@ from agentscript.cli.memory import export_lines, export_resource, import_resourc
 from agentscript.cli.memory_compact import compact_command
 from agentscript.cli.options import db_option, json_option, workspace_option
 from agentscript.cli.render import to_json
-from agentscript.runtime.bounded_input import MIB, read_stream
+from agentscript.runtime.bounded_input import MIB, bounded_lines, read_stream
 
 # `memory remember -`: far more than any entry may hold (the service then says too_large),
 # far less than `/dev/zero` would feed.
@@ -264,7 +265,7 @@ def browse_command(
             page_size=page_size,
         )
         if as_json:
-            print(to_json(result))
+            print(to_json(result.to_json()))
             return 0
         if not result["groups"]:
             print("no memories found")
@@ -284,26 +285,36 @@ def browse_command(
             heading = f"{group['label']} ({count} {'entry' if count == 1 else 'entries'}"
             heading += f", {shown} shown)" if shown < count else ")"
             _print_table(heading, ["KIND", "TITLE", "TAGS", "ID"], rows)
-        pages = -(-result["total_groups"] // result["page_size"])
-        print(f"page {result['page']} of {pages}, {result['total_entries']} entries")
+        pages = -(-result.total_groups // result.page_size)
+        print(f"page {result.page} of {pages}, {result.total_entries} entries")
         return 0
 
     _with_service(ctx, workspace, db, browse)
 
 
 @click.command(name="stats", cls=_Command)
+@click.option(
+    "--by",
+    type=click.Choice(("day", "week", "month")),
+    help="Also count the active entries per local day, ISO week or month, newest first.",
+)
 @_SCOPE
 @_service_options
 @click.pass_context
 def stats_command(
-    ctx: click.Context, scope: str | None, workspace: str | None, db: str | None, as_json: bool
+    ctx: click.Context,
+    by: str | None,
+    scope: str | None,
+    workspace: str | None,
+    db: str | None,
+    as_json: bool,
 ) -> None:
     """Entry counts per readable scope."""
 
     def stats(service: MemoryService) -> int:
         result = service.stats(scope=scope)
         if as_json:
-            print(to_json(result))
+            print(to_json(result.to_json()))
             return 0
         rows = [
             [
@@ -321,6 +332,15 @@ def stats_command(
             ["SCOPE", "ACTIVE", "ARCHIVED", "SUPERSEDED", *(k.upper() for k in KINDS), "ROOM"],
             rows,
         )
+        if by is not None:
+            for item in result["scopes"]:
+                counts = item[f"by_{by}"]
+                _print_table(
+                    f"{_scope_name(service, item['scope'])} by {by}",
+                    [by.upper(), "ENTRIES"],
+                    [[bucket, str(total)] for bucket, total in counts.items()],
+                    empty=f"{_scope_name(service, item['scope'])}: no active entries",
+                )
         return 0
 
     _with_service(ctx, workspace, db, stats)
@@ -339,8 +359,9 @@ def check_command(
         result = service.check(scope=scope)
         findings = result["findings"]
         if as_json:
-            print(to_json(result))
-        elif not findings:
+            print(to_json(result.to_json()))
+            return 1 if any(finding["severity"] == "error" for finding in findings) else 0
+        if not findings:
             names = ", ".join(_scope_name(service, name) for name in result["scopes"])
             print(f"ok: no problems in {names}")
         else:
@@ -354,6 +375,13 @@ def check_command(
                 for finding in findings
             ]
             _print_table(None, ["SEVERITY", "CODE", "SCOPE", "MESSAGE"], rows)
+        suggestions = [
+            [item["signal"], _scope_name(service, item["scope"]), item["summary"]]
+            for item in result["suggestions"]
+        ]
+        _print_table("What to distil", ["SIGNAL", "SCOPE", "SUGGESTION"], suggestions)
+        for note in result["notes"]:
+            print(f"note: {note}")
         return 1 if any(finding["severity"] == "error" for finding in findings) else 0
 
     _with_service(ctx, workspace, db, check)
@@ -466,6 +494,52 @@ def digest_command(
         return 0
 
     _with_service(ctx, workspace, db, digest)
+
+
+@click.command(name="sink", cls=_Command)
+@_service_options
+@click.pass_context
+def sink_command(ctx: click.Context, workspace: str | None, db: str | None, as_json: bool) -> None:
+    """Keep compacted contexts: read a host's session events from stdin, one JSON object a
+    line (compaction/start, compaction/summary, compaction/end, or Claude Code's PreCompact and
+    PostCompact hook input; other events are skipped), and write a checkpoint when a
+    compaction ends well. Prints the notice for the agent (--json:
+    each event's outcome); exit code 1 when a line was not a valid event."""
+    from agentscript.memory.compaction_sink import CompactionSink, hook_event
+    from agentscript.memory.errors import MemoryServiceError
+
+    def sink(service: MemoryService) -> int:
+        machine = CompactionSink(service)
+        code = 0
+        for number, line in enumerate(bounded_lines(sys.stdin, MAX_STDIN_TEXT, "stdin"), 1):
+            try:
+                event = json.loads(line) if line.strip() else None
+            except ValueError as problem:
+                print(f"stdin:{number}: not JSON: {problem}", file=sys.stderr)
+                code = 1
+                continue
+            if not isinstance(event, dict) or not (
+                str(event.get("type", "")).startswith("compaction/") or hook_event(event)
+            ):
+                continue  # the rest of the session's firehose
+            try:
+                outcome = machine.feed(event)
+            except MemoryServiceError as refusal:
+                print(f"stdin:{number}: {refusal.message}", file=sys.stderr)
+                code = 1
+                continue
+            if as_json:
+                print(json.dumps(outcome.to_json(), ensure_ascii=False), flush=True)
+            elif outcome.notice is not None:
+                print(outcome.notice, flush=True)
+            elif outcome.action in ("discarded", "disabled"):
+                print(
+                    f"no checkpoint for session {outcome.session}: {outcome.reason}",
+                    file=sys.stderr,
+                )
+        return code
+
+    _with_service(ctx, workspace, db, sink)
 
 
 @click.command(name="export", cls=_Command)
@@ -607,6 +681,7 @@ SERVICE_COMMANDS: tuple[click.Command, ...] = (
     forget_command,
     history_command,
     digest_command,
+    sink_command,
     export_command,
     import_command,
     serve_command,

@@ -165,7 +165,6 @@ def describe_finished(kind: str, data: dict[str, Any]) -> str:
         outcome = "failed" if data.get("ok") is False else brief(data.get("result"), 48)
         return f"generate → {outcome}{took}"
     if kind == "tool":
-        return (
-            f"tool {data.get('tool')}.{data.get('method')} → {brief(data.get('result'), 48)}{took}"
-        )
+        outcome = "failed" if "error" in data else brief(data.get("result"), 48)
+        return f"tool {data.get('tool')}.{data.get('method')} → {outcome}{took}"
     return f"{data.get('agent')}.{data.get('function')} done{took}"

@@ -1,7 +1,7 @@
-"""`agentscript runs …`: list, show, replay, draw and view the runs in a workspace's journal.
+"""`agentscript runs …`: list, show, replay, draw, view, export and resume a workspace's runs.
 
-Each command opens `<workspace>/.agentscript/runs.db` (the current directory by default)
-through agentscript.app.workspace, reads it with `agentscript.learn` and prints the result; a run is named by its id, an id prefix or
+Each command is one call of agentscript.app.runs on `<workspace>/.agentscript/runs.db` (the
+current directory by default) and prints the result; a run is named by its id, an id prefix or
 `last`.
 """
 
@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING
 import click
 
 from agentscript.cli.actions import reporting_errors
-from agentscript.cli.options import json_option, workspace_option
+from agentscript.cli.errors import CliError
+from agentscript.cli.options import json_option, mock_option, workspace_option
 from agentscript.cli.render import print_trace, to_json
 
 if TYPE_CHECKING:
-    from agentscript.learn.journal import Journal
+    from agentscript.providers.tools.approvals import ApprovalMode
 
 _WORKSPACE = workspace_option("Whose journal to read (default: the workspace root here).")
 
@@ -28,17 +29,6 @@ def runs_group() -> None:
     """The run journal: what every run did, kept in <workspace>/.agentscript/runs.db."""
 
 
-def _with_journal(action: Callable[[Journal], int], workspace: str | None) -> int:
-    """Open the workspace's journal (agentscript.app.workspace), run `action`, close it."""
-    from agentscript.app.workspace import Workspace
-
-    def act() -> int:
-        with Workspace(workspace) as place:
-            return action(place.journal)
-
-    return reporting_errors(act)
-
-
 @runs_group.command(name="list")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
 @json_option("Print JSON instead of a table.")
@@ -46,14 +36,15 @@ def _with_journal(action: Callable[[Journal], int], workspace: str | None) -> in
 @click.pass_context
 def list_command(ctx: click.Context, limit: int, as_json: bool, workspace: str | None) -> None:
     """The newest runs: id, status, start, duration, events, program."""
-    from agentscript.learn.journal import format_runs, list_runs
+    from agentscript.app import runs
+    from agentscript.learn.journal import format_runs
 
-    def show(journal: Journal) -> int:
-        views = list_runs(journal, limit)
+    def show() -> int:
+        views = runs.list_runs(workspace, limit)
         print(to_json([view.to_json() for view in views]) if as_json else format_runs(views))
         return 0
 
-    ctx.exit(_with_journal(show, workspace))
+    ctx.exit(reporting_errors(show))
 
 
 @runs_group.command(name="show")
@@ -63,14 +54,15 @@ def list_command(ctx: click.Context, limit: int, as_json: bool, workspace: str |
 @click.pass_context
 def show_command(ctx: click.Context, run: str, pretty: bool, workspace: str | None) -> None:
     """Everything the journal holds about RUN."""
-    from agentscript.learn.journal import format_run, show_run
+    from agentscript.app import runs
+    from agentscript.learn.journal import format_run
 
-    def show(journal: Journal) -> int:
-        detail = show_run(journal, run)
+    def show() -> int:
+        detail = runs.show_run(workspace, run)
         print(format_run(detail) if pretty else to_json(detail.to_json()))
         return 0
 
-    ctx.exit(_with_journal(show, workspace))
+    ctx.exit(reporting_errors(show))
 
 
 @runs_group.command(name="replay")
@@ -80,17 +72,17 @@ def show_command(ctx: click.Context, run: str, pretty: bool, workspace: str | No
 @click.pass_context
 def replay_command(ctx: click.Context, run: str, pretty: bool, workspace: str | None) -> None:
     """RUN's trace as it happened, exactly as the run returned it."""
-    from agentscript.learn.journal import replay_run
+    from agentscript.app import runs
 
-    def replay(journal: Journal) -> int:
-        trace = replay_run(journal, run)
+    def replay() -> int:
+        trace = runs.replay_trace(workspace, run)
         if pretty:
             print_trace(trace, sys.stdout)
         else:
             print(to_json(trace))
         return 0
 
-    ctx.exit(_with_journal(replay, workspace))
+    ctx.exit(reporting_errors(replay))
 
 
 @runs_group.command(name="trace")
@@ -99,13 +91,13 @@ def replay_command(ctx: click.Context, run: str, pretty: bool, workspace: str | 
 @click.pass_context
 def trace_command(ctx: click.Context, run: str, workspace: str | None) -> None:
     """RUN's execution trace: goal, tool chain, approvals, files, result, success."""
-    from agentscript.learn.journal import run_trace
+    from agentscript.app import runs
 
-    def trace(journal: Journal) -> int:
-        print(to_json(run_trace(journal, run).to_json()))
+    def trace() -> int:
+        print(to_json(runs.execution_trace(workspace, run).to_json()))
         return 0
 
-    ctx.exit(_with_journal(trace, workspace))
+    ctx.exit(reporting_errors(trace))
 
 
 @runs_group.command(name="graph")
@@ -119,17 +111,17 @@ def graph_command(
     """RUN's tool chain as a tree; with --html, its task graph as an SVG page."""
     from rich.console import Console
 
-    from agentscript.learn.pictures import render_run_html, run_picture, tool_chain_tree
+    from agentscript.app import runs
+    from agentscript.learn.pictures import tool_chain_tree
 
-    def draw(journal: Journal) -> int:
-        picture = run_picture(journal, run)
-        Console(highlight=False).print(tool_chain_tree(picture))
-        if html_file is not None:
-            written = render_run_html(journal, run, html_file)
-            print(f"wrote {written}", file=sys.stderr)
+    def draw() -> int:
+        graph = runs.draw_run(workspace, run, html_file)
+        Console(highlight=False).print(tool_chain_tree(graph.picture))
+        if graph.page is not None:
+            print(f"wrote {graph.page}", file=sys.stderr)
         return 0
 
-    ctx.exit(_with_journal(draw, workspace))
+    ctx.exit(reporting_errors(draw))
 
 
 @runs_group.command(name="view")
@@ -143,10 +135,10 @@ def view_command(
 ) -> None:
     """RUN's page (default: the last run): timeline, generates, tools, task graph, in one
     self-contained HTML file (default .agentscript/views/<run id>.html)."""
-    from agentscript.app.run_view.page import write_run_pages
+    from agentscript.app import runs
 
-    def view(journal: Journal) -> int:
-        written = write_run_pages(journal, run, out_file)
+    def view() -> int:
+        written = runs.view_run(workspace, run, out_file)
         print(written[0])
         if open_page:
             import webbrowser
@@ -154,40 +146,151 @@ def view_command(
             webbrowser.open(written[0].resolve().as_uri())
         return 0
 
-    ctx.exit(_with_journal(view, workspace))
+    ctx.exit(reporting_errors(view))
+
+
+@runs_group.command(name="resume")
+@click.argument("run")
+@mock_option("Go on with the mock model (scripted answers from FILE) instead of the real one.")
+@click.option(
+    "--approve",
+    type=click.Choice(["auto", "ask", "deny"]),
+    help="Live calls that need approval: ask at the terminal (default), approve all, or refuse.",
+)
+@click.option("--approvals", metavar="FILE", help="Approval policy (YAML or JSON).")
+@click.option(
+    "--rerun-unfinished",
+    is_flag=True,
+    help="Run again (behind approvals) a call with effects that RUN started but never finished.",
+)
+@click.option("--max-tokens", type=click.IntRange(min=1), help="Stop the run past N tokens.")
+@click.option("--max-calls", type=click.IntRange(min=1), help="Stop the run past N model calls.")
+@click.option(
+    "--max-seconds", type=click.FloatRange(min=0, min_open=True), help="Stop the run after N s."
+)
+@click.option("--trace", metavar="FILE|pretty", help="Write the trace to FILE, or draw it.")
+@click.option("--quiet", is_flag=True, help="Print only the result value.")
+@click.option(
+    "--learn/--no-learn",
+    default=None,
+    help="Learn from the resumed run (default: no; like a replay, most of it was answered "
+    "from the journal).",
+)
+@click.option("--memory-db", metavar="PATH", help="Long-term memory database for this run.")
+@_WORKSPACE
+@click.pass_context
+def resume_command(
+    ctx: click.Context,
+    run: str,
+    responses: str | None,
+    approve: ApprovalMode | None,
+    approvals: str | None,
+    rerun_unfinished: bool,
+    max_tokens: int | None,
+    max_calls: int | None,
+    max_seconds: float | None,
+    trace: str | None,
+    quiet: bool,
+    learn: bool | None,
+    memory_db: str | None,
+    workspace: str | None,
+) -> None:
+    """Finish RUN (interrupted, killed, failed or over budget) without repeating what it did.
+
+    The program runs again from the start with RUN's input; every model, tool and memory call
+    RUN made is answered from the journal, then the run goes on live under fresh budgets. A
+    call with effects that RUN started but never finished is asked about at the terminal (or
+    refused; --rerun-unfinished runs it). The new run names RUN as the run it resumes, and its
+    trace holds RUN's effect records too, so `undo` puts back what both did.
+    """
+    from agentscript.app.configuration import RunConfig
+    from agentscript.cli import actions
+
+    config = RunConfig(
+        model="mock" if responses is not None else "real",
+        responses=responses or None,
+        approve=approve,
+        approvals=approvals,
+        rerun_unfinished=rerun_unfinished,
+        max_tokens=max_tokens,
+        max_calls=max_calls,
+        max_seconds=max_seconds,
+        learn=learn,
+        memory_db=memory_db,
+        workspace=workspace,
+    )
+    output = actions.RunOutput(trace=trace, quiet=quiet, report_usage=True, tree=True)
+    ctx.exit(actions.resume_program(run, config, output))
 
 
 @runs_group.command(name="export")
 @click.argument("run")
-@click.option("--otlp", is_flag=True, required=True, help="Send RUN as OpenTelemetry spans.")
+@click.option(
+    "--cassette", "cassette_file", metavar="FILE", help="Write RUN as a recording for --replay."
+)
+@click.option("--otlp", is_flag=True, help="Send RUN as OpenTelemetry spans.")
 @click.option(
     "--endpoint",
     metavar="URL",
-    help="The collector (default: OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318).",
+    help="With --otlp, the collector (default: OTEL_EXPORTER_OTLP_ENDPOINT, else "
+    "http://localhost:4318).",
 )
 @_WORKSPACE
 @click.pass_context
 def export_command(
-    ctx: click.Context, run: str, otlp: bool, endpoint: str | None, workspace: str | None
+    ctx: click.Context,
+    run: str,
+    cassette_file: str | None,
+    otlp: bool,
+    endpoint: str | None,
+    workspace: str | None,
 ) -> None:
-    """Send RUN from the journal to an OpenTelemetry collector over OTLP/HTTP, with the times
-    it happened (needs the otel extra)."""
+    """Export RUN from the journal: --cassette FILE writes what it exchanged with models,
+    tools and memories as a recording for `run --replay FILE` (provider keys redacted);
+    --otlp sends it to an OpenTelemetry collector over OTLP/HTTP, with the times it happened
+    (needs the otel extra)."""
+    if (cassette_file is None) == (not otlp):
+        ctx.exit(reporting_errors(_usage("Use exactly one of --cassette FILE and --otlp")))
+    if cassette_file is not None and endpoint is not None:
+        ctx.exit(reporting_errors(_usage("--endpoint goes with --otlp")))
+    if cassette_file is not None:
+        ctx.exit(reporting_errors(lambda: _export_cassette(workspace, run, cassette_file)))
+    ctx.exit(reporting_errors(lambda: _export_otlp(workspace, run, endpoint)))
+
+
+def _usage(message: str) -> Callable[[], int]:
+    """A usage error reported like every other error: one line, exit code 1."""
+
+    def refuse() -> int:
+        raise CliError(message)
+
+    return refuse
+
+
+def _export_cassette(workspace: str | None, run: str, cassette_file: str) -> int:
+    from agentscript.app import runs
+
+    written = runs.export_cassette(workspace, run, cassette_file)
+    print(
+        f"wrote {written.path}: {written.model} model exchanges, {written.tools} tool calls, "
+        f"{written.memory} memory calls from run {written.run_id}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _export_otlp(workspace: str | None, run: str, endpoint: str | None) -> int:
     import os
 
-    from agentscript.app.telemetry import export_run
-    from agentscript.providers.telemetry.settings import OtlpSettings
+    from agentscript.app import runs
 
-    def export(journal: Journal) -> int:
-        settings = OtlpSettings.from_environ(os.environ, endpoint)
-        report = export_run(journal, run, settings)
-        if not report.ok:
-            print(
-                f"error: could not send run {report.run_id} to {report.endpoint} "
-                "(is the collector running?)",
-                file=sys.stderr,
-            )
-            return 1
-        print(f"sent run {report.run_id}: {report.spans} spans to {report.endpoint}")
-        return 0
-
-    ctx.exit(_with_journal(export, workspace))
+    report = runs.export_otlp(workspace, run, endpoint, os.environ)
+    if not report.ok:
+        print(
+            f"error: could not send run {report.run_id} to {report.endpoint} "
+            "(is the collector running?)",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"sent run {report.run_id}: {report.spans} spans to {report.endpoint}")
+    return 0

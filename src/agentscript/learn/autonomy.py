@@ -16,13 +16,20 @@ autonomous run here
 A window runs up to K tasks and stops early at the first rest. `desire` windows pursue the
 entry agent's strongest open desires that it can pursue on its own (`pursuit: self`); a desire
 that needs the user is never run, only reported, so the user hears about it instead of the
-agent spinning on it.
+agent spinning on it; a pursuit refused a call is switched to `needs-user` with what the user
+can do (the command that pursues it with their approval). Review, idle and heartbeat windows
+are given a recap of the runs since the last window of their kind, and one window of a kind
+runs in a workspace at a time (a cross-process lock), so two schedulers never both spend its
+budget.
 """
 
 from __future__ import annotations
 
+import json
+import shlex
 import time
 from collections.abc import Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -34,11 +41,12 @@ from agentscript.learn.autonomy_ledger import (
     DAY_SECONDS,
     AutonomyRun,
     Clock,
-    Kind,
     Ledger,
     Outcome,
+    WindowKind,
     one_line,
 )
+from agentscript.learn.locks import LockTimeout, file_lock
 from agentscript.learn.ports import WindowRunner
 from agentscript.learn.profile import DesireView, ProfileStore
 from agentscript.runtime.budgets import BudgetExceeded
@@ -48,7 +56,7 @@ from agentscript.runtime.trace import TraceEvent, TraceSink
 
 # Tokens one window may spend, by kind (the budgets of the reference: an idle reflection is
 # cheap and frequent, a heartbeat does the most work, a review or one desire is one focused task).
-DEFAULT_BUDGETS: dict[Kind, int] = {
+DEFAULT_BUDGETS: dict[WindowKind, int] = {
     "idle": 200_000,
     "heartbeat": 500_000,
     "review": 100_000,
@@ -56,11 +64,17 @@ DEFAULT_BUDGETS: dict[Kind, int] = {
 }
 # What a program answers when it looked and found nothing worth doing.
 NO_UPDATE_MARKER = "(no update)"
-# A review's recap covers the runs since the last review, but never more than this.
+# A recap covers the runs since the last window of its kind, but never more than this.
 REVIEW_LOOKBACK_SECONDS = 7 * DAY_SECONDS
 # Why a window ended: it ran all its tasks, a task rested, its budget was spent, there was
-# nothing to pursue, or the program could not be run at all.
-StopReason = Literal["window", "rest", "budget", "nothing-to-do", "unrunnable"]
+# nothing to pursue, the program could not be run at all, or another window of its kind was
+# running in the workspace (it ran nothing).
+StopReason = Literal["window", "rest", "budget", "nothing-to-do", "unrunnable", "busy"]
+# A window of one kind holds this workspace lock while it runs, so two schedulers (or two
+# terminals) never both spend that kind's budget; a lock older than this is a crashed window.
+WINDOW_LOCK_STALE = 6 * 3600.0
+# Windows whose tasks are given a recap of the runs since the last window of their kind.
+RECAP_KINDS: frozenset[WindowKind] = frozenset({"review", "idle", "heartbeat"})
 
 
 @dataclass(slots=True)
@@ -68,7 +82,7 @@ class WindowReport:
     """What one window did: its runs in order, why it stopped, the desires that wait for the
     user, and the problems recording it (a ledger that could not be written)."""
 
-    kind: Kind
+    kind: WindowKind
     runs: list[AutonomyRun]
     stopped: StopReason
     budget_tokens: int | None
@@ -116,9 +130,10 @@ def classify(value: Any) -> tuple[Outcome, str]:
 
 
 def needs_you_line(desire: DesireView, agent: str | None = None) -> str:
-    """`agent/slug: what`, how a desire that waits for the user is listed."""
+    """`agent/slug: what — you can: …`, how a desire that waits for the user is listed,
+    with what the user can do for it."""
     name = f"{agent}/{desire.slug}" if agent else desire.slug
-    return f"{name}: {one_line(desire.what)}"
+    return f"{name}: {one_line(desire.what)} — you can: {one_line(desire.user_action())}"
 
 
 class _Watch(TraceSink):
@@ -130,10 +145,10 @@ class _Watch(TraceSink):
         self.refused = 0
 
     def event(self, event: TraceEvent) -> None:
+        # A refused call leaves its approval and then a failed tool event: it counts once.
         if event.kind == "tool":
             self.tool_calls += 1
         elif event.kind == "approval" and event.data.get("decision") == "refused":
-            self.tool_calls += 1
             self.refused += 1
 
 
@@ -147,7 +162,7 @@ class _Task:
 
 def run_window(
     path: str | Path,
-    kind: Kind,
+    kind: WindowKind,
     runner: WindowRunner,
     *,
     workspace: str | Path,
@@ -165,7 +180,9 @@ def run_window(
     `budget_tokens` is the window's token budget (None: the kind's default, 0: no budget).
     `agent` is the entry agent (whose desires a desire window pursues) and `journal_file` the
     journal a review's recap reads (default: the workspace's). `input_value` is the program's
-    input; a desire or review window adds its `desire` or `recap` field. Whatever goes wrong in
+    input; a desire window adds its `desire` field, a review, idle or heartbeat window its
+    `recap`. Only one window of a kind runs in a workspace at a time: another one that starts
+    meanwhile runs nothing and stops as `busy`. Whatever goes wrong in
     the window (a program that does not load, a model that cannot be set up, a run that fails)
     is an `error` run in the report; only a bad argument raises ValueError. The runner is
     closed when the window ends.
@@ -183,8 +200,26 @@ def run_window(
         ledger if ledger is not None else Ledger.for_workspace(workspace, clock=clock),
         clock,
     )
-    run.run(path, window, dict(input_value or {}))
+    with ExitStack() as held:
+        try:
+            held.enter_context(
+                file_lock(
+                    window_lock_path(workspace, kind), timeout=0, stale_after=WINDOW_LOCK_STALE
+                )
+            )
+        except LockTimeout as busy:
+            runner.close()
+            run.report.stopped = "busy"
+            run.report.problems.append(f"Another {kind} window is running here: {busy}")
+            return run.report
+        except OSError as problem:  # like the ledger, a lock that cannot be made is reported
+            run.report.problems.append(f"The {kind} window ran without its lock: {problem}")
+        run.run(path, window, dict(input_value or {}))
     return run.report
+
+
+def window_lock_path(workspace: Path, kind: WindowKind) -> Path:
+    return workspace / ".agentscript" / "autonomy" / f"{kind}.lock"
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,13 +248,16 @@ class _Window:
         self.report = report
         self.ledger = ledger
         self.clock = clock
+        # The program the window runs, as it was named (for the command a user can run).
+        self.program_path = ""
 
     @property
-    def kind(self) -> Kind:
+    def kind(self) -> WindowKind:
         return self.report.kind
 
     def run(self, path: str | Path, window: int, base: dict[str, Any]) -> None:
         """Run the window, then close what the runner built for all its tasks."""
+        self.program_path = str(path)
         try:
             self._run(path, window, base)
         finally:
@@ -233,7 +271,7 @@ class _Window:
         try:
             program = _load(path)
             self.runner.prepare()
-            tasks = self._tasks(program, window, base)
+            tasks = self._tasks(program, window, base, started)
         except (ParseError, SemanticError, AgentScriptError, OSError) as problem:
             report.stopped = "unrunnable"
             duration = _milliseconds(self.clock() - started)
@@ -257,14 +295,27 @@ class _Window:
                 report.stopped = "rest"
                 return
 
-    def _tasks(self, program: ast.Program, window: int, base: dict[str, Any]) -> list[_Task]:
-        """Up to `window` desires, or `window` runs with the same input (and, for a review,
+    def _tasks(
+        self, program: ast.Program, window: int, base: dict[str, Any], now: float
+    ) -> list[_Task]:
+        """Up to `window` desires, or `window` runs with the same input (and, for RECAP_KINDS,
         the recap)."""
         if self.kind == "desire":
             return self._desire_tasks(program, window, base)
-        if self.kind == "review":
-            return [_Task({**base, "recap": self._recap()})] * window
+        if self.kind == "review":  # the recap is what a review is about: it must be there
+            return [_Task({**base, "recap": self._recap(now)})] * window
+        if self.kind in RECAP_KINDS:
+            return [_Task({**base, "recap": self._optional_recap(now)})] * window
         return [_Task(base)] * window
+
+    def _optional_recap(self, now: float) -> dict[str, Any] | None:
+        """The recap for an idle or heartbeat run, which goes on without one (None) when the
+        journal cannot be read; the report says why."""
+        try:
+            return self._recap(now)
+        except (AgentScriptError, OSError) as problem:
+            self.report.problems.append(f"No recap for the {self.kind} window: {problem}")
+            return None
 
     def _desire_tasks(self, program: ast.Program, window: int, base: dict[str, Any]) -> list[_Task]:
         """The strongest open desires the entry agent can pursue on its own (actionable,
@@ -286,18 +337,19 @@ class _Window:
             for d in pursuable[:window]
         ]
 
-    def _recap(self) -> dict[str, Any]:
-        """The recap of the runs since the last review (at most REVIEW_LOOKBACK_SECONDS
-        back), as JSON data."""
+    def _recap(self, now: float) -> dict[str, Any]:
+        """The recap of the runs since the last window of this kind (at most
+        REVIEW_LOOKBACK_SECONDS back), as JSON data: counts and statuses only (learn/recap.py),
+        so an idle or heartbeat run can say what happened while the user was away."""
         from agentscript.learn.journal import Journal, journal_path
         from agentscript.learn.recap import recap
 
-        last = self.ledger.last_started("review")
-        since = max(last or 0.0, self.clock() - REVIEW_LOOKBACK_SECONDS)
+        last = self.ledger.last_started(self.kind)
+        since = max(last or 0.0, now - REVIEW_LOOKBACK_SECONDS)
         path = self.place.journal_file or journal_path(self.place.workspace)
         journal = Journal.open(path, self.clock)
         try:
-            return recap(journal, since).to_json()
+            return recap(journal, since, now).to_json()
         finally:
             journal.close()
 
@@ -313,6 +365,8 @@ class _Window:
         except AgentScriptError as error:
             outcome = "blocked" if watch.refused > 0 else "error"
             note, spent = str(error), error.spent
+            if watch.refused > 0 and self.kind == "desire" and task.name is not None:
+                self._needs_user(program, task, str(error))
         except Exception as error:  # a provider or journal bug: recorded, not raised
             outcome, note, spent = "error", _describe(error), None
         else:
@@ -329,6 +383,47 @@ class _Window:
             note=one_line(note),
             task=task.name,
         )
+
+    def _needs_user(self, program: ast.Program, task: _Task, refusal: str) -> None:
+        """A desire whose pursuit needed a call autonomous runs may not make is switched to
+        `needs-user`, with what it was refused and the command that pursues it with the
+        user's approval: the next window does not try it again, and every needs-you list
+        (the window's report, `autonomy summary`, the profile card, the memory digest) tells
+        the user what to do."""
+        assert task.name is not None
+        store = ProfileStore(self.place.workspace, self.clock)
+        refused = one_line(refusal, 200)
+        update = {
+            "op": "desire_update",
+            "slug": task.name,
+            "pursuit": "needs-user",
+            "progress": one_line(f"needs the user: {refused}", 400),
+            "needs": one_line(
+                f"it was refused ({refused}); pursue it with your approval: "
+                f"{self._attended_command(task)}",
+                600,
+            ),
+        }
+        done = store.apply(
+            entry_agent(program, self.place.agent),
+            update,
+            who="autonomy",
+            why="an autonomous pursuit of it was refused a call",
+        )
+        if not done.ok:
+            self.report.problems.append(f"Desire {task.name} stays as it was: {done.message}")
+
+    def _attended_command(self, task: _Task) -> str:
+        """`agentscript run PROGRAM --input '{"desire": …}'`: the same pursuit, run by the
+        user, whose approval gate asks instead of refusing."""
+        program = Path(self.program_path)
+        try:
+            shown = str(program.resolve().relative_to(self.place.workspace.resolve()))
+        except ValueError:
+            shown = str(program)
+        desire = task.input.get("desire") or {}
+        given = json.dumps({"desire": {"slug": desire.get("slug"), "what": desire.get("what")}})
+        return f"agentscript run {shlex.quote(shown)} --input {shlex.quote(given)}"
 
     def _record(self, run: AutonomyRun) -> None:
         self.report.runs.append(run)

@@ -38,9 +38,12 @@ DAY_SECONDS = 86_400.0
 # Notes are one line; a long error message is cut to this many characters.
 NOTE_LIMIT = 300
 
-Kind = Literal["idle", "heartbeat", "review", "desire"]
+# The windows `agentscript autonomy run` runs; a reflection on a run is recorded too.
+WindowKind = Literal["idle", "heartbeat", "review", "desire"]
+Kind = Literal[WindowKind, "reflect"]
 Outcome = Literal["done", "no-update", "blocked", "error"]
-KINDS: tuple[Kind, ...] = get_args(Kind)
+WINDOW_KINDS: tuple[WindowKind, ...] = get_args(WindowKind)
+KINDS: tuple[Kind, ...] = (*WINDOW_KINDS, "reflect")
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 
 Clock = Callable[[], float]
@@ -72,6 +75,9 @@ class AutonomyRun:
     outcome: Outcome
     note: str = ""
     task: str | None = None
+    # A reflection's count of proposed operations (None for the other kinds), for the
+    # histogram across reflections.
+    operations: int | None = None
 
     @property
     def tokens(self) -> int:
@@ -90,6 +96,8 @@ class AutonomyRun:
             outcome=self.outcome,
             note=self.note,
         )
+        if self.operations is not None:
+            data["operations"] = self.operations
         return data
 
     @classmethod
@@ -120,6 +128,7 @@ class AutonomyRun:
             outcome=outcome,
             note=note,
             task=task,
+            operations=_count(data, "operations") if "operations" in data else None,
         )
 
 
@@ -163,6 +172,9 @@ class AutonomySummary:
     kinds: list[KindSummary]
     total: KindSummary
     recent: list[AutonomyRun]
+    # Reflections by how many operations they proposed (0 → how many reflections, …): many at
+    # 0 after substantial runs is the under-reflection seed 004 asks to see.
+    operation_counts: dict[int, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -171,6 +183,7 @@ class AutonomySummary:
             "kinds": [kind.to_json() for kind in self.kinds],
             "total": self.total.to_json(),
             "recent": [run.to_json() for run in self.recent],
+            "operation_counts": {str(count): runs for count, runs in self.operation_counts.items()},
         }
 
 
@@ -187,7 +200,18 @@ def summarize(runs: Sequence[AutonomyRun], days: float, since: float) -> Autonom
         kinds=[_tally(kind, per_kind[kind]) for kind in KINDS if kind in per_kind],
         total=_tally("total", runs),
         recent=newest[:RECENT_RUNS],
+        operation_counts=operation_histogram(runs),
     )
+
+
+def operation_histogram(runs: Sequence[AutonomyRun]) -> dict[int, int]:
+    """How many reflections proposed 0, 1, 2… operations, every count up to the largest."""
+    counts = [
+        run.operations for run in runs if run.kind == "reflect" and run.operations is not None
+    ]
+    if not counts:
+        return {}
+    return {size: counts.count(size) for size in range(max(counts) + 1)}
 
 
 def _tally(kind: str, runs: Sequence[AutonomyRun]) -> KindSummary:
@@ -317,6 +341,8 @@ def format_summary(summary: AutonomySummary, needs_you: Sequence[str] = ()) -> s
         lines += ["", "Outcomes", *_bars(summary.total)]
         lines += ["", f"Last {len(summary.recent)} runs"]
         lines += _columns(recent_rows(summary), RECENT_NUMBERS)
+    if summary.operation_counts:
+        lines += ["", "Operations per reflection", *operation_bars(summary.operation_counts)]
     if needs_you:
         lines += ["", *(f"needs you: {item}" for item in needs_you)]
     return "\n".join(lines)
@@ -377,6 +403,16 @@ def _bars(total: KindSummary) -> list[str]:
     return [
         f"{outcome.ljust(label)}  {'#' * bar_length(count, largest):<{BAR_WIDTH}}  {count}"
         for outcome, count in total.outcomes.items()
+    ]
+
+
+def operation_bars(histogram: dict[int, int], mark: str = "#") -> list[str]:
+    """`  0  ###…  3`: one bar per operation count, scaled to the most common count."""
+    largest = max(histogram.values())
+    label = len(str(max(histogram)))
+    return [
+        f"{size:>{label}}  {mark * bar_length(runs, largest):<{BAR_WIDTH}}  {runs}"
+        for size, runs in histogram.items()
     ]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from agentscript.learn.graph import tool_name, tool_succeeded, touched_files
 from agentscript.learn.journal_store import RUN_KIND, JournalEntry, RunRecord, RunStatus
@@ -26,7 +26,10 @@ class ToolStep(TypedDict):
     args: Any
     ok: bool
     files: list[str]
+    # The approval the call had (approved, or refused: a refused call fails).
     approval_id: str | None
+    # Why a call that raised failed (a refusal, a missing file…); absent when it returned.
+    error: NotRequired[str]
 
 
 class ApprovalStep(TypedDict):
@@ -91,7 +94,7 @@ def build_execution_trace(
     end = next((e for e in entries if e.kind == RUN_KIND and e.phase == "end"), None)
     tool_chain: list[ToolStep] = []
     approvals: dict[str, ApprovalStep] = {}
-    approved: dict[tuple[int | None, str, str, str], str] = {}
+    decided: dict[tuple[int | None, str, str, str], str] = {}
     files: dict[str, set[str]] = {}
     checks: list[Check] = []
     asked: dict[str, Any] = {}
@@ -117,7 +120,7 @@ def build_execution_trace(
                     )
                 )
         elif entry.kind == "approval":
-            _approval(approvals, approved, entry, workspace)
+            _approval(approvals, decided, entry, workspace)
         elif entry.kind == "tool":
             name = tool_name(data)
             touched = touched_files(data, workspace)
@@ -130,17 +133,18 @@ def build_execution_trace(
                 str(data.get("uri")),
             )
             ok = tool_succeeded(data)
-            tool_chain.append(
-                ToolStep(
-                    pair_id=entry.event_id,
-                    tool=name,
-                    uri=summarise_text(str(data.get("uri")), workspace),
-                    args=summarise(data.get("args"), workspace),
-                    ok=ok,
-                    files=sorted({path for path, _ in touched}),
-                    approval_id=approved.pop(key, None),
-                )
+            step = ToolStep(
+                pair_id=entry.event_id,
+                tool=name,
+                uri=summarise_text(str(data.get("uri")), workspace),
+                args=summarise(data.get("args"), workspace),
+                ok=ok,
+                files=sorted({path for path, _ in touched}),
+                approval_id=decided.pop(key, None),
             )
+            if "error" in data:
+                step["error"] = summarise_text(str(data["error"]), workspace, preview=200)
+            tool_chain.append(step)
             result = data.get("result")
             if isinstance(result, dict) and isinstance(result.get("ok"), bool):
                 checks.append(
@@ -172,7 +176,7 @@ def build_execution_trace(
 
 def _approval(
     approvals: dict[str, ApprovalStep],
-    approved: dict[tuple[int | None, str, str, str], str],
+    decided: dict[tuple[int | None, str, str, str], str],
     entry: JournalEntry,
     workspace: str | None,
 ) -> None:
@@ -195,9 +199,9 @@ def _approval(
     step["decision"] = str(data.get("decision"))
     step["by"] = data.get("by")
     step["event_ids"].append(entry.event_id)
-    if step["decision"] == "approved":
+    if step["decision"] != "pending" and data.get("start") is None:
         key = (entry.parent, str(data.get("tool")), str(data.get("method")), str(data.get("uri")))
-        approved[key] = approval_id
+        decided[key] = approval_id
 
 
 def _generate_subject(instruction: Any, workspace: str | None) -> str:

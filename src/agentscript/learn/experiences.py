@@ -10,7 +10,7 @@ first (see `sensitive`): no secret, outside path or command argument is kept ver
 Storage convention, relied on by `Memory.experiences` and by reflection: a memory entry of kind
 `knowledge`, key `experience:<signature>:<kind>:<digest>`, tags `experience`, its kind,
 `task:<signature>` and `tool:<name>` for the tools it is about, the lesson in a few words as title,
-a body of the lesson, "When to apply: …" and an "Evidence:" list, the task it was learned on as
+a body of the lesson, "When to apply: …", an "Evidence:" list and "Confidence: 0.70", the task it was learned on as
 context, source {run, reason: "experience:<trigger>"}; and an EXPERIENCE node in the task graph
 whose id is that key, linked from the EPISODE of every run that produced or repeated it.
 """
@@ -18,6 +18,7 @@ whose id is that key, linked from the EPISODE of every run that produced or repe
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from agentscript.learn.failure_class import environment_cause
 from agentscript.learn.graph import (
     HALF_LIVES,
     Edge,
@@ -79,7 +81,9 @@ TITLE_CHARS = 80
 LESSON_CHARS = 400
 WHEN_CHARS = 240
 TASK_CHARS = 160
-DETAIL_CHARS = 120
+# The error a failure lesson quotes is cut shorter: a lesson a program `use`s stays within
+# about 60 tokens (the whole message is in the evidence's events).
+LESSON_DETAIL_CHARS = 80
 # The runs an EXPERIENCE node lists (its run_count keeps the total).
 RUNS_KEPT = 20
 # How many experiences of one kind and signature a dedup compares against (recall's maximum).
@@ -95,6 +99,9 @@ LEARNING_LOCK_STALE = 600.0
 STORED = "stored"
 CANDIDATE = "candidate"
 RETIRED = "retired"
+# Not seen for so long that its weight faded (learn/upkeep.py): archived in memory, and stored
+# again like a new lesson if a run teaches it again.
+FADED = "faded"
 
 Action = Literal["created", "reinforced", "candidate", "blocked", "known", "dropped"]
 
@@ -121,11 +128,16 @@ class Evidence:
     files: tuple[str, ...] = ()
     # Earlier runs that showed the same thing (a tool failing again).
     other_runs: tuple[str, ...] = ()
+    # Whether the run ended ok, and its approvals (`File.write refused (user)`), as seed 003's
+    # evidence asks.
+    success: bool | None = None
+    approval_trace: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
         lines: list[str] = []
         if self.run_id:
-            lines.append(f"run {self.run_id}")
+            outcome = {True: " (ended ok)", False: " (failed)", None: ""}[self.success]
+            lines.append(f"run {self.run_id}{outcome}")
         if self.other_runs:
             lines.append("also in runs " + ", ".join(self.other_runs))
         if self.event_ids:
@@ -134,6 +146,8 @@ class Evidence:
             lines.append("tool chain " + " → ".join(self.tool_chain))
         if self.files:
             lines.append("files " + ", ".join(self.files))
+        if self.approval_trace:
+            lines.append("approvals " + ", ".join(self.approval_trace))
         return lines
 
     def to_json(self) -> dict[str, Any]:
@@ -143,6 +157,8 @@ class Evidence:
             "tool_chain": list(self.tool_chain),
             "files": list(self.files),
             "other_runs": list(self.other_runs),
+            "success": self.success,
+            "approval_trace": list(self.approval_trace),
         }
 
     @classmethod
@@ -153,6 +169,8 @@ class Evidence:
             tool_chain=tuple(str(tool) for tool in data.get("tool_chain") or ()),
             files=tuple(str(path) for path in data.get("files") or ()),
             other_runs=tuple(str(run) for run in data.get("other_runs") or ()),
+            success=data.get("success"),
+            approval_trace=tuple(str(item) for item in data.get("approval_trace") or ()),
         )
 
 
@@ -174,6 +192,8 @@ class Candidate:
     tools: tuple[str, ...] = ()
     # The failure class a failure lesson is about (`not_found`, `shape`, …), for "again".
     cause: str | None = None
+    # A digest of the run's input: an unexplained error counts again only on another input.
+    input_digest: str | None = None
 
     @property
     def key(self) -> str:
@@ -185,6 +205,7 @@ class Candidate:
         return "\n".join(
             [self.lesson, "", f"When to apply: {self.when}", "", "Evidence:"]
             + [f"- {line}" for line in evidence]
+            + ["", f"Confidence: {self.confidence:.2f}"]
         )
 
     def tags(self) -> list[str]:
@@ -228,6 +249,7 @@ class Candidate:
             "task": self.task,
             "tools": list(self.tools),
             "cause": self.cause,
+            "input_digest": self.input_digest,
         }
 
     @classmethod
@@ -247,6 +269,7 @@ class Candidate:
             task=str(data.get("task") or ""),
             tools=tuple(str(tool) for tool in data.get("tools") or ()),
             cause=data.get("cause"),
+            input_digest=data.get("input_digest"),
         )
 
 
@@ -332,7 +355,8 @@ def _cut(text: str, limit: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Cause:
-    """A class of run failure the rules know: how to recognise it, name it, and avoid it."""
+    """A class of run failure the rules know: how to recognise it, name it, and avoid it (the
+    remedy is an instruction about `{subject}`, the tool or generate that failed)."""
 
     name: str
     pattern: re.Pattern[str]
@@ -351,27 +375,11 @@ def _cause(
 # First match wins. The shape remedy is written per failure from the generate's schema.
 _CAUSES = (
     _cause(
-        "no_approver",
-        r"needs approval and there is no terminal",
-        "no one there to approve it",
-        "{subject} needs an approval",
-        "run with --approve auto, allow it in an approval policy, or do the task without it",
-        0.7,
-    ),
-    _cause(
-        "refused",
-        r"was refused",
-        "a refused approval",
-        "{subject} is refused here",
-        "do the task without it, or ask the user before relying on it",
-        0.7,
-    ),
-    _cause(
         "outside_workspace",
         r"escapes workspace",
         "a path outside the workspace",
         "Keep {subject} paths inside the workspace",
-        "use paths relative to the workspace root; nothing outside it can be reached",
+        "give {subject} paths relative to the workspace root; nothing outside it can be reached",
         0.7,
     ),
     _cause(
@@ -379,7 +387,7 @@ _CAUSES = (
         r"not found|no such file|does not exist|cannot find",
         "a missing file",
         "Locate files before {subject}",
-        "locate the file first (for example with sh://find) instead of guessing its path",
+        "before {subject}, find the file (for example with sh://find) instead of guessing its path",
         0.7,
     ),
     _cause(
@@ -391,19 +399,11 @@ _CAUSES = (
         0.65,
     ),
     _cause(
-        "budget",
-        r"Run budget exceeded",
-        "an exhausted run budget",
-        "Keep {subject} within its budget",
-        "use fewer model calls and tokens (less context, fewer repairs) or raise the budget",
-        0.6,
-    ),
-    _cause(
         "timeout",
         r"timed out|timeout|took longer than",
         "a timeout",
         "{subject} timed out",
-        "narrow the call (a smaller path, a lower max) or raise its timeout",
+        "narrow each call to {subject} (a smaller path, a lower max) or raise its timeout",
         0.65,
     ),
     _cause(
@@ -411,7 +411,7 @@ _CAUSES = (
         r"\bHTTP \d{3}\b|\bstatus \d{3}\b",
         "an HTTP error",
         "{subject} got an HTTP error",
-        "check the URL, the method and the credentials before calling it again",
+        "check the URL, the method and the credentials before calling {subject} again",
         0.6,
     ),
     _cause(
@@ -419,18 +419,19 @@ _CAUSES = (
         r"Unsupported|Forbidden shell tool",
         "an unsupported call",
         "{subject} is not available",
-        "use one of the supported tools or methods the error names",
+        "instead of {subject}, use one of the supported tools or methods the error names",
         0.65,
     ),
 )
-# An error the rules cannot explain: the lesson says what happened, not what to do, so it stays
-# a candidate until it repeats; a tool that keeps failing this way still gets a lesson.
+# An error the rules cannot explain: the advice is generic, so it stays a candidate until the
+# same error comes back on a different input (one input failing twice may just be that input);
+# a tool that keeps failing this way in other tasks still gets a lesson.
 _UNKNOWN = _cause(
     "error",
     r"$^",
     "an error",
     "{subject} failed",
-    "check how it is called before using it again",
+    "check how {subject} is called before calling it again",
     0.45,
 )
 
@@ -471,7 +472,18 @@ class _RunFacts:
             event_ids=tuple(event_ids) or tuple(step["pair_id"] for step in steps),
             tool_chain=tuple(step["tool"] for step in steps),
             files=tuple(touch["path"] for touch in self.trace.files),
+            success=self.trace.success,
+            approval_trace=approval_lines(self.trace),
         )
+
+
+def approval_lines(trace: TaskExecutionTrace) -> tuple[str, ...]:
+    """`File.write refused (user)` for each decided approval of the run."""
+    return tuple(
+        f"{step['tool']} {step['decision']}" + (f" ({step['by']})" if step.get("by") else "")
+        for step in trace.approval_trace
+        if step["decision"] != "pending"
+    )
 
 
 def goal_text(goal: Any, workspace: str | Path | None = None) -> str:
@@ -490,6 +502,12 @@ def goal_text(goal: Any, workspace: str | Path | None = None) -> str:
             return clean_text(texts[0], workspace, TASK_CHARS)
     summary = summarise_text(_compact(goal), workspace, preview=TASK_CHARS)
     return clean_text(summary, workspace, TASK_CHARS)
+
+
+def input_digest(goal: Any) -> str:
+    """A short digest of a run's input, to tell a repeat on the same input from another."""
+    text = json.dumps(goal, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _compact(value: Any) -> str:
@@ -554,7 +572,7 @@ def _successes(facts: _RunFacts) -> list[Candidate]:
     steps = facts.trace.tool_chain
     if steps:
         chain = chain_text([step["tool"] for step in steps])
-        lesson = f"For {facts.program} tasks, {chain} worked: use these tools in this order."
+        lesson = f"For {facts.program} tasks, use {chain} in this order: it worked."
         failed = sorted({step["tool"] for step in steps if not step["ok"]})
         if failed:
             lesson += f" {', '.join(failed)} reported a failure on the way: check its result."
@@ -588,8 +606,10 @@ def _successes(facts: _RunFacts) -> list[Candidate]:
                 kind="failure",
                 trigger=RUN_OK,
                 title=f"Expect repairs in {_generate_subject(repaired[0], facts.run.workspace, 30)}",
-                lesson=f"The model's first answer to {subject} did not match its shape and was "
-                f"repaired: {_shape_remedy(repaired[0])}.",
+                lesson=_sentence(
+                    f"in {subject}, {_shape_remedy(repaired[0])} (its first answer did not match "
+                    "its shape and was repaired)"
+                ),
                 when=facts.when,
                 evidence=facts.evidence([entry.event_id for entry in repaired if entry.event_id]),
                 confidence=0.6,
@@ -603,6 +623,8 @@ def _successes(facts: _RunFacts) -> list[Candidate]:
 
 def _failures(facts: _RunFacts, graph: TaskGraph | None) -> list[Candidate]:
     reason = facts.trace.failure_reason
+    if environment_cause(reason) is not None:
+        return []
     matched = _TOOL_ERROR.match(reason)
     tool = matched["tool"] if matched else None
     detail = _LOCATION.sub("", matched["detail"] if matched else reason).strip()
@@ -618,19 +640,20 @@ def _failures(facts: _RunFacts, graph: TaskGraph | None) -> list[Candidate]:
         None,
     )
     event_ids: list[int] = list(facts.trace.source_event_ids[-5:])
-    if cause.name == "shape" and failed_generate is not None:
-        subject = _generate_subject(failed_generate, facts.run.workspace)
-        named = _generate_subject(failed_generate, facts.run.workspace, 30)
-        remedy = _shape_remedy(failed_generate)
-        event_ids = [failed_generate.event_id] if failed_generate.event_id is not None else []
+    if cause.name == "shape":
+        shaped = failed_generate
+        named = _generate_subject(shaped, facts.run.workspace, 30) if shaped else "the generate"
+        remedy = f"in {named}, {_shape_remedy(shaped)}"
+        # The generate is named once, in the remedy, which the shape error was read for: the
+        # error itself is not quoted again.
+        outcome = "its answer did not match its shape"
+        if shaped is not None and shaped.event_id is not None:
+            event_ids = [shaped.event_id]
     else:
-        subject = named = tool or facts.program
-        remedy = cause.remedy or _shape_remedy(None)
-    quoted = _cut(detail, DETAIL_CHARS)
-    if cause is _UNKNOWN:
-        lesson = f'{subject} failed with "{quoted}".'
-    else:
-        lesson = f'{subject} failed with "{quoted}": {remedy}.'
+        named = tool or facts.program
+        remedy = cause.remedy.format(subject=named)
+        outcome = f'{named} failed with "{_cut(detail, LESSON_DETAIL_CHARS)}"'
+    lesson = _sentence(f"{remedy} ({outcome})")
     evidence = facts.evidence(event_ids)
     found = [
         Candidate(
@@ -645,6 +668,7 @@ def _failures(facts: _RunFacts, graph: TaskGraph | None) -> list[Candidate]:
             task=facts.task,
             tools=(tool,) if tool else (),
             cause=cause.name,
+            input_digest=input_digest(facts.trace.goal),
         )
     ]
     if tool is not None and graph is not None:
@@ -655,8 +679,11 @@ def _failures(facts: _RunFacts, graph: TaskGraph | None) -> list[Candidate]:
                     kind="failure",
                     trigger=TOOL_FAILED_AGAIN,
                     title=cause.title.format(subject=tool),
-                    lesson=f"{tool} failed again with {cause.description}: "
-                    f"{cause.remedy or remedy}.",
+                    lesson=_sentence(
+                        f"{cause.remedy.format(subject=tool) if cause.remedy else remedy} "
+                        f"({tool} failed with "
+                        f"{cause.description} in other tasks too)"
+                    ),
                     when=f"Any task that calls {tool}",
                     evidence=replace(evidence, other_runs=tuple(earlier[-5:])),
                     confidence=0.85,
@@ -699,6 +726,11 @@ def _refusals(facts: _RunFacts) -> list[Candidate]:
             )
         )
     return found
+
+
+def _sentence(text: str) -> str:
+    """An instruction as a sentence: its first letter up, a full stop at the end."""
+    return text[:1].upper() + text[1:] + "."
 
 
 def chain_text(tools: Sequence[str], limit: int = 8) -> str:
@@ -951,7 +983,7 @@ def _add_experience(
     node = _similar_node(graph, candidate) if graph is not None else None
     entry = _similar_entry(service, candidate)
     if entry is None and node is not None and node.metadata.get("status") == STORED:
-        entry = _active_entry(service, node.node_id)
+        entry = active_entry(service, node.node_id)
     key = (entry or {}).get("key") or (node.node_id if node is not None else candidate.key)
     run_id = candidate.evidence.run_id
     if graph is not None and run_id is not None and _counted(graph, key, run_id):
@@ -974,14 +1006,18 @@ def _add_experience(
         if status == RETIRED or (status == STORED and _archived(service, key)):
             _record(graph, key, candidate, None, RETIRED, previous, None, "blocked")
             return Added("blocked", key, candidate.kind, None, previous)
-        if status == CANDIDATE:
+        if status == CANDIDATE and _corroborates(node, candidate):
             confidence = min(MAX_CONFIDENCE, max(previous, candidate.confidence) + REPEAT_BONUS)
+        elif status == CANDIDATE:
+            confidence = max(previous, candidate.confidence)
     if confidence < min_confidence:
         if graph is None:
             return Added("dropped", key, candidate.kind, None, confidence)
         _record(graph, key, candidate, None, CANDIDATE, confidence, None, "candidate")
         return Added("candidate", key, candidate.kind, None, confidence)
-    stored, memory_id, problems = _store(service, candidate, key, refiner)
+    stored, memory_id, problems = _store(
+        service, replace(candidate, confidence=confidence), key, refiner
+    )
     if graph is not None:
         _record(graph, key, candidate, stored, STORED, confidence, memory_id, "created")
     return Added("created", key, candidate.kind, memory_id, confidence, tuple(problems))
@@ -1067,7 +1103,9 @@ def promote_candidate(
     if node is None or node.metadata.get("status") != CANDIDATE:
         return None
     candidate = Candidate.from_json(node.metadata.get("candidate") or {})
-    stored, memory_id, problems = _store(service, candidate, key, refiner)
+    stored, memory_id, problems = _store(
+        service, replace(candidate, confidence=confidence), key, refiner
+    )
     _record(graph, key, candidate, stored, STORED, confidence, memory_id, "promoted")
     return Added("created", key, candidate.kind, memory_id, confidence, tuple(problems))
 
@@ -1161,6 +1199,15 @@ def _similar_node(graph: TaskGraph, candidate: Candidate) -> Node | None:
     return best
 
 
+def _corroborates(node: Node, candidate: Candidate) -> bool:
+    """Whether a repeat adds weight: always, except for an error no rule explains, which counts
+    only on an input the candidate has not failed on before (the same input failing twice
+    says nothing about the task)."""
+    if candidate.cause != _UNKNOWN.name or candidate.input_digest is None:
+        return True
+    return candidate.input_digest not in (node.metadata.get("inputs") or ())
+
+
 def _as_stored(candidate: Candidate, entry: Mapping[str, Any]) -> Candidate:
     """The candidate with the texts its stored twin has (what the graph node shows)."""
     body = str(entry["body"])
@@ -1168,7 +1215,7 @@ def _as_stored(candidate: Candidate, entry: Mapping[str, Any]) -> Candidate:
     return replace(candidate, title=str(entry["title"]), lesson=lesson_of(body), when=when)
 
 
-def _active_entry(service: MemoryService, key: str) -> dict[str, Any] | None:
+def active_entry(service: MemoryService, key: str) -> dict[str, Any] | None:
     for version in service.history(key).versions:
         if version.status == "active":
             return version.to_json()
@@ -1185,8 +1232,8 @@ def _archived(service: MemoryService, key: str) -> bool:
 def _resolve(service: MemoryService, experience: str) -> tuple[str | None, dict[str, Any] | None]:
     """(key, the active entry or the entry named) for a key or a memory id."""
     if experience.startswith("experience:"):
-        return experience, _active_entry(service, experience)
-    entry = service.get(experience)
+        return experience, active_entry(service, experience)
+    entry = service.get(experience).to_json()
     return entry.get("key"), entry
 
 
@@ -1213,6 +1260,10 @@ def _record(
     updates: dict[str, Any] = {"status": status, "confidence": round(confidence, 3)}
     if memory_id is not None:
         updates["memory_id"] = memory_id
+    if candidate.input_digest is not None:
+        seen = list((node.metadata.get("inputs") or []) if node is not None else [])
+        if candidate.input_digest not in seen:
+            updates["inputs"] = [*seen, candidate.input_digest][-RUNS_KEPT:]
     if stored is not None:
         updates.update(title=stored.title, lesson=stored.lesson, when=stored.when)
     if node is None:
@@ -1246,7 +1297,7 @@ def _record(
         if action == "reinforced":
             updates["reinforced"] = int(node.metadata.get("reinforced", 0)) + 1
         graph.store.set_metadata(key, updates)
-        if action in ("reinforced", "promoted"):
+        if action in ("reinforced", "promoted", "created"):
             graph.store.update_node_weights({key: _restore(now)})
     if run_id is not None:
         _link(

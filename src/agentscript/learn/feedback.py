@@ -1,8 +1,9 @@
 """User feedback on a finished run (`agentscript feedback RUN good|bad "note"`).
 
 Good feedback confirms what the run taught: its experiences are reinforced, its graph-only
-candidates are stored, and a note becomes a preference. Bad feedback retires the run's success
-and procedure experiences (they claimed something worked), and a note becomes the failure lesson
+candidates are stored, and a note becomes a preference. Bad feedback retires every lesson the
+run taught — success and procedure (they claimed something worked), failure and preference (they
+drew the wrong conclusion) — except notes a user wrote, and a note becomes the failure lesson
 that corrects them. Every verdict is kept on the run's EPISODE node, even one that changes
 nothing else; giving the same verdict and note twice changes nothing the second time.
 """
@@ -23,6 +24,7 @@ from agentscript.learn.experiences import (
     Candidate,
     Evidence,
     add_experience,
+    approval_lines,
     clean_text,
     experiences_of_run,
     goal_text,
@@ -43,6 +45,8 @@ if TYPE_CHECKING:
 
 Verdict = Literal["good", "bad"]
 VERDICTS: tuple[Verdict, ...] = ("good", "bad")
+# Lessons a user wrote (a feedback note): bad feedback on another verdict never retires them.
+USER_TRIGGERS = (FEEDBACK_GOOD, FEEDBACK_BAD)
 # A user's explicit word is the strongest signal a lesson can have.
 FEEDBACK_CONFIDENCE = 0.9
 
@@ -128,6 +132,8 @@ def apply_feedback(
             run_id=run.run_id,
             tool_chain=tuple(step["tool"] for step in trace.tool_chain),
             files=tuple(touch["path"] for touch in trace.files),
+            success=trace.success,
+            approval_trace=approval_lines(trace),
         ),
         confidence=FEEDBACK_CONFIDENCE,
         signature=task_signature(run.program, run.entry),
@@ -141,7 +147,7 @@ def apply_feedback(
         reason = f"bad feedback on run {run.run_id}" + (f": {text}" if text else "")
         for node in experiences_of_run(graph, run.run_id):
             metadata = node.metadata
-            if metadata.get("kind") in ("success", "procedure") and metadata.get("status") in (
+            if metadata.get("trigger") not in USER_TRIGGERS and metadata.get("status") in (
                 STORED,
                 CANDIDATE,
             ):

@@ -248,7 +248,10 @@ def _effect_path(effect: dict[str, Any], workspace: str | None) -> str:
 
 
 def tool_succeeded(data: dict[str, Any]) -> bool:
-    """A tool event is a call that returned; it failed only when its result says `ok: false`."""
+    """A tool event failed when the call raised (it carries `error`) or its result says
+    `ok: false`."""
+    if "error" in data:
+        return False
     result = data.get("result")
     return not (isinstance(result, dict) and result.get("ok") is False)
 
@@ -266,9 +269,9 @@ class _RunGraphBuilder:
         self.workspace = run.workspace
         self.graph = RunGraph()
         self.agents: dict[int, Node] = {}
-        self.requests: dict[str, str] = {}
+        self.requests: dict[str, Node] = {}
         # Approved decisions waiting for their tool event, by (parent, tool, method, uri).
-        self.decisions: dict[tuple[int | None, str, str, str], str] = {}
+        self.decisions: dict[tuple[int | None, str, str, str], Node] = {}
         # Call nodes by the effect records they produced, for DEPENDENCY edges.
         self.producers: dict[tuple[str, str], str] = {}
         self.previous_call: Node | None = None
@@ -447,25 +450,27 @@ class _RunGraphBuilder:
                 "tool_name": name,
                 "decision": decision,
                 "risk_level": data.get("risk"),
+                "risk_reason": _risk_reason(data),
+                "scheme": str(data.get("uri") or "").partition("://")[0].lower() or None,
                 "approval_mode": data.get("mode"),
                 "by": data.get("by"),
                 "action_summary": f"{name} {summarise_text(str(data.get('uri')), self.workspace)}",
             },
         )
         if phase == "request":
-            self.requests[approval_id] = node.node_id
+            self.requests[approval_id] = node
             return
         request = self.requests.get(approval_id)
         if request is not None:
-            self._edge(request, node.node_id, EdgeType.CAUSAL, entry.at)
-        if decision == "approved":
+            self._edge(request.node_id, node.node_id, EdgeType.CAUSAL, entry.at)
+        if data.get("start") is None:  # a call's decision (a refused one has a failed call)
             key = (
                 entry.parent,
                 str(data.get("tool")),
                 str(data.get("method")),
                 str(data.get("uri")),
             )
-            self.decisions[key] = node.node_id
+            self.decisions[key] = node
 
     def _tool(self, entry: JournalEntry) -> None:
         data = entry.data
@@ -476,6 +481,12 @@ class _RunGraphBuilder:
         ok = tool_succeeded(data)
         key = (entry.parent, str(data.get("tool")), str(data.get("method")), str(data.get("uri")))
         decision = self.decisions.pop(key, None)
+        if decision is not None:
+            # The approval's request and decision name the call they were about.
+            decision.metadata["pair_id"] = pair_id
+            request = self.requests.get(str(decision.metadata.get("approval_id")))
+            if request is not None:
+                request.metadata["pair_id"] = pair_id
         order = self.calls
         self.calls += 1
         call = self._node(
@@ -489,7 +500,9 @@ class _RunGraphBuilder:
                 "uri": summarise_text(str(data.get("uri")), self.workspace),
                 "arguments_summary": summarise(data.get("args"), self.workspace),
                 "order": order,
-                "approved": decision is not None,
+                "approved": decision is not None
+                and decision.metadata.get("decision") == "approved",
+                "risk_level": data.get("risk"),
             },
             suffix="/call",
         )
@@ -501,14 +514,17 @@ class _RunGraphBuilder:
                 "pair_id": pair_id,
                 "tool_name": name,
                 "success": ok,
+                "latency_ms": data.get("duration_ms"),
                 "result_preview": summarise(data.get("result"), self.workspace, preview=120),
                 "affected_files": [path for path, action in files if action != "read"],
             },
             suffix="/result",
         )
         self._edge(call.node_id, result.node_id, EdgeType.CAUSAL, entry.at, {"pair_id": pair_id})
+        if "error" in data:
+            result.metadata["error"] = summarise_text(str(data["error"]), self.workspace)
         if decision is not None:
-            self._edge(decision, call.node_id, EdgeType.CAUSAL, entry.at)
+            self._edge(decision.node_id, call.node_id, EdgeType.CAUSAL, entry.at)
         if self.previous_call is not None:
             self._edge(self.previous_call.node_id, call.node_id, EdgeType.TEMPORAL, entry.at)
             self.graph.tool_pairs.append((self.previous_call.label, name, entry.at))
@@ -546,6 +562,11 @@ class _RunGraphBuilder:
                 weight_at=at,
                 metadata={"path": path},
             )
+
+
+def _risk_reason(data: dict[str, Any]) -> str:
+    """Why the gate stopped to ask, in words: the call's risk under the run's approval mode."""
+    return f"{data.get('risk') or 'unknown'} risk under --approve {data.get('mode') or 'ask'}"
 
 
 def _effect_key(effect: dict[str, Any]) -> tuple[str, str]:
@@ -661,10 +682,13 @@ class TaskGraph:
         Nothing is re-weighted: weights are computed from their base time when read, so
         pruning twice, or at any interval, gives the same result as pruning once."""
         at = self.clock() if now is None else now
+        # An experience's life is its status (see learn/upkeep.py): a faded or retired one is
+        # kept, so its rule cannot store it again unseen.
         nodes = [
             node_id
             for node_id, node_type, weight, weight_at in self.store.node_weights()
-            if decayed(weight, weight_at, HALF_LIVES[NodeType(node_type)], at) < PRUNE_BELOW
+            if node_type != NodeType.EXPERIENCE.value
+            and decayed(weight, weight_at, HALF_LIVES[NodeType(node_type)], at) < PRUNE_BELOW
         ]
         edges = [
             key

@@ -79,6 +79,11 @@ class GraphStore(Protocol):
         how many edges went."""
         ...
 
+    def claim_upkeep(self, name: str, now: float, every: float) -> bool:
+        """Whether upkeep `name` is due (never ran, or `every` seconds have passed); a due
+        claim records `now` atomically, so one process among many does it."""
+        ...
+
     def lock(
         self, name: str, *, timeout: float, stale_after: float
     ) -> AbstractContextManager[None]:
@@ -125,6 +130,11 @@ _SCHEMA = (
         weight_at REAL NOT NULL,
         activations INTEGER NOT NULL,
         PRIMARY KEY (first, second)
+    )""",
+    # When each periodic upkeep (decay and pruning) last ran, so it runs once per period.
+    """CREATE TABLE IF NOT EXISTS graph_upkeep (
+        name TEXT PRIMARY KEY,
+        at REAL NOT NULL
     )""",
     """CREATE TABLE IF NOT EXISTS tool_pair_runs (
         run_id TEXT NOT NULL,
@@ -237,6 +247,20 @@ class SqliteGraphStore:
                 parameters,
             ).fetchall()
         return [_edge(row) for row in rows]
+
+    def claim_upkeep(self, name: str, now: float, every: float) -> bool:
+        with self._file.writing() as connection:
+            row = connection.execute(
+                "SELECT at FROM graph_upkeep WHERE name = ?", (name,)
+            ).fetchone()
+            if row is not None and now - float(row[0]) < every:
+                return False
+            connection.execute(
+                "INSERT INTO graph_upkeep (name, at) VALUES (?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET at = excluded.at",
+                (name, now),
+            )
+            return True
 
     def set_metadata(self, node_id: str, metadata: Mapping[str, Any]) -> None:
         with self._file.writing() as connection:

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentscript.learn.failure_class import environment_cause, operator_note
 from agentscript.learn.journal_store import (
     RUN_KIND,
     JournalEntry,
@@ -38,7 +39,13 @@ from agentscript.learn.journal_store import (
 )
 from agentscript.learn.locks import host_name, process_alive
 from agentscript.runtime.secrets import SecretSet
-from agentscript.runtime.trace import TraceEvent, TraceSink, format_trace
+from agentscript.runtime.trace import (
+    TraceEvent,
+    TraceSink,
+    format_trace,
+    is_audit_only,
+    without_audit,
+)
 
 if TYPE_CHECKING:
     from agentscript.learn.execution_trace import TaskExecutionTrace
@@ -201,6 +208,16 @@ def shared_journal(path: str | Path) -> Journal:
     return journal
 
 
+def close_shared_journals() -> None:
+    """Close every journal `shared_journal` opened in this process (a host, or a test, done
+    with its runs); the next `shared_journal` opens afresh."""
+    with _SHARED_LOCK:
+        journals = list(_SHARED.values())
+        _SHARED.clear()
+    for journal in journals:
+        journal.close()
+
+
 def effective_status(run: RunRecord, now: float, host: str | None = None) -> RunStatus:
     """The stored status, except that a "running" run whose process is gone is "interrupted":
     its pid is dead on this host, or no heartbeat came for STALE_SECONDS (another host, or a
@@ -236,9 +253,10 @@ class JournalSink(TraceSink):
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
         # Every entry so far as a plain tuple (building JournalEntry objects is left to the
-        # background thread), and how many of them are written.
+        # background thread), and those not written yet (a durable exchange is written at
+        # once, alone, so it never waits among them).
         self._records: list[_Record] = []
-        self._written = 0
+        self._pending: list[_Record] = []
         self._seq = 0
         # The run's redaction set (build_run shares the run's own): the start's input, the
         # value and the error are scrubbed with it; events arrive scrubbed by the tracer.
@@ -258,9 +276,10 @@ class JournalSink(TraceSink):
         input: Any,
         entry: str | None = None,
         workspace: str | Path | None = None,
+        resumed_from: str | None = None,
     ) -> str:
         """Record the run's start (program path, entry input, `Agent.function` if not the main
-        one, workspace) and start flushing; returns the run id."""
+        one, workspace, the run it resumes) and start flushing; returns the run id."""
         now = self.journal.clock()
         self._record = RunRecord(
             run_id=self.run_id,
@@ -274,13 +293,15 @@ class JournalSink(TraceSink):
             workspace=str(workspace) if workspace is not None else None,
         )
         data = {"program": program, "entry": entry, "workspace": self._record.workspace}
+        if resumed_from is not None:
+            data["resumed_from"] = resumed_from
         input = self._scrub(input)
         # Written with the first batch: by the background thread within FLUSH_SECONDS, or
         # after `finish_run` for a shorter run, which then costs one transaction in all.
+        start: _Record = (0, "start", RUN_KIND, None, None, 0, now, {**data, "input": input})
         with self._lock:
-            self._records.insert(
-                0, (0, "start", RUN_KIND, None, None, 0, now, {**data, "input": input})
-            )
+            self._records.insert(0, start)
+            self._pending.insert(0, start)
         _background().watch(self)
         return self.run_id
 
@@ -317,9 +338,9 @@ class JournalSink(TraceSink):
         with self._lock:
             self._finished = True
             self._seq += 1
-            self._records.append((self._seq, "end", RUN_KIND, None, None, 0, now, end_data))
-            batch = self._records[self._written :]
-            self._written = len(self._records)
+            end: _Record = (self._seq, "end", RUN_KIND, None, None, 0, now, end_data)
+            self._records.append(end)
+            batch, self._pending = [*self._pending, end], []
         ended = replace(
             self._started(),
             status=status,
@@ -327,7 +348,8 @@ class JournalSink(TraceSink):
             heartbeat_at=now,
             error=error_text,
             usage=usage,
-            events=sum(1 for r in self._records if r[1] == "end" and r[2] != RUN_KIND),
+            # Trace events: not the run's own start and end, nor the exchanges (no event id).
+            events=sum(1 for r in self._records if r[1] == "end" and r[3] is not None),
         )
 
         request = self.learning_request if status in LEARNED_STATUSES else None
@@ -362,6 +384,29 @@ class JournalSink(TraceSink):
         trace events arrive redacted already)."""
         self.secrets.add(secret)
 
+    # ------------------------------------------------------------------ ExchangeLog
+
+    def exchange(self, kind: str, data: dict[str, Any], durable: bool = False) -> None:
+        """Keep a model, tool or memory exchange (scrubbed) beside the trace events, as an entry
+        without an event id (agentscript.learn.cassettes reads them back). A `durable` one is
+        written before this returns, in a small transaction of its own (with the run's start
+        the first time), so the run waits for one short write, not for the trace so far;
+        any other goes with the next write."""
+        now = self.journal.clock()
+        with self._lock:
+            if self._finished:
+                return
+            self._seq += 1
+            record: _Record = (self._seq, "end", kind, None, None, 0, now, self._scrub(data))
+            self._records.append(record)
+            if not (durable and self._record is not None):
+                self._pending.append(record)
+                full = len(self._pending) >= FLUSH_AT
+        if durable and self._record is not None:
+            self._write_now(record)
+        elif full and self._record is not None:
+            self.flush()
+
     # ------------------------------------------------------------------ TraceSink
 
     def agent_started(self, call: TraceEvent) -> None:
@@ -382,7 +427,8 @@ class JournalSink(TraceSink):
             self._seq += 1
             record = (self._seq, phase, event.kind, event.id, event.parent, event.depth, now, data)
             self._records.append(record)
-            full = len(self._records) - self._written >= FLUSH_AT
+            self._pending.append(record)
+            full = len(self._pending) >= FLUSH_AT
         if full and self._record is not None:
             self.flush()
 
@@ -394,13 +440,29 @@ class JournalSink(TraceSink):
             if self._record is None or self._finished:
                 return
             with self._lock:
-                batch = self._records[self._written :]
-                self._written = len(self._records)
+                batch, self._pending = self._pending, []
             now = self.journal.clock()
             if not batch and now - self._last_write < self._heartbeat_seconds:
                 return
             run = replace(self._record, heartbeat_at=now)
             entries = self._entries(batch)
+            self._write(lambda: self.journal.store.save(run, entries, new=not self._saved))
+            self._saved = True
+            self._last_write = now
+
+    def _write_now(self, record: _Record) -> None:
+        """Write `record` at once: alone, or with the run's start while that is not written
+        (a journal must never hold a run's exchanges without the start that says what ran)."""
+        with self._flush_lock:
+            with self._lock:
+                if self._finished:  # the end is written already, or is being written
+                    return
+                batch = [r for r in self._pending if r[1] == "start" and r[2] == RUN_KIND]
+                if batch:
+                    self._pending = [r for r in self._pending if r not in batch]
+            now = self.journal.clock()
+            run = replace(self._started(), heartbeat_at=now)
+            entries = self._entries([*batch, record])
             self._write(lambda: self.journal.store.save(run, entries, new=not self._saved))
             self._saved = True
             self._last_write = now
@@ -560,10 +622,14 @@ class RunDetail:
 
     view: RunView
     entries: list[JournalEntry]
+    # Why the run taught nothing, when it failed for an environment or operator reason
+    # (see failure_class).
+    operator_note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "run": self.view.to_json(),
+            "operator_note": self.operator_note,
             "entries": [
                 {
                     "seq": entry.seq,
@@ -588,7 +654,10 @@ def list_runs(journal: Journal, limit: int | None = 20) -> list[RunView]:
 
 def show_run(journal: Journal, reference: str) -> RunDetail:
     run = journal.resolve(reference)
-    return RunDetail(RunView(run, journal.status(run)), journal.store.entries(run.run_id))
+    status = journal.status(run)
+    cause = environment_cause(run.error) if status == "error" and run.error else None
+    note = operator_note(cause) if cause is not None else None
+    return RunDetail(RunView(run, status), journal.store.entries(run.run_id), note)
 
 
 def replay_run(journal: Journal, reference: str) -> list[dict[str, Any]]:
@@ -608,9 +677,10 @@ def run_trace(journal: Journal, reference: str) -> TaskExecutionTrace:
     return journal.learn(run, journal.store.entries(run.run_id))
 
 
-def rebuild_trace(entries: list[JournalEntry]) -> list[dict[str, Any]]:
+def rebuild_trace(entries: list[JournalEntry], audit: bool = False) -> list[dict[str, Any]]:
     """Nest the finished events as the Tracer does: an agent call's events in its `trace`, in
-    finishing order. Events of `parallel for` iterations sit one level deeper than their
+    finishing order; what only the journal keeps (a call that raised, a call's risk; see
+    trace.without_audit) is left out unless `audit` asks for it. Events of `parallel for` iterations sit one level deeper than their
     parent call's own events; the `parallel_for` event that follows carries them, so they are
     not placed again. What a killed run left open is closed here and marked `"unfinished":
     true`: an agent call with the events it had, and iterations whose `parallel_for` never
@@ -623,7 +693,9 @@ def rebuild_trace(entries: list[JournalEntry]) -> list[dict[str, Any]]:
             nested.open_calls[entry.event_id] = entry
             nested.depths[entry.event_id] = entry.depth
             continue
-        data = dict(entry.data)
+        if not audit and is_audit_only(entry.kind, entry.data):
+            continue
+        data = dict(entry.data) if audit else without_audit(entry.kind, entry.data)
         if entry.kind == "agent":
             nested.open_calls.pop(entry.event_id, None)
             data["trace"] = nested.children.pop(entry.event_id, [])
@@ -706,9 +778,11 @@ def format_run(detail: RunDetail) -> str:
     lines.append(f"events    {run.events}")
     if run.error:
         lines.append(f"error     {run.error}")
+    if detail.operator_note:
+        lines.append(f"learning  {detail.operator_note}")
     if run.usage:
         lines.append(f"usage     {dumps(run.usage)}")
-    lines += ["", format_trace(rebuild_trace(detail.entries))]
+    lines += ["", format_trace(rebuild_trace(detail.entries, audit=True))]
     return "\n".join(lines)
 
 

@@ -449,7 +449,9 @@ def _read_blobs(connection: sqlite3.Connection, digests: set[str]) -> dict[str, 
 
 
 def _finished_events(entries: Sequence[JournalEntry]) -> int:
-    return sum(1 for entry in entries if entry.phase == "end" and entry.kind != RUN_KIND)
+    """Finished trace events: not the run's own start and end, nor the model, tool and memory
+    exchanges kept beside the trace (none of them has an event id)."""
+    return sum(1 for entry in entries if entry.phase == "end" and entry.event_id is not None)
 
 
 def _run_row(run: RunRecord) -> tuple[Any, ...]:

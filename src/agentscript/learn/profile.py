@@ -188,6 +188,9 @@ class Desire(BaseModel):
     active_at: float | None = None
     closed: Closure | None = None
     prompt: str | None = None
+    # For a `needs-user` desire: what the user can do for it (what the agent was refused, and
+    # the command that does it with the user's approval).
+    needs: str | None = None
 
     @property
     def touched_at(self) -> float:
@@ -235,6 +238,16 @@ class DesireView:
     pursuit: Pursuit
     horizon: Horizon
     prompt: str | None
+    needs: str | None = None
+
+    def user_action(self) -> str:
+        """What the user can do for a desire that waits for them: its `needs`, else its
+        prompt, else a generic way out."""
+        if self.needs:
+            return self.needs
+        if self.prompt:
+            return f"ask: {self.prompt}"
+        return "do it with the agent in an attended run, or close the desire"
 
 
 class Profile(BaseModel):
@@ -278,6 +291,7 @@ class Profile(BaseModel):
                 pursuit=desire.pursuit,
                 horizon=desire.horizon,
                 prompt=desire.prompt,
+                needs=desire.needs if desire.pursuit == "needs-user" else None,
             )
             for desire in desires
         ]
@@ -341,6 +355,8 @@ class DesireUpdateOperation(BaseModel):
     intensity: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
     prompt: Line600 | None = None
     progress: Line400 | None = None
+    # What the user can do for it (with pursuit `needs-user`); null clears it.
+    needs: Line600 | None = None
     close: CloseDesire | None = None
 
     @model_validator(mode="after")
@@ -637,6 +653,8 @@ def _desire_update(profile: Profile, op: DesireUpdateOperation, now: float, clea
         desire.intensity = op.intensity
     if "prompt" in given:
         desire.prompt = clean(op.prompt, 600) if op.prompt is not None else None
+    if "needs" in given:
+        desire.needs = clean(op.needs, 600) if op.needs is not None else None
     if given - {"op", "slug", "progress"}:
         desire.updated_at = now
     after = desire.describe()
@@ -717,9 +735,10 @@ def sync_needs_you(service: MemoryService, profile: Profile, now: float) -> str:
     title = _cut("needs you: " + "; ".join(view.what for view in waiting), 200)
     lines = []
     for view in waiting:
-        line = f"- needs you: {view.what} (desire {view.slug} of {profile.agent}"
-        line += f"; ask: {view.prompt})" if view.prompt else ")"
-        lines.append(line)
+        lines.append(
+            f"- needs you: {view.what} (desire {view.slug} of {profile.agent}; "
+            f"{view.user_action()})"
+        )
     written = service.remember(
         "\n".join(lines),
         kind="fact",
@@ -747,7 +766,7 @@ def summary_card(profile: Profile, history: Sequence[dict[str, Any]], now: float
     profile, history and time always give the same lines."""
     lines = [f"{profile.agent} as of {_when(now)} (revision {profile.revision})"]
     lines += [
-        f"needs you: {view.what}" + (f" ({view.prompt})" if view.prompt else "")
+        f"needs you: {view.what} ({view.user_action()})"
         for view in profile.needs_user(now)[:WANTS_SHOWN]
     ]
     felt = profile.emotions_at(now).items()

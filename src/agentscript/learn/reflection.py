@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
+from agentscript.learn.autonomy_ledger import AutonomyRun, Ledger, one_line
 from agentscript.learn.execution_trace import TaskExecutionTrace
 from agentscript.learn.experiences import (
     MIN_CONFIDENCE,
@@ -42,7 +43,7 @@ from agentscript.learn.experiences import (
     task_signature,
 )
 from agentscript.learn.journal import Journal, new_run_id, run_trace
-from agentscript.learn.journal_store import RUN_KIND, JournalEntry, RunRecord
+from agentscript.learn.journal_store import JournalEntry, RunRecord
 from agentscript.learn.profile import (
     PROFILE_OPERATIONS,
     Profile,
@@ -333,6 +334,7 @@ def reflect(
     payload = _ask(llm, binding, system, items, chosen, report, directory)
     if payload is None:
         _write_record(directory, report)
+        _record_in_ledger(Path(root), report, clock)
         return report
     summary, operations = payload
     report.summary = summarise_text(summary, root, 600)
@@ -353,6 +355,7 @@ def reflect(
     report.underreflect = report.substantial and report.proposed == 0
     report.outcome = "done" if report.applied else "no-update"
     _write_record(directory, report)
+    _record_in_ledger(Path(root), report, clock)
     return report
 
 
@@ -395,7 +398,7 @@ def reflection_context(
     duration = (
         f"{run.ended_at - run.started_at:.2f} s" if run.ended_at is not None else "unknown time"
     )
-    kinds = Counter(e.kind for e in entries if e.phase == "end" and e.kind != RUN_KIND)
+    kinds = Counter(e.kind for e in entries if e.phase == "end" and e.event_id is not None)
     counted = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items())) or "none"
     header = (
         f"Run {run.run_id} of {_program(run.program)}"
@@ -684,6 +687,30 @@ def _validate(
 
 
 # ----------------------------------------------------------------------------- records
+
+
+def _record_in_ledger(
+    workspace: Path, report: ReflectionReport, clock: Callable[[], float]
+) -> None:
+    """A reflection is an unattended model call too: the autonomy ledger counts it, with its
+    cost and how many operations it proposed (`agentscript autonomy summary` shows their
+    histogram), `underreflect` in its note when a substantial run yielded nothing."""
+    note = report.error or ("; ".join(report.signals) if report.signals else "")
+    run = AutonomyRun(
+        kind="reflect",
+        started_at=report.at,
+        duration_ms=max(0, round((clock() - report.at) * 1000)),
+        input_tokens=report.usage.input_tokens,
+        output_tokens=report.usage.output_tokens,
+        tool_calls=0,
+        outcome=report.outcome,
+        note=one_line(note),
+        task=f"run {report.run_id}",
+        operations=None if report.outcome == "error" else report.proposed,
+    )
+    problem = Ledger.for_workspace(workspace, clock=clock).append(run)
+    if problem is not None:
+        report.problems.append(problem)
 
 
 def _write_record(directory: Path, report: ReflectionReport) -> None:

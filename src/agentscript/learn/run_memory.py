@@ -143,19 +143,25 @@ def program_model(entries: Sequence[JournalEntry]) -> str | None:
 
 class RunLearner:
     """The journal's after-run step (`JournalSink.learner`): opens the memory database, writes
-    the run memory, distils and stores the run's experiences. Runs that were interrupted are
-    left alone. Returns the problems, one line each; never raises."""
+    the run memory (unless memory.yml says `auto_sink: false`), distils and stores the run's
+    experiences (unless `distil` is False: a run told not to learn still leaves its run
+    memory), and keeps the task graph up (learn/upkeep.py: decay and pruning, once a day).
+    Runs that were interrupted are left alone. Returns the problems, one line each; never
+    raises."""
 
     def __init__(
         self,
         database: str | Path,
         learn_model: LearnModel | None = None,
         open_memory: MemoryOpener | None = None,
+        *,
+        distil: bool = True,
     ) -> None:
         # A SQLite file or a PostgreSQL URI, as MemoryService.open takes it.
         self.database = database
         self.learn_model = learn_model
         self.open_memory = open_memory
+        self.distil = distil
 
     def __call__(
         self,
@@ -167,6 +173,7 @@ class RunLearner:
         if trace.status not in ("ok", "error"):
             return []
         from agentscript.learn.experiences import learn_from_run
+        from agentscript.learn.upkeep import keep_up
 
         problems: list[str] = []
         try:
@@ -180,6 +187,8 @@ class RunLearner:
                     write_run_memory(service, run, trace)
             except Exception as problem:
                 problems.append(f"Learning: the run memory was not written: {problem}")
+            if not self.distil:
+                return problems
             try:
                 refiner = self.learn_model.refiner(entries) if self.learn_model else None
                 report = learn_from_run(
@@ -188,6 +197,10 @@ class RunLearner:
                 problems += [f"Learning: {problem}" for problem in report.problems]
             except Exception as problem:
                 problems.append(f"Learning: experiences were not distilled: {problem}")
+            try:
+                keep_up(journal.graph, service)
+            except Exception as problem:
+                problems.append(f"Learning: the task graph's upkeep failed: {problem}")
         return problems
 
     def _open(self, workspace: str | None) -> MemoryService:

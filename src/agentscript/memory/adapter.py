@@ -7,10 +7,12 @@
     use Memory.digest({ max_bytes: 1500 })           # the digest text, as prompt context
 
 The methods are the tools of `tools.py` under their short names (remember, recall, update,
-forget, stats, check, browse, history, digest, experiences), with the same arguments, checks
-and results, except that `digest` returns the digest's text (so `use` shows the text itself)
-and `experiences` returns the list of hits. A refusal of the service raises ExecutionError
-with its message, which the run reports with the program location.
+forget, stats, check, browse, history, digest, checkpoint, experiences), with the same
+arguments, checks and results, except that `digest` returns the digest's text (so `use` shows
+the text itself) and `experiences` returns compact text for `use` (one line per lesson with
+its confidence and run count, within the `budget` the program sets; see experience_text). A
+refusal of the service raises ExecutionError with its message, which the run reports with the
+program location.
 
 Scopes: a program reaches its own workspace's memory and the global scope, nothing else. An
 explicit `scope` argument may name `global` or this run's workspace; any other workspace must be
@@ -19,8 +21,9 @@ writing its arguments) must not read or archive another project's memories. The 
 server take any `scope`: their caller is the user or the user's agent host.
 
 Risk, for the approval gate: reads (recall, stats, check, browse, history, digest,
-experiences) are `read`; remember, update and forget are `effect` (nothing is lost: old
-versions stay as history); forget with `purge` is `destructive`.
+experiences) are `read`; remember, update, forget and checkpoint are `effect` (nothing is
+lost: old versions stay as history); forget with `purge` is `destructive`. `checkpoint` is for
+a program that compacts a conversation of its own, as a host does (compaction_sink.py).
 """
 
 from __future__ import annotations
@@ -86,7 +89,7 @@ class MemoryTools:
         if tool.name == "memory_digest":
             return result["text"]
         if tool.name == "memory_experiences":
-            return result["results"]
+            return result["text"]
         return result
 
     def _check_scope(self, request: ToolCall, given: Any) -> None:

@@ -94,6 +94,10 @@ class Source:
 # experience), as opposed to what users and programs remember. Learned entries never outrank
 # remembered ones in recall and have their own section in the digest.
 LEARNED_REASON_PREFIXES = ("run-memory", "experience:")
+# What the compaction sink (compaction_sink.py) writes when a host compacts a session's context:
+# an episodic entry with this tag and this source reason.
+CHECKPOINT_TAG = "compaction"
+CHECKPOINT_REASON = "compaction-checkpoint"
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +133,11 @@ class Entry:
         """Whether a run wrote this on its own (see LEARNED_REASON_PREFIXES)."""
         reason = self.source.reason or ""
         return reason.startswith(LEARNED_REASON_PREFIXES)
+
+    @property
+    def checkpoint(self) -> bool:
+        """Whether the compaction sink wrote this (a session's context, kept at compaction)."""
+        return self.source.reason == CHECKPOINT_REASON and CHECKPOINT_TAG in self.tags
 
     @property
     def title_norm(self) -> str:

@@ -71,10 +71,11 @@ class RememberResult(JsonResult):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class UpdateResult(JsonResult):
-    """`update`: the id now holding the entry, the one it replaced, whether anything changed."""
+    """`update`: the entry's id (unchanged), the id under which the text before the correction
+    is kept (None when nothing changed), whether anything changed."""
 
     id: str
-    previous_id: str | None
+    previous_version: str | None
     changed: bool
     action: str = "updated"
 
@@ -82,7 +83,7 @@ class UpdateResult(JsonResult):
         return {
             "id": self.id,
             "action": self.action,
-            "previous_id": self.previous_id,
+            "previous_version": self.previous_version,
             "changed": self.changed,
         }
 
@@ -202,6 +203,18 @@ class RecallResult(JsonResult):
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class ExperiencesResult(JsonResult):
+    """`experiences`: the hits best first (as `recall`'s, ranked for lessons: see
+    experience_text), and `text`, the compact lines a program's `use` shows."""
+
+    recalled: RecallResult
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.recalled.to_json(), "text": self.text}
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class EntryVersion(JsonResult):
     """One version of a key: the entry, every field, and whether it is still the current one."""
 
@@ -254,3 +267,186 @@ def read_report(
     if extra:
         note = f"{note}; {extra}" if note else str(extra)
     return note, compaction
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class EntryResult(JsonResult):
+    """`get`: one entry, every field."""
+
+    entry: Entry
+
+    def to_json(self) -> dict[str, Any]:
+        return self.entry.to_dict()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BrowseGroup(JsonResult):
+    """One time bucket of `browse`: its key (`2026-11-30`, `2026-W48`, ...), level, label, how
+    many entries it holds and the ones shown (newest first, each as a summary line)."""
+
+    bucket: str
+    level: str
+    label: str
+    count: int
+    entries: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bucket": self.bucket,
+            "level": self.level,
+            "label": self.label,
+            "count": self.count,
+            "entries": list(self.entries),
+        }
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BrowseResult(JsonResult):
+    """`browse`: one page of time buckets, newest first, and the totals over every page."""
+
+    by: str
+    page: int
+    page_size: int
+    total_groups: int
+    total_entries: int
+    groups: list[BrowseGroup]
+    note: str | None = None
+    compaction: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = {
+            "by": self.by,
+            "page": self.page,
+            "page_size": self.page_size,
+            "total_groups": self.total_groups,
+            "total_entries": self.total_entries,
+            "groups": [group.to_json() for group in self.groups],
+        }
+        return _with_read_report(data, self.note, self.compaction)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ScopeStats(JsonResult):
+    """`stats` of one scope: active and archived entries, superseded versions, active entries by
+    kind, summary level, local day, ISO week and month, and the room under max_entries."""
+
+    scope: str
+    active: int
+    archived: int
+    superseded: int
+    by_kind: dict[str, int]
+    by_level: dict[str, int]
+    by_day: dict[str, int]
+    by_week: dict[str, int]
+    by_month: dict[str, int]
+    max_entries: int
+
+    @property
+    def room(self) -> int:
+        return max(self.max_entries - self.active, 0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scope": self.scope,
+            "active": self.active,
+            "archived": self.archived,
+            "superseded": self.superseded,
+            "by_kind": dict(self.by_kind),
+            "by_level": dict(self.by_level),
+            "by_day": dict(self.by_day),
+            "by_week": dict(self.by_week),
+            "by_month": dict(self.by_month),
+            "max_entries": self.max_entries,
+            "room": self.room,
+        }
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class StatsResult(JsonResult):
+    """`stats`: the counts of every scope the call may read, and their sums."""
+
+    workspace: str | None
+    scopes: list[ScopeStats]
+    note: str | None = None
+    compaction: dict[str, Any] | None = None
+
+    @property
+    def active(self) -> int:
+        return sum(scope.active for scope in self.scopes)
+
+    @property
+    def archived(self) -> int:
+        return sum(scope.archived for scope in self.scopes)
+
+    def to_json(self) -> dict[str, Any]:
+        data = {
+            "workspace": self.workspace,
+            "scopes": [scope.to_json() for scope in self.scopes],
+            "active": self.active,
+            "archived": self.archived,
+        }
+        return _with_read_report(data, self.note, self.compaction)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CheckFinding(JsonResult):
+    """A problem `check` found: what (`code`), how bad (`severity`: error or warning), where
+    (`scope`, None for the store itself), a message saying what to do, the entries involved."""
+
+    code: str
+    severity: str
+    scope: str | None
+    message: str
+    ids: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "scope": self.scope,
+            "message": self.message,
+            "ids": list(self.ids),
+        }
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DistilSuggestion(JsonResult):
+    """What `check` suggests distilling into lasting knowledge (suggestions.py): the signal
+    that points at it, a summary of what to write, the entries behind it, their scope."""
+
+    signal: str
+    summary: str
+    ids: list[str]
+    scope: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "signal": self.signal,
+            "summary": self.summary,
+            "ids": list(self.ids),
+            "scope": self.scope,
+        }
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CheckResult(JsonResult):
+    """`check`: the findings (`ok` when there are none), the suggestions (which leave `ok` as
+    it is) and memory.yml's notes (keys spelled the seed's way, accepted)."""
+
+    scopes: list[str]
+    findings: list[CheckFinding]
+    suggestions: list[DistilSuggestion]
+    notes: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "scopes": list(self.scopes),
+            "findings": [finding.to_json() for finding in self.findings],
+            "suggestions": [suggestion.to_json() for suggestion in self.suggestions],
+            "notes": list(self.notes),
+        }

@@ -52,16 +52,25 @@ from agentscript.memory.errors import (
     SCOPE_FULL,
     MemoryServiceError,
 )
+from agentscript.memory.experience_text import ToolUsage
 from agentscript.memory.postgres_store import PostgresMemoryStore, is_postgres_uri
 from agentscript.memory.recall import RecallTuning, rank
 from agentscript.memory.results import (
+    BrowseGroup,
+    BrowseResult,
+    CheckFinding,
+    CheckResult,
     DigestResult,
+    DistilSuggestion,
+    EntryResult,
     EntryVersion,
     ForgetResult,
     HistoryResult,
     RecallHit,
     RecallResult,
     RememberResult,
+    ScopeStats,
+    StatsResult,
     UpdateResult,
     read_report,
 )
@@ -69,6 +78,7 @@ from agentscript.memory.scopes import ScopePlan, parse_scope, route, workspace_i
 from agentscript.memory.semantic import SemanticRanker
 from agentscript.memory.sqlite_store import SqliteStore
 from agentscript.memory.store import EntryFilter, MemoryStore, StoreReader, StoreTransaction
+from agentscript.memory.suggestions import distil_suggestions
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
 from agentscript.memory.timehints import time_windows
 from agentscript.memory.timeline import (
@@ -152,6 +162,9 @@ class MemoryService:
         # Re-ranking by an embedding model (semantic.py); None: lexical ranking only.
         self.semantic = semantic
         self.before_read: ReadHook | None = None
+        # How much the workspace's runs use each tool (the task graph's tool links, wired in by
+        # the application), so `experiences` can rank lessons about tools in use higher.
+        self.tool_usage: ToolUsage | None = None
         # What else to release with the store (e.g. the model client lazy compaction uses).
         self.on_close: list[Callable[[], None]] = []
         # Secrets no memory may contain: those of this process's environment (by the
@@ -442,12 +455,15 @@ class MemoryService:
         event_time: TimeArgument = None,
         scope: str | None = None,
     ) -> UpdateResult:
-        """Correct an active entry; returns `{id, action: "updated", previous_id, changed}`.
+        """Correct an active entry in place; returns `{id, action: "updated", previous_version,
+        changed}`.
 
-        Nothing is overwritten: the corrected entry is a new version with a new id, and the
-        old one is archived with `superseded_by` (so `history` and `get` still show it). Given
-        `text` without `title`, the title follows the text's first line; `tags` replace the
-        old tags. An update that changes nothing returns the same id with `changed: false`.
+        The id stays the entry's (the seed's contract: a caller may update the id it recalled
+        again and again). Nothing is lost either: the text before the correction is kept as an
+        archived version under a new id, `previous_version`, with `superseded_by` pointing to
+        the entry, so `history` and `get` still show it. Given `text` without `title`, the
+        title follows the text's first line; `tags` replace the old tags. An update that
+        changes nothing returns `changed: false` and keeps no version.
         """
         if (
             text is None
@@ -499,18 +515,27 @@ class MemoryService:
                 )
             revised = current.evolve(**changes)
             if revised == current:
-                return UpdateResult(current.id, previous_id=None, changed=False)
+                return UpdateResult(current.id, previous_version=None, changed=False)
             check_size(revised, self.config.max_entry_bytes)
-            successor = revised.evolve(
-                id=str(uuid.uuid4()), created_at=now, updated_at=now, accessed_at=now
+            kept = current.evolve(
+                id=str(uuid.uuid4()),
+                archived=True,
+                archive_reason=REASON_SUPERSEDED,
+                superseded_by=current.id,
             )
-            tx.replace(
-                current.evolve(
-                    archived=True, archive_reason=REASON_SUPERSEDED, superseded_by=successor.id
-                )
+            # The versions before this one now follow the kept copy, so history stays a chain.
+            earlier = EntryFilter(
+                scopes=(current.scope,),
+                archived=True,
+                key=current.key,
+                keyed=current.key is not None,
             )
-            tx.insert(successor)
-        return UpdateResult(successor.id, previous_id=current.id, changed=True)
+            for older in tx.select(earlier):
+                if older.superseded_by == current.id:
+                    tx.replace(older.evolve(superseded_by=kept.id))
+            tx.replace(revised.evolve(updated_at=now, accessed_at=now))
+            tx.insert(kept)
+        return UpdateResult(current.id, previous_version=kept.id, changed=True)
 
     def forget(
         self,
@@ -524,11 +549,12 @@ class MemoryService:
         show it); returns `{id, action: "archived" | "already_archived" | "purged", purged}`.
 
         With `purge`, the entry is deleted from the table and the text index instead, together
-        with every other version of its key (a purged value must not survive as history), and
-        so is every summary that drew on them, up the levels (`summaries_removed`): the
-        summaries' other sources become active again (`restored`), so compaction writes the
-        summaries anew without the purged text. Forgetting a summary likewise restores its
-        sources (the summary is archived), so the bucket is compacted again rather than hidden.
+        with every other version of its key and every text it had before an update (a purged
+        value must not survive as history), and so is every summary that drew on them, up the
+        levels (`summaries_removed`): the summaries' other sources become active again
+        (`restored`), so compaction writes the summaries anew without the purged text.
+        Forgetting a summary likewise restores its sources (the summary is archived), so the
+        bucket is compacted again rather than hidden.
         `archived` is True when the entry is no longer active.
         """
         why = clean_line(reason, "reason", 200) or REASON_FORGOTTEN
@@ -557,6 +583,7 @@ class MemoryService:
                     EntryFilter(scopes=(current.scope,), key=current.key, archived=None)
                 )
                 doomed.extend(entry.id for entry in versions if entry.id != current.id)
+            doomed.extend(_earlier_versions(tx, current.scope, set(doomed)))
             tainted = _summaries_drawing_on(tx, current.scope, set(doomed))
             tx.delete(current.scope, tuple(doomed + [entry.id for entry in tainted]))
             restored = _restore_sources(tx, current.scope, tainted, set(doomed))
@@ -571,9 +598,9 @@ class MemoryService:
 
     # ------------------------------------------------------------------------- reading
 
-    def get(self, entry_id: str, *, scope: str | None = None) -> dict[str, Any]:
+    def get(self, entry_id: str, *, scope: str | None = None) -> EntryResult:
         """One entry, every field, archived or not, if it is in a scope this call may read."""
-        return self._get(self.store, self.scopes_for(scope), entry_id).to_dict()
+        return EntryResult(self._get(self.store, self.scopes_for(scope), entry_id))
 
     def recall(
         self,
@@ -682,7 +709,7 @@ class MemoryService:
         page: int = 1,
         page_size: int = 20,
         per_group: int = 50,
-    ) -> dict[str, Any]:
+    ) -> BrowseResult:
         """Entries grouped by local time bucket (`by`: day, week, month or year), newest group
         first, entries in a group newest first; paging counts groups. A summary sits in the
         bucket holding its own bucket's first day (a week summary is in its week, and in the
@@ -711,29 +738,26 @@ class MemoryService:
                 replace(where, bucket=(unit, key)), order="event", limit=shown
             )
             listed.append(
-                {
-                    "bucket": key,
-                    "level": unit,
-                    "label": bucket_label(key),
-                    "count": total,
-                    "entries": [_summary_line(entry) for entry in members],
-                }
+                BrowseGroup(
+                    key, unit, bucket_label(key), total, [_summary_line(e) for e in members]
+                )
             )
-        return _with_compaction(
-            {
-                "by": unit,
-                "page": number,
-                "page_size": size,
-                "total_groups": len(groups),
-                "total_entries": sum(total for _, total in groups),
-                "groups": listed,
-            },
-            compaction,
+        note, report = read_report(compaction)
+        return BrowseResult(
+            by=unit,
+            page=number,
+            page_size=size,
+            total_groups=len(groups),
+            total_entries=sum(total for _, total in groups),
+            groups=listed,
+            note=note,
+            compaction=report,
         )
 
-    def stats(self, *, scope: str | None = None) -> dict[str, Any]:
+    def stats(self, *, scope: str | None = None) -> StatsResult:
         """Counts per readable scope: active and archived entries, by kind, by summary level,
-        superseded versions, active entries per month, and the scope's room under max_entries."""
+        superseded versions, active entries per local day, ISO week and month (newest first;
+        a summary counts in the buckets of its first day), and the room under max_entries."""
         plan = self.scopes_for(scope)
         compaction = self._before_read(plan.read)
         scopes = []
@@ -758,64 +782,55 @@ class MemoryService:
                 )
                 if entry.superseded_by
             )
-            months = self.store.tally(EntryFilter(scopes=(name,)), ("month",))
-            scopes.append(
-                {
-                    "scope": name,
-                    "active": active,
-                    "archived": archived,
-                    "superseded": superseded,
-                    "by_kind": by_kind,
-                    "by_level": by_level,
-                    "by_month": {cast(str, month): total for (month,), total in months},
-                    "max_entries": self.config.max_entries,
-                    "room": max(self.config.max_entries - active, 0),
+            buckets = {
+                unit: {
+                    cast(str, bucket): total
+                    for (bucket,), total in self.store.tally(EntryFilter(scopes=(name,)), (unit,))
                 }
+                for unit in ("day", "week", "month")
+            }
+            scopes.append(
+                ScopeStats(
+                    scope=name,
+                    active=active,
+                    archived=archived,
+                    superseded=superseded,
+                    by_kind={str(kind): total for kind, total in by_kind.items()},
+                    by_level={str(level): total for level, total in by_level.items()},
+                    by_day=buckets["day"],
+                    by_week=buckets["week"],
+                    by_month=buckets["month"],
+                    max_entries=self.config.max_entries,
+                )
             )
-        return _with_compaction(
-            {
-                "workspace": self.workspace,
-                "scopes": scopes,
-                "active": sum(item["active"] for item in scopes),
-                "archived": sum(item["archived"] for item in scopes),
-            },
-            compaction,
-        )
+        note, report = read_report(compaction)
+        return StatsResult(self.workspace, scopes, note=note, compaction=report)
 
-    def check(self, *, scope: str | None = None) -> dict[str, Any]:
+    def check(self, *, scope: str | None = None) -> CheckResult:
         """Real problems of the readable scopes, as `{ok, findings: [{code, severity, scope,
         message, ids}]}`: duplicate titles, scopes over (or within 10 % of) max_entries, stale
         summaries (a source changed or came back after the summary was written), orphan
         references (archive_ref or superseded_by naming an entry that is gone), and the
-        store's own integrity problems. `notes` says what memory.yml spells the seed's way
-        (accepted, but today's name is the one documented)."""
+        store's own integrity problems. `suggestions` (`[{signal, summary, ids, scope}]`,
+        suggestions.py) say what to distil into lasting knowledge; they are not problems, so
+        they leave `ok` as it is. `notes` says what memory.yml spells the seed's way (accepted,
+        but today's name is the one documented)."""
         plan = self.scopes_for(scope)
-        findings: list[dict[str, Any]] = [
-            {"code": "store", "severity": "error", "scope": None, "message": problem, "ids": []}
-            for problem in self.store.verify()
+        findings = [
+            CheckFinding("store", "error", None, problem, []) for problem in self.store.verify()
         ]
+        suggestions: list[DistilSuggestion] = []
         for name in plan.read:
             findings.extend(self._check_scope(name))
-        return {
-            "ok": not findings,
-            "scopes": list(plan.read),
-            "findings": findings,
-            "notes": list(self.config.notes),
-        }
+            for suggestion in distil_suggestions(self.store.select(EntryFilter(scopes=(name,)))):
+                suggestions.append(DistilSuggestion(**suggestion, scope=name))
+        return CheckResult(list(plan.read), findings, suggestions, list(self.config.notes))
 
-    def _check_scope(self, scope: str) -> list[dict[str, Any]]:
-        findings: list[dict[str, Any]] = []
+    def _check_scope(self, scope: str) -> list[CheckFinding]:
+        findings: list[CheckFinding] = []
 
         def finding(code: str, severity: str, message: str, ids: Iterable[str]) -> None:
-            findings.append(
-                {
-                    "code": code,
-                    "severity": severity,
-                    "scope": scope,
-                    "message": message,
-                    "ids": sorted(ids),
-                }
-            )
+            findings.append(CheckFinding(code, severity, scope, message, sorted(ids)))
 
         active = EntryFilter(scopes=(scope,), kinds=("fact", "knowledge", "episodic"))
         for (kind, title_norm), total in self.store.tally(
@@ -1304,6 +1319,24 @@ def _summaries_drawing_on(tx: StoreReader, scope: str, gone: set[str]) -> list[E
     return list(tainted.values())
 
 
+def _earlier_versions(tx: StoreReader, scope: str, ids: set[str]) -> list[str]:
+    """The archived unkeyed versions that `ids` replaced, and the ones those replaced, and so
+    on: an unkeyed entry's text before an update, which a purge must take along (a keyed
+    entry's versions share its key)."""
+    archived = tx.select(EntryFilter(scopes=(scope,), archived=True, keyed=False))
+    found: list[str] = []
+    reached = set(ids)
+    grown = True
+    while grown:
+        grown = False
+        for entry in archived:
+            if entry.superseded_by in reached and entry.id not in reached:
+                reached.add(entry.id)
+                found.append(entry.id)
+                grown = True
+    return found
+
+
 def _restore_sources(
     tx: StoreTransaction, scope: str, summaries: list[Entry], gone: set[str]
 ) -> list[str]:
@@ -1408,18 +1441,6 @@ def _summary_line(entry: Entry) -> dict[str, Any]:
         "event_time": entry.event_time,
         "archived": entry.archived,
     }
-
-
-def _with_compaction(response: dict[str, Any], report: dict[str, Any] | None) -> dict[str, Any]:
-    """A read's result with the read hook's report under `compaction`, and its note (a failed
-    summary, say) appended to the result's `note`."""
-    if report is None:
-        return response
-    response["compaction"] = report
-    note = report.get("note")
-    if note:
-        response["note"] = f"{response['note']}; {note}" if response.get("note") else note
-    return response
 
 
 def _fitting(

@@ -28,9 +28,21 @@ from pydantic import (
     WithJsonSchema,
 )
 
+from agentscript.memory.compaction_sink import write_checkpoint
 from agentscript.memory.entries import KINDS
 from agentscript.memory.errors import INVALID_ARGUMENT, MemoryServiceError
-from agentscript.memory.results import ForgetResult, JsonResult, RecallResult, UpdateResult
+from agentscript.memory.experience_text import (
+    DEFAULT_BUDGET_TOKENS,
+    experiences_text,
+    rank_experiences,
+)
+from agentscript.memory.results import (
+    ExperiencesResult,
+    ForgetResult,
+    JsonResult,
+    RecallResult,
+    UpdateResult,
+)
 from agentscript.memory.service import (
     DEFAULT_BODY_CHARS,
     DEFAULT_RECALL_LIMIT,
@@ -46,6 +58,8 @@ UNKNOWN_TOOL = "unknown_tool"
 EXPERIENCE_TAG = "experience"
 EXPERIENCE_KINDS = ("success", "failure", "preference", "procedure")
 DEFAULT_EXPERIENCES = 5
+# Experience bodies are short; whole ones are read so their confidence line is seen.
+EXPERIENCE_BODY_CHARS = 4000
 
 _QUALITY = (
     "Remember only what a later session needs: facts about the user, the project or the "
@@ -239,7 +253,24 @@ class ExperiencesArguments(_Arguments):
     limit: Integer = Field(
         DEFAULT_EXPERIENCES, ge=1, le=MAX_RECALL_LIMIT, description="How many at most"
     )
+    budget: Integer = Field(
+        DEFAULT_BUDGET_TOKENS,
+        ge=1,
+        le=100_000,
+        description="Estimated tokens the compact `text` may take (whole lines only)",
+    )
     scope: str | None = Field(None, description=_SCOPE)
+
+
+class CheckpointArguments(_Arguments):
+    session: str = Field(description="The host's id of the session whose context was compacted")
+    summary: str = Field(description="The summary that replaced the context (markdown)")
+    trigger: str | None = Field(None, description="Why it was compacted, such as auto or manual")
+    scope: str | None = Field(None, description=_SCOPE)
+
+
+def _checkpoint(service: MemoryService, arguments: dict[str, Any]) -> JsonResult:
+    return write_checkpoint(service, **arguments)
 
 
 # A tool's call of the service: a typed result (sent as its `to_json()`) or plain JSON.
@@ -314,13 +345,17 @@ def _forget(service: MemoryService, arguments: dict[str, Any]) -> ForgetResult:
     return service.forget(entry_id, **arguments)
 
 
-def _experiences(service: MemoryService, arguments: dict[str, Any]) -> RecallResult:
-    return service.recall(
+def _experiences(service: MemoryService, arguments: dict[str, Any]) -> ExperiencesResult:
+    found = service.recall(
         arguments["task"],
         tags=[EXPERIENCE_TAG],
         limit=arguments["limit"],
         scope=arguments.get("scope"),
+        body_chars=EXPERIENCE_BODY_CHARS,
     )
+    ranked = rank_experiences(found.hits, service.tool_usage)
+    recalled = RecallResult(ranked, found.total, found.note, found.compaction)
+    return ExperiencesResult(recalled, experiences_text(ranked, arguments["budget"]))
 
 
 TOOLS: tuple[ToolDefinition, ...] = (
@@ -373,9 +408,9 @@ TOOLS: tuple[ToolDefinition, ...] = (
         name="update",
         title="Correct a memory",
         description=(
-            "Correct an active entry: the corrected entry gets a new id and the old one is "
-            "archived as superseded (nothing is overwritten); returns {id, action, previous_id, "
-            "changed}. Given text without title, the title follows the text's first line; tags "
+            "Correct an active entry in place: its id stays the same (update it again with the "
+            "same id), and the text before is kept as an archived version; returns {id, action, "
+            "previous_version, changed}. Given text without title, the title follows the text's first line; tags "
             f"replace the old tags. {_QUALITY}"
         ),
         arguments=UpdateArguments,
@@ -404,7 +439,8 @@ TOOLS: tuple[ToolDefinition, ...] = (
         title="Memory statistics",
         description=(
             "Counts per readable scope: active, archived and superseded entries, by kind, by "
-            "summary level, per month, and the room left under max_entries."
+            "summary level, active entries per local day (by_day), ISO week (by_week) and month "
+            "(by_month), newest first, and the room left under max_entries."
         ),
         arguments=ScopeArguments,
         handler=lambda service, arguments: service.stats(**arguments),
@@ -416,9 +452,12 @@ TOOLS: tuple[ToolDefinition, ...] = (
         name="memory_check",
         title="Check memory",
         description=(
-            "Problems of the readable scopes: {ok, scopes, findings: [{code, severity, scope, "
-            "message, ids}]}; codes duplicate_title, over_limit, near_limit, stale_summary, "
-            "orphan_reference, store. Fix duplicates with update and forget."
+            "Problems of the readable scopes and what to distil: {ok, scopes, findings: "
+            "[{code, severity, scope, message, ids}], suggestions: [{signal, summary, ids, "
+            "scope}]}; finding codes duplicate_title, over_limit, near_limit, stale_summary, "
+            "orphan_reference, store (fix duplicates with update and forget); suggestion "
+            "signals recurring_topic, reinforced_episode, undistilled_checkpoints (read the "
+            "entries named, then remember the lasting lesson as knowledge or a keyed fact)."
         ),
         arguments=ScopeArguments,
         handler=lambda service, arguments: service.check(**arguments),
@@ -467,12 +506,31 @@ TOOLS: tuple[ToolDefinition, ...] = (
         short_name="history",
     ),
     ToolDefinition(
+        name="memory_checkpoint",
+        title="Keep a compacted context",
+        description=(
+            "For agent hosts, when they have compacted a session's context: keeps the summary "
+            "as a checkpoint (an episodic entry tagged compaction, once per session and "
+            "summary) and returns {action: written | exists | discarded | disabled, session, "
+            "id, notice, reason}; pass the notice to the agent. Off when memory.yml sets "
+            "auto_sink: false."
+        ),
+        arguments=CheckpointArguments,
+        handler=_checkpoint,
+        read_only=False,
+        idempotent=True,
+        short_name="checkpoint",
+    ),
+    ToolDefinition(
         name="memory_experiences",
         title="Relevant experiences",
         description=(
             "Experiences that may help with a task: knowledge entries tagged experience (their "
             f"second tag says which: {', '.join(EXPERIENCE_KINDS)}), ranked against the task "
-            "text; returns {results, count} like recall. Store one with remember, kind "
+            "text, user-confirmed (important) and most reinforced first; returns {results, "
+            "count} like recall, and `text`: one line per lesson (the lesson, its confidence "
+            "and run count; no ids) within `budget` tokens, made for a prompt. Store one with "
+            "remember, kind "
             "knowledge, tags [experience, <kind>]. "
             f"{_RECALL_BOOKKEEPING}"
         ),

@@ -8,8 +8,7 @@ from agentscript.lang import ast
 from agentscript.lang.errors import Diagnostic
 from agentscript.lang.suggest import did_you_mean
 from agentscript.providers.llm.endpoints import PROTOCOLS, parse_llm_uri
-from agentscript.providers.tools.base import scheme_of
-from agentscript.providers.tools.shell import supported_command
+from agentscript.providers.tools.tool_uris import scheme_of, supported_command
 from agentscript.runtime.errors import ExecutionError
 
 # The schemes the host tool registry serves (composition.build_tools).

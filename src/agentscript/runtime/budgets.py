@@ -126,6 +126,11 @@ class RunMeter:
                 raise self._tokens_exceeded(max_tokens)
             self.calls += 1
 
+    def not_a_model_call(self) -> None:
+        """Take back the call `before_model_call` counted: it was answered from a recording."""
+        with self._lock:
+            self.calls -= 1
+
     def after_model_call(self, usage: Usage | None) -> None:
         with self._lock:
             self.usage.add(usage)

@@ -66,6 +66,21 @@ class ExecutionError(AgentScriptError):
         return f"{self.bare_message} at {self.path}:{self.position.line}:{self.position.column}"
 
 
+class ReplayMismatch(ExecutionError):
+    """A replayed run asked for something its recording does not hold: the message names the
+    call, the `detail` lines say what changed; both follow the location."""
+
+    def __init__(self, message: str, detail: list[str]) -> None:
+        self.detail = detail
+        super().__init__(message)
+
+    def _text(self) -> str:
+        return "\n".join([super()._text(), *self.detail])
+
+    def located(self) -> str:
+        return "\n".join([super().located().split("\n", 1)[0], *self.detail])
+
+
 class ModelOutputError(ExecutionError):
     """The model answered, but not with usable JSON. The only provider error that is repaired.
 

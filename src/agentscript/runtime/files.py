@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from agentscript.lang import ast
 from agentscript.runtime.errors import ExecutionError, LoadError
 from agentscript.runtime.jsjson import parse
-from agentscript.runtime.ports import FileImports
+
+if TYPE_CHECKING:
+    from agentscript.runtime.ports import FileImports
 
 # File imports become prompt context; anything larger is almost certainly a mistake.
 MAX_FILE_IMPORT_BYTES = 16 * 1024 * 1024

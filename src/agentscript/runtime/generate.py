@@ -209,7 +209,10 @@ def run_generate(
             usage.add(response.usage)
             answered.saw(response)
             if meter is not None:
-                meter.after_model_call(response.usage)
+                if response.budgeted:
+                    meter.after_model_call(response.usage)
+                else:
+                    meter.not_a_model_call()
             raw = response.value
             has_output = True
             if shape is None:

@@ -680,41 +680,52 @@ class Interpreter:
         meter = self.options.meter
         meter.check_time()
         self.tracer.step_started("tool", {"tool": tool.name, "method": method, "uri": shown_uri})
+        request = ToolCall(
+            tool.name,
+            tool.uri,
+            method,
+            args,
+            on_event=self.tracer.emit,
+            on_secret=self.tracer.redact,
+            deadline=meter.call_deadline(self._stopped),
+        )
+        event: dict[str, Any] = {
+            "tool": tool.name,
+            "method": method,
+            "scheme": _scheme(tool.uri),
+            "uri": shown_uri,
+            "args": sanitize(args),
+        }
         started = time.monotonic()
         try:
-            result = provider.call(
-                ToolCall(
-                    tool.name,
-                    tool.uri,
-                    method,
-                    args,
-                    on_event=self.tracer.emit,
-                    on_secret=self.tracer.redact,
-                    deadline=meter.call_deadline(self._stopped),
-                )
-            )
+            result = provider.call(request)
         except (BudgetExceeded, Interrupted) as problem:
             # The run's limit, not the tool's failure: reported as such, at the call.
+            self._failed_call(event, request, started, problem.bare_message)
             raise problem.at(where.start, scope.frame.path if scope.frame else None) from None
         except ExecutionError as problem:
+            self._failed_call(event, request, started, problem.bare_message)
             raise self.error(label + problem.bare_message, where, scope) from problem
         except Exception as problem:  # a provider bug or an OS error must not become a traceback
+            self._failed_call(event, request, started, _describe(problem))
             raise self.error(label + _describe(problem), where, scope) from problem
         effects = result.get("effects") if isinstance(result, dict) else None
-        self.tracer.emit(
-            "tool",
-            {
-                "tool": tool.name,
-                "method": method,
-                "scheme": _scheme(tool.uri),
-                "uri": shown_uri,
-                "args": sanitize(args),
-                "result": sanitize(result),
-                "effects": sanitize(effects) if isinstance(effects, list) else None,
-                "duration_ms": round((time.monotonic() - started) * 1000, 3),
-            },
+        event.update(
+            result=sanitize(result),
+            effects=sanitize(effects) if isinstance(effects, list) else None,
+            duration_ms=_tool_ms(started),
         )
+        self.tracer.emit("tool", event, {"risk": request.risk})
         return result
+
+    def _failed_call(
+        self, event: dict[str, Any], request: ToolCall, started: float, error: str
+    ) -> None:
+        """A call that raised is a step of the run like any other: the journal keeps it, with
+        its error, risk and latency, before the run fails (the returned trace, as the
+        original's, has only the calls that returned)."""
+        event.update(risk=request.risk, duration_ms=_tool_ms(started), error=error)
+        self.tracer.emit_audit("tool", event)
 
     def call_memory(
         self, memory: MemoryBinding, method: str, args: list[Any], where: SourceRange, scope: Scope
@@ -897,6 +908,11 @@ def _loop_site(stmt: ast.Node) -> str:
 def _scheme(uri: str) -> str:
     matched = _SCHEME.match(uri)
     return matched.group(1).lower() if matched else ""
+
+
+def _tool_ms(started: float) -> float:
+    """A tool event's `duration_ms`: milliseconds since `started`, to the microsecond."""
+    return round((time.monotonic() - started) * 1000, 3)
 
 
 def _describe(problem: Exception) -> str:

@@ -75,6 +75,9 @@ class GenerateResponse:
     usage: Usage | None = None
     provider: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    # False for an answer a resume (or a lenient replay) took from a recording: it cost
+    # nothing now, so the run's budgets, which are for the live part, do not count it.
+    budgeted: bool = True
 
 
 class LlmProvider(Protocol):
@@ -100,6 +103,9 @@ class ToolCall:
     # The run's remaining time and its interrupt: a tool caps its waits by it and checks it
     # between steps (see CallDeadline).
     deadline: CallDeadline = field(default_factory=CallDeadline)
+    # The risk the approval gate judged the call to carry (`read`, `effect`, `destructive`),
+    # set by the gate so the trace can say it whether the call ran, failed or was refused.
+    risk: str | None = None
 
     def report(self, kind: str, data: dict[str, Any]) -> None:
         if self.on_event is not None:
@@ -149,6 +155,54 @@ class InputProvider(Protocol):
     def read(self, name: str, path: str) -> Any:
         """Ask for a missing entry input field (`path` is like `input.question`)."""
         ...
+
+
+# The kinds of exchange a journaled run keeps beside its trace events (see ExchangeLog).
+MODEL_EXCHANGE = "model_exchange"
+TOOL_STARTED = "tool_started"
+TOOL_FINISHED = "tool_finished"
+MEMORY_EXCHANGE = "memory_exchange"
+
+
+class ExchangeLog(Protocol):
+    """Where a run keeps what it exchanged with models, tools and memories as it happens (the
+    run journal), so a later run can be answered from it: replay and resume. A `durable`
+    exchange is on disk, with everything logged before it, when the call returns: a tool call
+    with effects is logged as started before its effect, so a run killed in between is known
+    to have left it open."""
+
+    def exchange(self, kind: str, data: dict[str, Any], durable: bool = False) -> None: ...
+
+
+@dataclass(slots=True)
+class ToolExchange:
+    """One journaled tool call: what was asked and, when it finished, its result or error and
+    the events it reported (approvals), so a replay tells the same story."""
+
+    uri: str
+    method: str
+    args: list[Any]
+    finished: bool = False
+    result: Any = None
+    error: str | None = None
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # It handed out a secret (ToolCall.secret), kept only as "[REDACTED]".
+    secret: bool = False
+
+
+@dataclass(slots=True)
+class Cassette:
+    """What an earlier run exchanged, in the order it happened: model exchanges (recording
+    entries, as `--record` writes them), tool calls and memory calls (`{"memory",
+    "operation", "argument", "result"}`). `source` names it in messages. A recording made
+    with `--record` holds no tool calls (`tools_recorded` is False): replaying it runs tools
+    and memories live, as when it was made."""
+
+    source: str
+    model: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[ToolExchange] = field(default_factory=list)
+    memory: list[dict[str, Any]] = field(default_factory=list)
+    tools_recorded: bool = True
 
 
 class RunJournal(Protocol):

@@ -4,6 +4,10 @@ The trace a run returns has the original's shape (reference §5): a list of `{ki
 events produced inside a called agent are nested in that call's `agent` event, appended when the
 call returns. Sinks (a journal, a live renderer, an exporter) see the same events as they happen,
 each with a stable id and the id of the agent call it belongs to. The trace never enters a prompt.
+
+Sinks see a little more than the returned trace, for the audit: `audit` fields on an event (a
+tool call's risk) and audit-only events (a tool call that raised, which the original never
+traces). `without_audit` turns what a sink saw back into the returned shape.
 """
 
 from __future__ import annotations
@@ -13,11 +17,27 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentscript.runtime.jsjson import stringify
 from agentscript.runtime.secrets import SecretSet
+
+# The fields only sinks see on a tool event (an approval's own `risk` is in the trace); a tool
+# event carrying `error` is audit-only.
+AUDIT_FIELDS = ("risk",)
+
+
+def is_audit_only(kind: str, data: dict[str, Any]) -> bool:
+    """Whether a sink's event is absent from the returned trace (a tool call that raised)."""
+    return kind == "tool" and "error" in data
+
+
+def without_audit(kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    """A sink's event data as the returned trace has it (a copy)."""
+    if kind != "tool":
+        return dict(data)
+    return {key: value for key, value in data.items() if key not in AUDIT_FIELDS}
 
 
 @dataclass(slots=True)
@@ -125,20 +145,30 @@ class Tracer:
             for sink in self.sinks:
                 sink.redact(secret)
 
-    def emit(self, kind: str, data: dict[str, Any]) -> TraceEvent:
+    def emit(
+        self, kind: str, data: dict[str, Any], audit: dict[str, Any] | None = None
+    ) -> TraceEvent:
+        """Record a step; `audit` fields (AUDIT_FIELDS) reach the sinks only."""
         data = self.secrets.scrub(data)
-        stack = self._stack
-        frame = stack[-1]
-        event = TraceEvent(
+        frame = self._stack[-1]
+        event = self._event(kind, data, frame)
+        frame.events.append(event)
+        self._notify(replace(event, data={**data, **audit}) if audit else event)
+        return event
+
+    def emit_audit(self, kind: str, data: dict[str, Any]) -> None:
+        """A step only the sinks see (see `is_audit_only`): the returned trace keeps the
+        original's shape."""
+        self._notify(self._event(kind, self.secrets.scrub(data), self._stack[-1]))
+
+    def _event(self, kind: str, data: dict[str, Any], frame: _Frame) -> TraceEvent:
+        return TraceEvent(
             kind=kind,
             data=data,
             id=next(self._ids),
             parent=frame.call.id if frame.call else None,
             depth=frame.depth,
         )
-        frame.events.append(event)
-        self._notify(event)
-        return event
 
     def end_run(self, status: str, error: str | None = None) -> None:
         """Tell the sinks how the run ended."""
@@ -257,7 +287,8 @@ def event_title(kind: str, data: dict[str, Any]) -> str:
     if kind == "generate":
         return f"- generate {short(data.get('instruction'))}"
     if kind == "tool":
-        return f"- tool {name('tool')}.{name('method')}"
+        failed = " failed" if "error" in data else ""
+        return f"- tool {name('tool')}.{name('method')}{failed}"
     if kind == "memory":
         return f"- memory {name('memory')}.{name('operation')}"
     if kind == "input":

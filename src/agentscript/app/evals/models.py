@@ -3,7 +3,9 @@ recording or a replay, always behind the eval's meter, which enforces the budget
 eval (every cell and every judge run share it) and prices each call.
 
 Cassettes live in `DIR/<configuration>/<case id>.jsonl` (the judge's in `….judge.jsonl`), one
-file per cell, so cells recorded at any concurrency replay in any order.
+file per cell, so cells recorded at any concurrency replay in any order. An eval can also
+replay the journaled runs of an earlier one, named by its results file (the runner does that:
+such a replay answers tools too, and makes no model call to meter).
 """
 
 from __future__ import annotations
@@ -110,8 +112,17 @@ class ModelSource:
     def __post_init__(self) -> None:
         if self.record is not None and self.replay is not None:
             raise LoadError("Use either --record or --replay, not both")
-        if self.replay is not None and not self.replay.is_dir():
-            raise LoadError(f"Replay folder {self.replay} does not exist")
+        if self.replay is not None and not self.replay.exists():
+            raise LoadError(
+                f"Replay {self.replay} does not exist (a cassette folder, or the results "
+                "file of an earlier eval)"
+            )
+
+    @property
+    def replays_runs(self) -> bool:
+        """Replaying the journaled runs named by an earlier eval's results file, not a
+        cassette folder."""
+        return self.replay is not None and not self.replay.is_dir()
 
 
 def cassette(folder: Path, configuration_slug: str, case_id: str, judge: bool) -> Path:

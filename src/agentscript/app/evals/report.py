@@ -58,7 +58,7 @@ def _traces(report: EvalReport) -> dict[str, str]:
             entries = journal.store.entries(run_id)
             if not entries:
                 continue
-            trace = rebuild_trace(entries)
+            trace = rebuild_trace(entries, audit=True)
             text = format_trace(trace) + "\n\n" + json.dumps(trace, indent=2, ensure_ascii=False)
             if len(text) > TRACE_CHARS:
                 text = text[:TRACE_CHARS] + f"\n… cut at {TRACE_CHARS:,} characters"

@@ -65,6 +65,30 @@ class ResultsError(AgentScriptError):
     """A results file that cannot be read or written."""
 
 
+def read_rows(path: Path) -> dict[tuple[str, str], CellResult]:
+    """The rows of a results file, by (case id, configuration), without opening it for an
+    eval (`--replay RESULTS.jsonl` reads a previous eval's); a last line cut short is left
+    out."""
+    try:
+        data = path.read_bytes()
+    except OSError as problem:
+        raise ResultsError(f"Cannot read results file {path}: {problem.strerror}") from None
+    return parse_rows(path, data[: data.rfind(b"\n") + 1])
+
+
+def parse_rows(path: Path, data: bytes, hint: str = "") -> dict[tuple[str, str], CellResult]:
+    rows: dict[tuple[str, str], CellResult] = {}
+    for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = CellResult.from_json(json.loads(line))
+        except (json.JSONDecodeError, TypeError) as problem:
+            raise ResultsError(f"{path}:{number}: not a result row ({problem}){hint}") from None
+        rows[row.key] = row
+    return rows
+
+
 class ResultsFile:
     """The `--out` file: rows loaded on open (unless `fresh`), each new row appended. One eval
     at a time: a second one on the same file is refused (it would run the same cells again and
@@ -106,16 +130,7 @@ class ResultsFile:
             # The last line was cut short (a crash mid-write): drop it so appends start clean.
             with self.path.open("r+b") as file:
                 file.truncate(len(complete))
-        for number, line in enumerate(complete.decode("utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = CellResult.from_json(json.loads(line))
-            except (json.JSONDecodeError, TypeError) as problem:
-                raise ResultsError(
-                    f"{self.path}:{number}: not a result row ({problem}); use --fresh to start over"
-                ) from None
-            self.rows[row.key] = row
+        self.rows.update(parse_rows(self.path, complete, "; use --fresh to start over"))
 
     def done(self, key: tuple[str, str], metric: str) -> CellResult | None:
         row = self.rows.get(key)

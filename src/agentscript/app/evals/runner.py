@@ -38,14 +38,14 @@ from agentscript.app.evals.models import (
     cassette,
 )
 from agentscript.app.evals.report_data import EvalReport, build_report
-from agentscript.app.evals.results import CellResult, ResultsFile
+from agentscript.app.evals.results import CellResult, ResultsFile, read_rows
 from agentscript.lang import ast
 from agentscript.runtime.errors import AgentScriptError, ExecutionError, LoadError
 
 if TYPE_CHECKING:
     from agentscript import RunConfig
     from agentscript.providers.tools.approvals import ApprovalMode
-    from agentscript.runtime.ports import Closeable, LlmProvider
+    from agentscript.runtime.ports import Cassette, Closeable, LlmProvider
 
 LEARNING_OFF = "off"
 LEARNING_ON = "on"
@@ -65,6 +65,9 @@ class EvalConfig:
     llm: LlmProvider | None = None
     # Record every cell's model exchanges into / answer them from cassettes in this folder.
     record: str | Path | None = None
+    # A cassette folder, or the results file (`out`) of an earlier eval: then each cell is
+    # answered from the journaled run its row names (model, tool and memory calls; the judge
+    # from its own run), in the journal of `workspace`/`journal_path`.
     replay: str | Path | None = None
     concurrency: int = 1
     # Budgets of the whole eval, judge runs included.
@@ -216,6 +219,12 @@ class _Eval:
             replay=Path(config.replay) if config.replay is not None else None,
         )
         self.scripts = MockScripts(self.source.responses) if self.source.responses else None
+        self.replayed_rows: dict[tuple[str, str], CellResult] | None = None
+        if self.source.replay is not None and self.source.replays_runs:
+            from agentscript.learn.journal import wait_for_journal
+
+            wait_for_journal()  # the runs an eval of this process journaled are all written
+            self.replayed_rows = read_rows(self.source.replay)
         self.stop = threading.Event()
         self._lock = threading.Lock()
         self._router: LlmProvider | None = None
@@ -402,9 +411,12 @@ class _Eval:
     ) -> CellResult | None:
         try:
             model = self._cell_model(case, configuration, judge=False, owned=owned)
+            replay = self._replayed_run(case, configuration, judge=False)
         except AgentScriptError as problem:
             return self._row(case, configuration, error=describe(problem))
-        outcome = self._run_program(self.program, case.input, configuration, model, learn=True)
+        outcome = self._run_program(
+            self.program, case.input, configuration, model, learn=True, replay=replay
+        )
         if outcome is None:
             return None
         value, error, usage, run_id = outcome
@@ -419,7 +431,12 @@ class _Eval:
             assert isinstance(self.metric, JudgeMetric)
             judge_model = self._cell_model(case, configuration, judge=True, owned=owned)
             result = self._run_program(
-                self.metric.program, judge_input, configuration, judge_model, learn=False
+                self.metric.program,
+                judge_input,
+                configuration,
+                judge_model,
+                learn=False,
+                replay=self._replayed_run(case, configuration, judge=True),
             )
             if result is None:
                 raise EvalBudgetExceeded("eval", "the eval's budget is spent")
@@ -470,11 +487,14 @@ class _Eval:
         configuration: Configuration,
         model: CellModel,
         learn: bool,
+        replay: Cassette | None = None,
     ) -> tuple[Any, str | None, dict[str, float | int], str | None] | None:
         """(value, error, usage, run id), or None when the eval's budget stopped the run."""
         import agentscript
 
         run_config = self._run_config(configuration, model, learn)
+        if replay is not None:
+            run_config.replay = replay
         try:
             result = agentscript.run(program, input_value, run_config)
         except AgentScriptError as error:
@@ -504,6 +524,8 @@ class _Eval:
             journal=True,
             journal_path=self.config.journal_path,
             learn=learn and configuration.learning == LEARNING_ON,
+            # Only the learning arm writes to memory: not even a run memory elsewhere.
+            run_memory=learn and configuration.learning == LEARNING_ON,
             memory_db=self.config.memory_db,
             mock_tools=self.config.mock_tools,
             max_seconds=self.config.max_seconds,
@@ -511,6 +533,23 @@ class _Eval:
             approvals=self.config.approvals,
             variants=dict(configuration.variant.sites) if configuration.variant else {},
         )
+
+    def _replayed_run(
+        self, case: Case, configuration: Configuration, judge: bool
+    ) -> Cassette | None:
+        """With `replay` naming an earlier eval's results: the cassette of the journaled run
+        its row for this cell names (the judge's run with `judge`)."""
+        if self.replayed_rows is None:
+            return None
+        row = self.replayed_rows.get(self._key(case, configuration))
+        run_id = (row.judge_run_id if judge else row.run_id) if row is not None else None
+        if run_id is None:
+            what = "judge run" if judge else "run"
+            raise LoadError(f"{self.source.replay} names no journaled {what} for this cell")
+        from agentscript.learn.cassettes import journaled_run
+        from agentscript.learn.journal import shared_journal
+
+        return journaled_run(shared_journal(self._journal_path()), run_id).cassette
 
     def _cell_model(
         self, case: Case, configuration: Configuration, judge: bool, owned: list[Closeable]
@@ -520,7 +559,10 @@ class _Eval:
         source = self.source
         uri = self.config.judge_model if judge else configuration.model
         inner: LlmProvider
-        if source.replay is not None:
+        if source.replays_runs:
+            # The run's own replay answers (agentscript.app.replay); this model is not asked.
+            inner = _shape_defaults()
+        elif source.replay is not None:
             from agentscript.providers.llm.recording import ReplayLlm
 
             path = cassette(source.replay, configuration.slug, case.id, judge)

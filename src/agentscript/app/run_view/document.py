@@ -15,7 +15,7 @@ from agentscript.app.run_view.steps import Step, build_steps, flatten
 from agentscript.learn.experiences import experience_links
 from agentscript.learn.graph import build_run_graph
 from agentscript.learn.journal import Journal, RunView
-from agentscript.learn.journal_store import JournalEntry
+from agentscript.learn.journal_store import RUN_KIND, JournalEntry
 from agentscript.providers.llm.prices import cost, price_of
 
 # A run id (`YYYYMMDD-HHMMSS-xxxxxx`) anywhere in a run's events names a run it called.
@@ -134,7 +134,7 @@ def _summed_usage(flat: list[Step]) -> dict[str, int] | None:
 
 def _end_value(entries: list[JournalEntry]) -> Any:
     for entry in reversed(entries):
-        if entry.phase == "end" and entry.event_id is None and isinstance(entry.data, dict):
+        if entry.phase == "end" and entry.kind == RUN_KIND and isinstance(entry.data, dict):
             return entry.data.get("value")
     return None
 
@@ -146,6 +146,11 @@ def _recalled(flat: list[Step]) -> list[dict[str, Any]]:
         if step.kind != "tool" or step.data.get("method") not in RECALL_METHODS:
             continue
         result = step.data.get("result")
+        if isinstance(result, str):
+            # `Memory.experiences` hands a program one line per lesson (memory/experience_text).
+            lessons = [line[2:] for line in result.splitlines() if line.startswith("- ")]
+            recalled += [{"step": step.id, "key": None, "title": text} for text in lessons]
+            continue
         hits = result if isinstance(result, list) else (result or {}).get("experiences", [])
         for hit in hits if isinstance(hits, list) else []:
             if isinstance(hit, dict):

@@ -1,17 +1,18 @@
 """Record and replay model exchanges, so realistic sessions run offline and deterministically.
 
-A recording is JSONL, one exchange per line: the request digest, the prompt that produced it,
-and the answer (value, raw text, usage) or the not-JSON failure (so repairs replay too). Replay
-serves answers by digest, in recorded order for identical requests, and fails loudly on a miss.
-Keys never enter a recording: the digest covers only the prompt and the generate options, and
-each line is scrubbed with the run's redaction set (provider keys, allowed environment secrets,
-URI passwords) before it is written.
+A recording is JSONL, one exchange per line (providers/storage/cassette_file.py): the request
+digest, the prompt that produced it, and the answer (value, raw text, usage) or the not-JSON
+failure (so repairs replay too). A journaled run keeps the same exchanges in its journal, so
+any journaled run is a cassette. Replay serves answers by digest, in recorded order for
+identical requests; a miss stops with a short diff against the recorded request, or, with a
+fallback provider (lenient replay, resume), goes live from there on. Keys never enter a
+recording: the digest covers only the prompt and the generate options, and each line is
+scrubbed with the run's redaction set (provider keys, allowed environment secrets, URI
+passwords) before it is written.
 """
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 import os
 import threading
 from collections import deque
@@ -19,16 +20,27 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from agentscript.providers.llm.endpoints import endpoint_secrets
+from agentscript.providers.storage.cassette_file import (
+    FORMAT_VERSION,
+    entry_digest,
+    material_digest,
+    read_cassette,
+)
 from agentscript.runtime.context import PromptLayout
-from agentscript.runtime.errors import ExecutionError, LoadError, ModelOutputError
+from agentscript.runtime.errors import LoadError, ModelOutputError, ReplayMismatch
 from agentscript.runtime.generate import prompt_layout_of
-from agentscript.runtime.jsjson import parse, stringify
-from agentscript.runtime.ports import GenerateRequest, GenerateResponse, LlmProvider
+from agentscript.runtime.jsjson import stringify
+from agentscript.runtime.ports import (
+    MODEL_EXCHANGE,
+    Cassette,
+    ExchangeLog,
+    GenerateRequest,
+    GenerateResponse,
+    LlmProvider,
+)
 from agentscript.runtime.secrets import SecretSet
 from agentscript.runtime.usage import Usage
 from agentscript.runtime.values import LlmBinding, sanitize
-
-FORMAT_VERSION = 1
 
 
 def request_material(request: GenerateRequest) -> dict[str, Any]:
@@ -49,37 +61,48 @@ def request_material(request: GenerateRequest) -> dict[str, Any]:
     return material
 
 
-def request_digest(request: GenerateRequest) -> str:
-    return hashlib.sha256(stringify(request_material(request)).encode("utf-8")).hexdigest()
-
-
 class RecordingLlm:
-    """Wraps a provider and appends every exchange to a JSONL file as it happens, scrubbed
-    with `secrets` (the run's redaction set; by default the provider keys of the process)."""
+    """Wraps a provider and keeps every exchange as it happens, scrubbed with `secrets` (the
+    run's redaction set; by default the provider keys of the process): appended to a JSONL
+    file, or handed to an ExchangeLog (the run journal). There the digest is left out (it is
+    computed when the journal is read as a cassette), and `durable` says whether the run waits
+    until the answer is on disk: worth it for a real model, whose answer costs money and
+    would be asked again after a kill; not for the mock, which answers again for free."""
 
     def __init__(
-        self, inner: LlmProvider, path: str | Path, secrets: SecretSet | None = None
+        self,
+        inner: LlmProvider,
+        target: str | Path | ExchangeLog,
+        secrets: SecretSet | None = None,
+        durable: bool = False,
     ) -> None:
         self._inner = inner
-        self._path = Path(path)
         self._lock = threading.Lock()
-        self._secrets = secrets if secrets is not None else SecretSet(endpoint_secrets(os.environ))
-        try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            self._file: TextIO | None = self._path.open("w", encoding="utf-8")
-        except OSError as problem:
-            raise LoadError(f"Cannot write recording {self._path}: {problem.strerror}") from None
+        self._secrets = secrets if secrets is not None else SecretSet()
+        self._durable = durable
+        self._file: TextIO | None = None
+        self._log: ExchangeLog | None = None
+        if isinstance(target, str | Path):
+            if secrets is None:
+                self._secrets = SecretSet(endpoint_secrets(os.environ))
+            path = Path(target)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._file = path.open("w", encoding="utf-8")
+            except OSError as problem:
+                raise LoadError(f"Cannot write recording {path}: {problem.strerror}") from None
+        else:
+            self._log = target
 
     def prompt_layout(self, model: LlmBinding | None) -> PromptLayout:
         return prompt_layout_of(self._inner, model)
 
     def generate(self, request: GenerateRequest) -> GenerateResponse:
-        entry: dict[str, Any] = {
-            "version": FORMAT_VERSION,
-            "digest": request_digest(request),
-            "call": request.call_key,
-            "request": request_material(request),
-        }
+        material = request_material(request)
+        entry: dict[str, Any] = {"version": FORMAT_VERSION, "call": request.call_key}
+        if self._log is None:
+            entry["digest"] = material_digest(material)
+        entry["request"] = material
         try:
             response = self._inner.generate(request)
         except ModelOutputError as error:
@@ -100,6 +123,10 @@ class RecordingLlm:
         return response
 
     def _write(self, entry: dict[str, Any]) -> None:
+        if self._log is not None:
+            # The journal scrubs what it keeps with the same redaction set.
+            self._log.exchange(MODEL_EXCHANGE, entry, durable=self._durable)
+            return
         line = stringify(self._secrets.scrub(entry))
         with self._lock:
             if self._file is not None:
@@ -115,33 +142,61 @@ class RecordingLlm:
 
 
 class ReplayLlm:
-    """Answers from a recording by request digest; a request never recorded is an error."""
+    """Answers from a cassette by request digest (see the module doc). Without a `fallback`
+    a request it has no answer for stops the run with a ReplayMismatch; with one, that
+    request and every one after it go to the fallback (lenient replay, resume)."""
 
-    def __init__(self, path: str | Path) -> None:
-        self._path = Path(path)
+    def __init__(
+        self,
+        source: str | Path | Cassette,
+        fallback: LlmProvider | None = None,
+        secrets: SecretSet | None = None,
+    ) -> None:
+        cassette = source if isinstance(source, Cassette) else read_cassette(Path(source))
+        # A recording keeps its requests scrubbed; a live request is compared the same way.
+        self._secrets = secrets if secrets is not None else SecretSet()
+        self._source = cassette.source
+        self._fallback = fallback
+        self._live = False
         self._lock = threading.Lock()
         self._answers: dict[str, deque[dict[str, Any]]] = {}
+        self._recorded = cassette.model
+        self._unused = len(cassette.model)
         self._layout = PromptLayout.ORIGINAL
-        self._recorded = _read_recording(self._path)
         for entry in self._recorded:
-            self._answers.setdefault(str(entry["digest"]), deque()).append(entry)
+            self._answers.setdefault(entry_digest(entry), deque()).append(entry)
             if _recorded_layout(entry) is PromptLayout.COMPACT:
                 self._layout = PromptLayout.COMPACT
 
     def prompt_layout(self, model: LlmBinding | None) -> PromptLayout:
-        """The layout the recording was made with, so replayed prompts are the recorded ones."""
+        """The layout the recording was made with, so replayed prompts are the recorded ones;
+        once the recording is used up, the fallback's."""
+        if self._fallback is not None and (self._live or not self._unused):
+            return prompt_layout_of(self._fallback, model)
         return self._layout
 
     def generate(self, request: GenerateRequest) -> GenerateResponse:
-        digest = request_digest(request)
+        raw = request_material(request)
+        material = self._secrets.scrub(raw) if self._secrets else raw
+        digest = material_digest(material)
+        # A journal keeps requests scrubbed; a `--record` file has the digest of the raw one.
+        digests = (digest,) if material == raw else (digest, material_digest(raw))
         with self._lock:
-            queue = self._answers.get(digest)
+            queue = None
+            if not self._live:
+                queue = next((self._answers[d] for d in digests if self._answers.get(d)), None)
             entry = queue.popleft() if queue else None
+            if entry is not None:
+                self._unused -= 1
+            elif self._fallback is not None:
+                self._live = True
         if entry is None:
-            raise ExecutionError(
-                f"Replay {self._path} has no recorded answer for {request.call_key} "
-                f"(request {digest[:12]}); the prompt or options changed since it was recorded"
-                + self._what_changed(request)
+            if self._fallback is not None:
+                return self._fallback.generate(request)
+            raise ReplayMismatch(
+                f"Replay {self._source} has no recorded answer for {request.call_key} "
+                f"(request {digest[:12]}); the prompt or options changed since it was recorded",
+                self._what_changed(request.call_key, material),
             )
         usage = _usage(entry.get("usage"))
         if entry.get("outcome") == "not_json":
@@ -150,20 +205,27 @@ class ReplayLlm:
                 raw_text=entry.get("raw_text"),
                 usage=usage,
             )
+        provider = str(entry.get("provider"))
         return GenerateResponse(
             value=entry.get("value"),
             raw_text=entry.get("raw_text"),
             usage=usage,
-            provider=f"replay:{entry.get('provider')}",
+            # A replay of a replay still names the provider that answered first.
+            provider=provider if provider.startswith("replay:") else f"replay:{provider}",
             details=dict(entry.get("details") or {}),
+            # A replay that may go live (a resume) spends its budgets on the live part only.
+            budgeted=self._fallback is None,
         )
 
-    def _what_changed(self, request: GenerateRequest) -> str:
+    def _what_changed(self, call_key: str, material: dict[str, Any]) -> list[str]:
         """A short diff against the recorded request of the same call (the first one)."""
-        same_call = [entry for entry in self._recorded if entry.get("call") == request.call_key]
+        same_call = [entry for entry in self._recorded if entry.get("call") == call_key]
         if not same_call or not isinstance(same_call[0].get("request"), dict):
-            return f". The recording has no request of {request.call_key}"
-        return ":\n" + "\n".join(material_diff(same_call[0]["request"], request_material(request)))
+            return [f"The recording has no request of {call_key}"]
+        return [
+            *material_diff(same_call[0]["request"], material),
+            "(--replay-lenient answers this call and the rest from the live model)",
+        ]
 
 
 _DIFF_LINES = 8
@@ -172,6 +234,8 @@ _DIFF_LINES = 8
 def material_diff(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
     """What differs between two requests: changed options as `name: old -> new`, changed
     prompt texts as the first few lines of a unified diff."""
+    import difflib  # only when a replay missed
+
     lines: list[str] = []
     for name in sorted(set(recorded) | set(now)):
         before, after = recorded.get(name), now.get(name)
@@ -192,25 +256,6 @@ def material_diff(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
         else:
             lines.append(f"{name}: {stringify(before)} -> {stringify(after)}")
     return lines or ["(the same request was recorded, and its answers are used up)"]
-
-
-def _read_recording(path: Path) -> list[dict[str, Any]]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as problem:
-        raise LoadError(f"Cannot read recording {path}: {problem.strerror}") from None
-    entries: list[dict[str, Any]] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            entry = parse(line)
-        except ValueError as problem:
-            raise LoadError(f"Invalid recording line {path}:{number}: {problem}") from None
-        if not isinstance(entry, dict) or not isinstance(entry.get("digest"), str):
-            raise LoadError(f"Invalid recording line {path}:{number}: not an exchange")
-        entries.append(entry)
-    return entries
 
 
 def _recorded_layout(entry: dict[str, Any]) -> PromptLayout:

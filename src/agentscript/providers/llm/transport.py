@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import httpx
 
 from agentscript.providers.llm.json_text import snippet
+from agentscript.providers.tls import shared_ssl_context
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.jsjson import parse
 
@@ -50,13 +51,14 @@ class HttpTransport:
     max_retries: int = MAX_RETRIES
     _client: httpx.Client | None = None
     # Threads sharing the transport (`parallel for`, eval cells) must create one client, not
-    # one each: a client loads the CA certificates (tens of ms), and the extras would leak.
+    # one each: the extras would leak. (The CA certificates are loaded once per process:
+    # agentscript.providers.tls.)
     _client_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def client(self) -> httpx.Client:
         with self._client_lock:
             if self._client is None:
-                self._client = httpx.Client(follow_redirects=False)
+                self._client = httpx.Client(follow_redirects=False, verify=shared_ssl_context())
             return self._client
 
     def close(self) -> None:

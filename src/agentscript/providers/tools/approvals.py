@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from agentscript.providers.tools.base import Risk, scheme_of
+from agentscript.providers.tools.base import Risk
 from agentscript.providers.tools.mcp_launch import ServerLaunch, StartRefused
 from agentscript.providers.tools.registry import ToolRegistry
+from agentscript.providers.tools.tool_uris import scheme_of
 from agentscript.runtime.errors import ExecutionError, LoadError
 from agentscript.runtime.ports import ToolCall
 from agentscript.runtime.uris import scrub_uri
@@ -144,6 +145,8 @@ class ApprovalRequest:
     args: list[Any]
     # Set when what is asked is starting an MCP server, not a tool call.
     launch: ServerLaunch | None = None
+    # Why the user is asked although the mode or policy would not ask (see `ask_again`).
+    note: str | None = None
 
     @property
     def label(self) -> str:
@@ -175,6 +178,7 @@ class ApprovalGate:
 
     def call(self, request: ToolCall) -> Any:
         risk = self.registry.risk(request)
+        request.risk = risk
         decision = self.policy.decide(request, risk)
         if decision == "run" and risk == "read":
             return self.registry.call(request)
@@ -192,6 +196,33 @@ class ApprovalGate:
         if not approved:
             raise ExecutionError(_refusal(approval, by))
         return self.registry.call(request)
+
+    def ask_again(self, request: ToolCall, note: str) -> bool:
+        """Whether the person at the terminal allows a call with effects to run again although
+        it may have run already (`note` says why; a resume found it started but unfinished).
+        Asked in every mode: "auto" approved the call once, not twice. A policy rule that
+        denies it, an unattended run, or nobody to ask is a no."""
+        approval = ApprovalRequest(
+            approval_id=f"approval-{next(self._ids)}",
+            tool=request.tool_name,
+            method=request.method,
+            uri=scrub_uri(request.uri),
+            risk=self.registry.risk(request),
+            args=sanitize(request.args),
+            note=note,
+        )
+        self._report(request, approval, "pending", None)
+        if self.policy.decide(request, approval.risk) == "deny":
+            approved, by = False, "policy"
+        elif self.mode == "autonomous":
+            approved, by = False, "autonomous"
+        elif self.ask_user is None:
+            approved, by = False, "no-terminal"
+        else:
+            with self._lock:
+                approved, by = self.ask_user(approval) != "no", "user"
+        self._report(request, approval, "approved" if approved else "refused", by)
+        return approved
 
     def approve_start(self, request: ToolCall, launch: ServerLaunch) -> None:
         """The StartApprover of `mcp://`: returns when the server may start, else raises

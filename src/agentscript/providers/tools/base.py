@@ -7,7 +7,6 @@ checks arguments with the original's messages (reference §4.3) so errors read a
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal, Protocol
 
 from agentscript.runtime.errors import ExecutionError
@@ -20,13 +19,6 @@ from agentscript.runtime.values import is_number, sanitize
 Risk = Literal["read", "effect", "destructive"]
 
 DEFAULT_MAX = 100
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
-
-
-def scheme_of(uri: str) -> str:
-    """The lower-case scheme of a tool URI (`sh://grep` → `sh`), or "" when there is none."""
-    matched = _SCHEME.match(uri)
-    return matched.group(1).lower() if matched else ""
 
 
 class SchemeTool(Protocol):

@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from agentscript.providers.tls import shared_ssl_context
 from agentscript.providers.tools.base import (
     Risk,
     object_argument,
@@ -143,7 +144,10 @@ class HttpTools:
                     policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[])
                 )
                 self._client = httpx.Client(
-                    follow_redirects=False, trust_env=False, cookies=no_cookies
+                    follow_redirects=False,
+                    trust_env=False,
+                    cookies=no_cookies,
+                    verify=shared_ssl_context(trust_env=False),
                 )
             return self._client
 

@@ -10,7 +10,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agentscript.providers.tools.base import Risk, SchemeTool, scheme_of
+from agentscript.providers.tools.base import Risk, SchemeTool
+from agentscript.providers.tools.tool_uris import scheme_of
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.ports import Closeable, ToolCall
 

@@ -24,34 +24,14 @@ from agentscript.providers.tools.base import (
 from agentscript.providers.tools.globs import Glob
 from agentscript.providers.tools.output_caps import Collector
 from agentscript.providers.tools.regex_search import regex_matches
+from agentscript.providers.tools.tool_uris import supported_command
 from agentscript.providers.tools.workspace import Workspace
 from agentscript.runtime.budgets import CallDeadline
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.ports import ToolCall
 
-FORBIDDEN = frozenset({"sh", "bash", "zsh", "fish"})
-SUPPORTED = ("find", "grep", "sed")
 GREP_MAX_FILE_BYTES = 1024 * 1024
 _LINES = re.compile(r"\r?\n")
-
-
-def shell_command(uri: str) -> str:
-    """The command a `sh://` URI names: its host, else its path (`sh:grep`, `sh:///grep`)."""
-    rest = uri.split(":", 1)[1] if ":" in uri else uri
-    return rest.lstrip("/").split("/", 1)[0].split("?", 1)[0]
-
-
-def supported_command(uri: str) -> str:
-    """The command of a `sh://` URI; ExecutionError for a shell (forbidden: it would run
-    command strings) or a command this tool does not implement."""
-    command = shell_command(uri)
-    if command in FORBIDDEN:
-        raise ExecutionError(f"Forbidden shell tool '{command}'")
-    if command not in SUPPORTED:
-        raise ExecutionError(
-            f"Unsupported shell tool '{command}'. Supported: {', '.join(SUPPORTED)}"
-        )
-    return command
 
 
 class ShellTools:
