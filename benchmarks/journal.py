@@ -328,7 +328,8 @@ def measure_processes(root: Path, pairs: int) -> list[Row]:
     compileall.compile_dir(Path(agentscript.__file__).parent, quiet=1)
     run = [str(executable), "run", "hello.as", "--mock", "--input", '{"name": "Ada"}']
     commands = {
-        "learning": run,
+        # A mock run learns only when asked (offline answers teach nothing by default).
+        "learning": [*run, "--learn"],
         "off": [*run, "--no-journal", "--no-learn"],
         "check": [str(executable), "check", "hello.as"],
         "lang": [sys.executable, "-c", "import agentscript.lang"],

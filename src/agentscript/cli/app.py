@@ -15,7 +15,12 @@ import click
 
 from agentscript import __version__
 from agentscript.cli import actions
-from agentscript.cli.options import json_option, mock_option, workspace_option
+from agentscript.cli.options import (
+    json_option,
+    mock_option,
+    run_budget_options,
+    workspace_option,
+)
 
 # The command groups of their own modules, imported when a command line names them (or asks
 # for the full help), so `agentscript check` does not load the memory or learning commands.
@@ -166,11 +171,7 @@ def cli(ctx: click.Context) -> None:
     default=None,
     help="Show model answers as they arrive (default: when stderr is a terminal).",
 )
-@click.option("--max-tokens", type=click.IntRange(min=1), help="Stop the run past N tokens.")
-@click.option("--max-calls", type=click.IntRange(min=1), help="Stop the run past N model calls.")
-@click.option(
-    "--max-seconds", type=click.FloatRange(min=0, min_open=True), help="Stop the run after N s."
-)
+@run_budget_options
 @click.option("--record", metavar="FILE", help="Save every model exchange to FILE (JSONL).")
 @click.option(
     "--replay",

@@ -1,4 +1,5 @@
-"""The options several commands share, declared once: `--workspace`, `--db`, `--mock`, `--json`.
+"""The options several commands share, declared once: `--workspace`, `--db`, `--mock`, `--json`,
+the run budgets.
 
 Each is a decorator factory, so a command states what its option means for it (`--workspace`
 is "whose journal to read" for one and "where tools are confined" for another) while the flag,
@@ -49,3 +50,25 @@ def mock_option(help: str) -> Decorator[Any]:
 
 def json_option(help: str = "Print JSON.") -> Decorator[Any]:
     return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def run_budget_options(command: Command) -> Command:
+    """`--max-tokens N`, `--max-calls N`, `--max-seconds N`: the budgets of one run (`run`,
+    `runs resume`), received as `max_tokens`, `max_calls`, `max_seconds`."""
+    for option in reversed(
+        (
+            click.option(
+                "--max-tokens", type=click.IntRange(min=1), help="Stop the run past N tokens."
+            ),
+            click.option(
+                "--max-calls", type=click.IntRange(min=1), help="Stop the run past N model calls."
+            ),
+            click.option(
+                "--max-seconds",
+                type=click.FloatRange(min=0, min_open=True),
+                help="Stop the run after N s.",
+            ),
+        )
+    ):
+        command = option(command)
+    return command

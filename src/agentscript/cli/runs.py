@@ -15,7 +15,12 @@ import click
 
 from agentscript.cli.actions import reporting_errors
 from agentscript.cli.errors import CliError
-from agentscript.cli.options import json_option, mock_option, workspace_option
+from agentscript.cli.options import (
+    json_option,
+    mock_option,
+    run_budget_options,
+    workspace_option,
+)
 from agentscript.cli.render import print_trace, to_json
 
 if TYPE_CHECKING:
@@ -163,11 +168,7 @@ def view_command(
     is_flag=True,
     help="Run again (behind approvals) a call with effects that RUN started but never finished.",
 )
-@click.option("--max-tokens", type=click.IntRange(min=1), help="Stop the run past N tokens.")
-@click.option("--max-calls", type=click.IntRange(min=1), help="Stop the run past N model calls.")
-@click.option(
-    "--max-seconds", type=click.FloatRange(min=0, min_open=True), help="Stop the run after N s."
-)
+@run_budget_options
 @click.option("--trace", metavar="FILE|pretty", help="Write the trace to FILE, or draw it.")
 @click.option("--quiet", is_flag=True, help="Print only the result value.")
 @click.option(
