@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import agentscript
+import private_memory  # noqa: F401  (the user's memory stays out of reach)
 from agentscript.learn.journal import wait_for_journal
 from agentscript.runtime.ports import GenerateRequest, GenerateResponse
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import agentscript
+import private_memory  # noqa: F401  (the user's memory stays out of reach)
 from agentscript.learn.graph import NodeType, build_run_graph
 from agentscript.learn.journal import (
     Journal,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 import agentscript
+import private_memory  # noqa: F401  (the user's memory stays out of reach)
 from agentscript.lang.checker import check_program
 from agentscript.lang.lexer import tokenize
 from agentscript.lang.parser import parse_program

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import agentscript
+import private_memory  # noqa: F401  (the user's memory stays out of reach)
 from agentscript.learn.graph import episode_node_id
 from agentscript.learn.journal import journal_path, shared_journal
 from agentscript.memory.service import MemoryService

@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import private_memory  # noqa: F401  (the user's memory stays out of reach)
 from agentscript.app.memory_resources import import_records
 from agentscript.providers.memory.router import MemoryRouter
 from agentscript.providers.memory.rules import timestamp

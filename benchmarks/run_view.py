@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import agentscript
+import private_memory  # noqa: F401  (the user's memory stays out of reach)
 from agentscript.app.run_view.page import write_run_pages
 from agentscript.learn.journal import Journal
 from agentscript.learn.pictures import render_run_html

@@ -23,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import agentscript
+import private_memory  # noqa: F401  (the user's memory stays out of reach)
 from agentscript.providers.telemetry.otel import wait_for_telemetry
 
 TARGET_MS = 2.0

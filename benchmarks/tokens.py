@@ -22,6 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import private_memory  # noqa: F401  (the user's memory stays out of reach)
+
 ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ROOT / "benchmarks" / "token_tasks" / "harness.py"
 PEERS = ["pydantic-ai-slim[openai]==2.68.0", "dspy==3.4.1", "tiktoken==0.14.0"]

@@ -26,6 +26,7 @@ import httpx
 from pytest_httpserver import HTTPServer
 from werkzeug.wrappers import Response
 
+import private_memory  # noqa: F401  (the user's memory stays out of reach)
 from agentscript.providers.tools.globs import Glob
 from agentscript.providers.tools.http import HttpTools
 from agentscript.runtime.errors import ExecutionError
