@@ -72,11 +72,15 @@ def overhead(folder: Path, runs: int, model_ms: float) -> dict[str, float]:
     items = cases(runs)
 
     def bare() -> None:
+        # Like the eval's cells (outside a learning arm): no run memory, so both sides do the
+        # same work but for the eval's own.
         for item in items:
             agentscript.run(
                 program,
                 item["input"],
-                agentscript.RunConfig(model=model, journal_path=folder / "bare.db", learn=False),
+                agentscript.RunConfig(
+                    model=model, journal_path=folder / "bare.db", learn=False, run_memory=False
+                ),
             )
 
     def evaluated() -> None:
