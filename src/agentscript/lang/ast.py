@@ -7,6 +7,7 @@ operators, later generate options) only appear when a program uses them.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -236,6 +237,30 @@ Expr = (
     | GenerateExpr
     | ParallelForExpr
 )
+
+
+def operand_expressions(expr: Expr) -> Iterator[Expr]:
+    """The direct sub-expressions of a member, index, call, list, object, unary or binary
+    expression; none for a leaf. A generate and a `parallel for` hold options, shapes and a
+    scope of their own, which each walker (checker, language server index) treats itself."""
+    if isinstance(expr, MemberExpr):
+        yield expr.object
+    elif isinstance(expr, IndexExpr):
+        yield expr.object
+        yield expr.index
+    elif isinstance(expr, CallExpr):
+        yield expr.callee
+        yield from expr.args
+    elif isinstance(expr, ListExpr):
+        yield from expr.items
+    elif isinstance(expr, ObjectExpr):
+        for prop in expr.properties:
+            yield prop.value
+    elif isinstance(expr, UnaryExpr):
+        yield expr.value
+    elif isinstance(expr, BinaryExpr):
+        yield expr.left
+        yield expr.right
 
 
 # ----------------------------------------------------------------------------- statements

@@ -7,7 +7,6 @@ gets a list of diagnostics, empty when it is valid. It does not evaluate anythin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from agentscript.lang import ast
@@ -365,7 +364,7 @@ class _Checker:
         elif isinstance(expr, ast.ParallelForExpr):
             self.check_parallel_for(expr, scope)
         else:
-            for child in _child_expressions(expr):
+            for child in ast.operand_expressions(expr):
                 self.check_expr(child, scope)
 
     def check_call(self, call: ast.CallExpr, scope: _Scope) -> None:
@@ -615,22 +614,3 @@ def effectful_tool_call(uri: str, method: str) -> bool:
     if scheme == "memory":
         return method in _MEMORY_SERVICE_WRITES
     return scheme != "env"
-
-
-def _child_expressions(expr: ast.Expr) -> Iterator[ast.Expr]:
-    """The direct sub-expressions of the expression kinds without a rule of their own."""
-    if isinstance(expr, ast.MemberExpr):
-        yield expr.object
-    elif isinstance(expr, ast.IndexExpr):
-        yield expr.object
-        yield expr.index
-    elif isinstance(expr, ast.ListExpr):
-        yield from expr.items
-    elif isinstance(expr, ast.ObjectExpr):
-        for prop in expr.properties:
-            yield prop.value
-    elif isinstance(expr, ast.UnaryExpr):
-        yield expr.value
-    elif isinstance(expr, ast.BinaryExpr):
-        yield expr.left
-        yield expr.right

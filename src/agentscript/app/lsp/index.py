@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -395,7 +395,7 @@ class _Indexer:
             self.bind_item(expr.item_name, expr.item_range, expr, body)
             self.block(expr.body, body)
         else:
-            for child in _children(expr):
+            for child in ast.operand_expressions(expr):
                 self.expr(child, scope)
 
     def member(self, expr: ast.MemberExpr, scope: Scope) -> None:
@@ -444,22 +444,3 @@ def _literal_type(value: ast.Expr) -> str:
     if isinstance(value, ast.ListExpr):
         return "list"
     return "json"
-
-
-def _children(expr: ast.Expr) -> Iterator[ast.Expr]:
-    if isinstance(expr, ast.IndexExpr):
-        yield expr.object
-        yield expr.index
-    elif isinstance(expr, ast.CallExpr):
-        yield expr.callee
-        yield from expr.args
-    elif isinstance(expr, ast.ListExpr):
-        yield from expr.items
-    elif isinstance(expr, ast.ObjectExpr):
-        for prop in expr.properties:
-            yield prop.value
-    elif isinstance(expr, ast.UnaryExpr):
-        yield expr.value
-    elif isinstance(expr, ast.BinaryExpr):
-        yield expr.left
-        yield expr.right
