@@ -32,9 +32,10 @@ entries_strategy = st.lists(
 
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pack every few postings and merge every third block, so a few entries exercise the
-    blocks, the tail and the merges together."""
+    """Pack every few postings, fill blocks up to ten, merge every third block, so a few
+    entries exercise the blocks, the tail and the merges together."""
     monkeypatch.setattr(sqlite_postings, "PACK_AT", 7)
+    monkeypatch.setattr(sqlite_postings, "BLOCK_FILL", 10)
     monkeypatch.setattr(sqlite_postings, "MERGE_AT", 3)
 
 
@@ -126,14 +127,22 @@ def test_the_tail_is_packed_into_blocks_and_blocks_are_merged(
     small_blocks: None, databases: tuple[sqlite3.Connection, sqlite3.Connection]
 ) -> None:
     ours, _ = databases
+
+    def layout() -> tuple[list[int], int]:
+        blocks = ours.execute(
+            "SELECT length(seqs) / 4 FROM memory_postings WHERE term = 'clay' ORDER BY first_seq"
+        ).fetchall()
+        return [size for (size,) in blocks], sqlite_postings.totals(ours).tail
+
     for seq in range(1, 31):
         sqlite_postings.add(ours, [indexed(seq, "/a", [[], [], [], ["clay"], []])])
-    blocks = ours.execute("SELECT COUNT(*) FROM memory_postings WHERE term = 'clay'").fetchone()[0]
-    waiting = ours.execute("SELECT COUNT(*) FROM memory_postings_tail").fetchone()[0]
-    # 30 postings, packed at 7: four packs (a merge at the third block), two left waiting.
-    assert (blocks, waiting) == (2, 2)
-    assert sqlite_postings.totals(ours).tail == 2
+        if seq == 21:
+            # Packed at 7 and 14 into one block (it held fewer than 10), at 21 into a second.
+            assert layout() == ([14, 7], 0)
+    # At 28 the third block merged all three.
+    assert layout() == ([28], 2)
     assert set(sqlite_postings.scores(ours, ["clay"], ("/a",), WEIGHTS)) == set(range(1, 31))
+    assert set(sqlite_postings.scores(ours, ["clay"], ("/b",), WEIGHTS)) == set()
 
 
 def test_a_damaged_block_is_reported(
@@ -143,6 +152,6 @@ def test_a_damaged_block_is_reported(
     sqlite_postings.add(ours, [indexed(1, "/a", [[], [], [], ["clay", "kiln"], []])])
     sqlite_postings.pack(ours)
     assert sqlite_postings.problems(ours, 1) == []
-    ours.execute("UPDATE memory_postings SET picks = X'05' WHERE term = 'clay'")
+    ours.execute("UPDATE memory_postings SET shapes = X'05' WHERE term = 'clay'")
     assert sqlite_postings.problems(ours, 1) == ["the text index has 1 damaged blocks of postings"]
     assert sqlite_postings.problems(ours, 2)[0].startswith("the text index holds 1 entries of 2")

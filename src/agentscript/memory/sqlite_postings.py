@@ -12,12 +12,15 @@ entries holding two or more of the query's terms pass through Python.
 
 Tables (one database, written inside the store's transactions, so crash-safe like the rest):
 - memory_postings: one row per block of postings of a (term, scope): the entries' seqs
-  ascending (an array of 4-byte or 8-byte integers), the block's palette of shapes
-  ("length c_tags c_title c_key c_body c_context", one per line), and for each posting the
-  index of its shape in the palette (1, 2 or 4 bytes).
+  ascending (an array of 4-byte or 8-byte integers) and, for each, the id of its shape (an
+  array of 2-byte or 4-byte integers).
+- memory_posting_shapes: the shapes ("length c_tags c_title c_key c_body c_context"), each
+  once; few, as entries' lengths and counts repeat. Never deleted, so an id always means the
+  same shape.
 - memory_postings_tail: postings written since the last pack, one row each. At PACK_AT of
-  them they are packed into one new block per (term, scope); a (term, scope) reaching
-  MERGE_AT blocks has them merged into one, so a term's blocks stay few.
+  them they are packed: appended to their (term, scope)'s last block while it holds fewer than
+  BLOCK_FILL, else into a new block; a (term, scope) reaching MERGE_AT blocks has them merged
+  into one, so a term's blocks stay few and full.
 - memory_term_documents: how many entries hold each term (BM25's n).
 - memory_index_totals: how many entries the index holds and how many tokens they hold
   together (BM25's N and average length), and how many postings wait in the tail.
@@ -27,17 +30,19 @@ of a deleted entry lingers in the index, and the statistics stay exactly FTS5's.
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
 from agentscript.memory.store import BM25_B, BM25_K1, BM25_MIN_IDF, scope_hash
 
 PACK_AT = 20_000
+BLOCK_FILL = 4_096
 MERGE_AT = 8
 
 SCHEMA = (
@@ -47,15 +52,18 @@ SCHEMA = (
         first_seq INTEGER NOT NULL,
         last_seq INTEGER NOT NULL,
         seqs BLOB NOT NULL,
-        palette TEXT NOT NULL,
-        picks BLOB NOT NULL,
+        shapes BLOB NOT NULL,
         PRIMARY KEY (term, scope_key, first_seq)
     ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS memory_posting_shapes (
+        id INTEGER PRIMARY KEY,
+        shape TEXT NOT NULL UNIQUE
+    )""",
     """CREATE TABLE IF NOT EXISTS memory_postings_tail (
         term TEXT NOT NULL,
         scope_key INTEGER NOT NULL,
         seq INTEGER NOT NULL,
-        shape TEXT NOT NULL,
+        shape INTEGER NOT NULL,
         PRIMARY KEY (term, scope_key, seq)
     ) WITHOUT ROWID""",
     """CREATE TABLE IF NOT EXISTS memory_term_documents (
@@ -70,10 +78,15 @@ SCHEMA = (
     )""",
     "INSERT OR IGNORE INTO memory_index_totals VALUES (1, 0, 0, 0)",
 )
+# Emptied by a rebuild; the shapes stay, so their ids keep their meaning.
 _TABLES = ("memory_postings", "memory_postings_tail", "memory_term_documents")
 _FOUR_BYTES = 2**32
+_TWO_BYTES = 2**16
 # The array typecode of an unsigned 4-byte integer on this platform.
 _U32 = next(code for code in "IL" if array(code).itemsize == 4)
+
+# A posting: an entry's seq and the id of its shape.
+Posting = tuple[int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +109,8 @@ class Totals:
 
 def add(connection: sqlite3.Connection, entries: Iterable[IndexedEntry]) -> None:
     """Index `entries` (inside the caller's write transaction): their postings go to the
-    tail, packed into blocks once enough wait there."""
+    tail, packed into blocks once enough wait there. One call for many entries costs a few
+    statements, not a few per entry."""
     rows: list[tuple[str, int, int, str]] = []
     holding: dict[str, int] = {}
     documents = tokens = 0
@@ -110,8 +124,10 @@ def add(connection: sqlite3.Connection, entries: Iterable[IndexedEntry]) -> None
             holding[term] = holding.get(term, 0) + 1
     if not documents:
         return
+    ids = _shape_ids(connection, {row[3] for row in rows})
     connection.executemany(
-        "INSERT INTO memory_postings_tail (term, scope_key, seq, shape) VALUES (?, ?, ?, ?)", rows
+        "INSERT INTO memory_postings_tail (term, scope_key, seq, shape) VALUES (?, ?, ?, ?)",
+        [(term, key, seq, ids[shape]) for term, key, seq, shape in rows],
     )
     connection.executemany(
         "INSERT INTO memory_term_documents (term, documents) VALUES (?, ?) "
@@ -169,21 +185,26 @@ def clear(connection: sqlite3.Connection) -> None:
 
 
 def pack(connection: sqlite3.Connection) -> None:
-    """Move the tail's postings into blocks: one new block per (term, scope), merged with that
-    pair's older blocks once it has MERGE_AT of them."""
+    """Move the tail's postings into blocks (see the module's docstring)."""
     rows = connection.execute(
         "SELECT term, scope_key, seq, shape FROM memory_postings_tail ORDER BY term, scope_key, seq"
     ).fetchall()
     for (term, key), group in groupby(rows, key=lambda row: (row[0], row[1])):
         fresh = [(seq, shape) for _, _, seq, shape in group]
         blocks = connection.execute(
-            "SELECT COUNT(*) FROM memory_postings WHERE term = ? AND scope_key = ?", (term, key)
-        ).fetchone()[0]
-        if blocks + 1 >= MERGE_AT:
-            fresh = sorted([*fresh, *_stored_postings(connection, term, key)])
-            connection.execute(
-                "DELETE FROM memory_postings WHERE term = ? AND scope_key = ?", (term, key)
-            )
+            "SELECT first_seq, last_seq, length(seqs) FROM memory_postings "
+            "WHERE term = ? AND scope_key = ? ORDER BY first_seq",
+            (term, key),
+        ).fetchall()
+        if len(blocks) + 1 >= MERGE_AT:
+            joined = [first for first, _, _ in blocks]
+        elif blocks and blocks[-1][2] // array(_seq_code(blocks[-1][1])).itemsize < BLOCK_FILL:
+            joined = [blocks[-1][0]]
+        else:
+            joined = []
+        for first in joined:
+            fresh.extend(_take_block(connection, term, key, first))
+        fresh.sort()
         _write_block(connection, term, key, fresh)
     connection.execute("DELETE FROM memory_postings_tail")
     connection.execute("UPDATE memory_index_totals SET tail = 0")
@@ -223,9 +244,8 @@ def scores(
     if not wanted or not total.documents:
         return {}
     holding = documents_holding(connection, wanted)
-    average = float(total.tokens) / float(total.documents)
+    shapes = _ShapeScores(connection, weights, float(total.tokens) / float(total.documents))
     keys = [scope_hash(scope) for scope in dict.fromkeys(scopes)]
-    shapes = _ShapeScores(weights, average)
     summed: dict[int, float] = {}
     for term in wanted:
         hits = holding[term]
@@ -253,23 +273,23 @@ def problems(connection: sqlite3.Connection, entries: int) -> list[str]:
     waiting = connection.execute("SELECT COUNT(*) FROM memory_postings_tail").fetchone()[0]
     if waiting != total.tail:
         found.append(f"the text index counts {total.tail} waiting postings, and holds {waiting}")
+    known = connection.execute("SELECT COALESCE(MAX(id), 0) FROM memory_posting_shapes")
+    highest = int(known.fetchone()[0])
     damaged = 0
-    for row in connection.execute(
-        "SELECT last_seq, seqs, palette, picks FROM memory_postings"
-    ).fetchall():
+    for row in connection.execute("SELECT last_seq, seqs, shapes FROM memory_postings"):
         try:
-            seqs, palette, picks = _decode(*row)
+            seqs, shape_ids = _decode(*row)
         except ValueError:
             damaged += 1
             continue
-        if len(seqs) != len(picks) or (len(picks) and max(picks) >= len(palette)):
+        if len(seqs) != len(shape_ids) or not seqs or max(shape_ids) > highest:
             damaged += 1
     if damaged:
         found.append(f"the text index has {damaged} damaged blocks of postings")
     return found
 
 
-# ------------------------------------------------------------------------------- blocks
+# ------------------------------------------------------------------------------- scoring
 
 
 class _Frequencies(dict[str, tuple[float, float]]):
@@ -290,25 +310,34 @@ class _Frequencies(dict[str, tuple[float, float]]):
         return found
 
 
-class _ShapeScores(dict[str, float]):
-    """For each posting shape ("length counts"), BM25's term-frequency part, which a term's
-    IDF multiplies: computed once per query, with FTS5's operations in FTS5's order."""
+class _ShapeScores(dict[int, float]):
+    """For each shape id, BM25's term-frequency part, which a term's IDF multiplies: computed
+    once per query, with FTS5's operations in FTS5's order. `load` reads the shapes a term's
+    postings use that the query has not met yet."""
 
-    def __init__(self, weights: Sequence[float], average: float) -> None:
+    def __init__(self, connection: sqlite3.Connection, weights: Sequence[float], average: float):
         super().__init__()
+        self._connection = connection
         self._frequencies = _Frequencies(weights)
         self._average = average
         self._norms: dict[str, float] = {}
 
-    def __missing__(self, shape: str) -> float:
-        length, _, counts = shape.partition(" ")
-        frequency, numerator = self._frequencies[counts]
-        norm = self._norms.get(length)
-        if norm is None:
-            k1, b = BM25_K1, BM25_B
-            norm = self._norms[length] = k1 * (1 - b + b * int(length) / self._average)
-        value = self[shape] = numerator / (frequency + norm)
-        return value
+    def load(self, ids: set[int]) -> None:
+        missing = [shape for shape in ids if shape not in self]
+        if not missing:
+            return
+        for shape, text in self._connection.execute(
+            "SELECT id, shape FROM memory_posting_shapes WHERE id IN "
+            "(SELECT value FROM json_each(?))",
+            (json.dumps(missing),),
+        ):
+            length, _, counts = text.partition(" ")
+            frequency, numerator = self._frequencies[counts]
+            norm = self._norms.get(length)
+            if norm is None:
+                k1, b = BM25_K1, BM25_B
+                norm = self._norms[length] = k1 * (1 - b + b * int(length) / self._average)
+            self[shape] = numerator / (frequency + norm)
 
 
 def _term_scores(
@@ -316,99 +345,116 @@ def _term_scores(
 ) -> dict[int, float]:
     """One term's BM25 score (idf × the shape's part, as FTS5 multiplies) for every entry of
     the scopes `keys` holding it."""
-    found: dict[int, float] = {}
     marks = ", ".join("?" * len(keys))
-    for row in connection.execute(
-        f"SELECT last_seq, seqs, palette, picks FROM memory_postings "
-        f"WHERE term = ? AND scope_key IN ({marks})",
-        (term, *keys),
-    ):
-        seqs, palette, picks = _decode(*row)
-        values = [idf * part for part in map(shapes.__getitem__, palette)]
-        found.update(zip(seqs, map(values.__getitem__, picks), strict=True))
-    for seq, shape in connection.execute(
+    blocks = [
+        _decode(*row)
+        for row in connection.execute(
+            f"SELECT last_seq, seqs, shapes FROM memory_postings "
+            f"WHERE term = ? AND scope_key IN ({marks})",
+            (term, *keys),
+        )
+    ]
+    tail = connection.execute(
         f"SELECT seq, shape FROM memory_postings_tail WHERE term = ? AND scope_key IN ({marks})",
         (term, *keys),
-    ):
-        found[seq] = idf * shapes[shape]
+    ).fetchall()
+    used: set[int] = {shape for _, shape in tail}
+    used.update(*(shape_ids for _, shape_ids in blocks))
+    shapes.load(used)
+    values = {shape: idf * shapes[shape] for shape in used}
+    found: dict[int, float] = {}
+    for seqs, shape_ids in blocks:
+        found.update(zip(seqs, map(values.__getitem__, shape_ids), strict=True))
+    found.update((seq, values[shape]) for seq, shape in tail)
     return found
 
 
+# -------------------------------------------------------------------------------- blocks
+
+
+def _shape_ids(connection: sqlite3.Connection, shapes: set[str]) -> dict[str, int]:
+    """The ids of `shapes`, adding those the file does not know yet."""
+    listed = json.dumps(sorted(shapes))
+    connection.execute(
+        "INSERT OR IGNORE INTO memory_posting_shapes (shape) SELECT value FROM json_each(?)",
+        (listed,),
+    )
+    return dict(
+        connection.execute(
+            "SELECT shape, id FROM memory_posting_shapes WHERE shape IN "
+            "(SELECT value FROM json_each(?))",
+            (listed,),
+        ).fetchall()
+    )
+
+
 def _write_block(
-    connection: sqlite3.Connection, term: str, key: int, postings: list[tuple[int, str]]
+    connection: sqlite3.Connection, term: str, key: int, postings: list[Posting]
 ) -> None:
     """Store `postings` (seq ascending) as one block."""
     if not postings:
         return
     last = postings[-1][0]
-    palette: dict[str, int] = {}
-    picks = [palette.setdefault(shape, len(palette)) for _, shape in postings]
+    shape_ids = [shape for _, shape in postings]
     connection.execute(
-        "INSERT INTO memory_postings (term, scope_key, first_seq, last_seq, seqs, palette, "
-        "picks) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO memory_postings (term, scope_key, first_seq, last_seq, seqs, shapes) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
         (
             term,
             key,
             postings[0][0],
             last,
             array(_seq_code(last), [seq for seq, _ in postings]).tobytes(),
-            "\n".join(palette),
-            array(_pick_code(len(palette)), picks).tobytes(),
+            array(_shape_code(max(shape_ids)), shape_ids).tobytes(),
         ),
     )
 
 
-def _stored_postings(
-    connection: sqlite3.Connection, term: str, key: int
-) -> Iterator[tuple[int, str]]:
-    for row in connection.execute(
-        "SELECT last_seq, seqs, palette, picks FROM memory_postings "
-        "WHERE term = ? AND scope_key = ?",
-        (term, key),
-    ).fetchall():
-        seqs, palette, picks = _decode(*row)
-        yield from zip(seqs, (palette[pick] for pick in picks), strict=True)
+def _take_block(connection: sqlite3.Connection, term: str, key: int, first: int) -> list[Posting]:
+    """The postings of one block, which is deleted."""
+    row = connection.execute(
+        "DELETE FROM memory_postings WHERE term = ? AND scope_key = ? AND first_seq = ? "
+        "RETURNING last_seq, seqs, shapes",
+        (term, key, first),
+    ).fetchone()
+    seqs, shape_ids = _decode(*row)
+    return list(zip(seqs, shape_ids, strict=True))
 
 
 def _remove_from_blocks(connection: sqlite3.Connection, term: str, key: int, seq: int) -> bool:
     """Rewrite the block of (term, scope) holding `seq` without it; False if none does."""
     for first, *row in connection.execute(
-        "SELECT first_seq, last_seq, seqs, palette, picks FROM memory_postings "
+        "SELECT first_seq, last_seq, seqs, shapes FROM memory_postings "
         "WHERE term = ? AND scope_key = ? AND first_seq <= ? AND last_seq >= ?",
         (term, key, seq, seq),
     ).fetchall():
-        seqs, palette, picks = _decode(*row)
+        seqs, _ = _decode(*row)
         at = bisect_left(seqs, seq)
-        if at == len(seqs) or seqs[at] != seq:
-            continue
-        kept = [
-            (other, palette[pick])
-            for index, (other, pick) in enumerate(zip(seqs, picks, strict=True))
-            if index != at
-        ]
-        connection.execute(
-            "DELETE FROM memory_postings WHERE term = ? AND scope_key = ? AND first_seq = ?",
-            (term, key, first),
-        )
-        _write_block(connection, term, key, kept)
-        return True
+        if at < len(seqs) and seqs[at] == seq:
+            kept = _take_block(connection, term, key, first)
+            del kept[at]
+            _write_block(connection, term, key, kept)
+            return True
     return False
 
 
-def _decode(
-    last: int, seqs: bytes, palette: str, picks: bytes
-) -> tuple[array[int], list[str], array[int]]:
+def _decode(last: int, seqs: bytes, shapes: bytes) -> tuple[array[int], array[int]]:
+    """A block's seqs and shape ids; the seqs' width follows from the last seq, the ids'
+    from the blob's size. ValueError for a blob of the wrong size."""
     decoded = array(_seq_code(last))
     decoded.frombytes(seqs)
-    shapes = palette.split("\n")
-    chosen = array(_pick_code(len(shapes)))
-    chosen.frombytes(picks)
-    return decoded, shapes, chosen
+    if not decoded or len(shapes) % len(decoded):
+        raise ValueError("a block's arrays disagree in length")
+    shape_ids = array(_U32 if len(shapes) // len(decoded) == 4 else "H")
+    shape_ids.frombytes(shapes)
+    if len(shape_ids) != len(decoded):
+        raise ValueError("a block's arrays disagree in length")
+    return decoded, shape_ids
 
 
 def _seq_code(last: int) -> str:
     return _U32 if last < _FOUR_BYTES else "q"
 
 
-def _pick_code(shapes: int) -> str:
-    return "B" if shapes <= 2**8 else "H" if shapes <= 2**16 else _U32
+def _shape_code(highest: int) -> str:
+    return "H" if highest < _TWO_BYTES else _U32

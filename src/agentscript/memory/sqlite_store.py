@@ -324,7 +324,9 @@ class SqliteStore:
             try:
                 with write_transaction(connection):
                     _write_touches(connection, pending)
-                    yield _Transaction(connection, self.analyzer)
+                    transaction = _Transaction(connection, self.analyzer)
+                    yield transaction
+                    transaction.flush()
             except BaseException:
                 self._touches.restore(pending)
                 raise
@@ -478,6 +480,13 @@ class _Transaction:
     def __init__(self, connection: sqlite3.Connection, analyzer: Analyzer) -> None:
         self._connection = connection
         self._analyzer = analyzer
+        # Inserted entries wait here to be indexed together (one add for a whole batch),
+        # before anything reads or changes the index and before the commit.
+        self._unindexed: list[sqlite_postings.IndexedEntry] = []
+
+    def flush(self) -> None:
+        sqlite_postings.add(self._connection, self._unindexed)
+        self._unindexed = []
 
     def select(
         self,
@@ -530,9 +539,11 @@ class _Transaction:
                 "ON CONFLICT (scope, session) DO UPDATE SET seq = excluded.seq",
                 (entry.scope, session, seq),
             )
-        _index(self._connection, seq, entry, self._analyzer)
+        context = _linked_context(self._connection, entry, seq, {})
+        self._unindexed.append(_indexed(seq, entry.evolve(context=context), [], self._analyzer))
 
     def replace(self, entry: Entry) -> None:
+        self.flush()
         found = self._connection.execute(
             f"SELECT seq, {_COLUMNS} FROM memory_entries WHERE id = ? AND +scope = ?",
             (entry.id, entry.scope),
@@ -569,6 +580,7 @@ class _Transaction:
     def delete(self, scope: str, ids: tuple[str, ...]) -> int:
         if not ids:
             return 0
+        self.flush()
         doomed = self._connection.execute(
             f"SELECT seq, {_COLUMNS} FROM memory_entries WHERE +scope = ? "
             f"AND id IN ({_marks(ids)})",
