@@ -183,8 +183,10 @@ class Journal:
         status = self.status(run)
         trace = build_execution_trace(run, entries, status)
         if status != "running":
-            self.graph.ingest(run, entries, status)
-            self.graph.record_outcome(run.run_id, status, trace.to_json())
+            graph = self.graph
+            with graph.store.transaction():  # one commit for the run, not one per table
+                graph.ingest(run, entries, status)
+                graph.record_outcome(run.run_id, status, trace.to_json())
         return trace
 
     def close(self) -> None:

@@ -269,9 +269,9 @@ class _Eval:
             if self.results is not None:
                 self.results.close()
             if self._router is not None:
-                from agentscript.runtime.ports import Closeable
+                from agentscript.runtime.ports import is_closeable
 
-                if isinstance(self._router, Closeable):
+                if is_closeable(self._router):
                     self._router.close()
         return build_report(
             program=self.program,
