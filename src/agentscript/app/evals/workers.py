@@ -20,6 +20,7 @@ new cell and exits.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import queue
@@ -86,7 +87,12 @@ class CellWorkers:
         processes: int,
         threads: int,
     ) -> None:
+        from agentscript.learn.journal import wait_for_journal
+
         context = worker_context()
+        # A fork copies the locks of every thread as they are at that moment: the journal's
+        # thread must not be inside SQLite (a child would wait forever for its mutex).
+        wait_for_journal()
         self._tasks: multiprocessing.Queue[Cell | None] = context.Queue()
         self._results: multiprocessing.Queue[_Outcome] = context.Queue()
         self._threads = threads
@@ -100,8 +106,14 @@ class CellWorkers:
             )
             for number in range(1, processes + 1)
         ]
-        for process in self._processes:
-            process.start()
+        # What exists now is the workers' to read, not to collect: frozen, the collector of
+        # each worker leaves it alone instead of touching (and so copying) every page of it.
+        gc.freeze()
+        try:
+            for process in self._processes:
+                process.start()
+        finally:
+            gc.unfreeze()
 
     def run(
         self,
