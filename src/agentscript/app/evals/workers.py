@@ -13,19 +13,22 @@ and nothing asked it to stop, keeps at most `concurrency` cells in flight over a
 writer) and reports progress. The budget is counted in shared memory (EvalMeter `shared`), so
 every model call of every worker is checked against it, as every thread's is. Each worker
 journals its runs into the same journal (SQLite in WAL mode, one connection per process) and
-waits for its journal before it exits. Workers ignore Ctrl-C: the parent stops handing out
+finishes writing it before it exits; the eval returns once it has every row, and
+`wait_for_journal` (run at exit too) waits for the workers as for the journal's own thread. Workers ignore Ctrl-C: the parent stops handing out
 cells, keeps the rows of the cells in flight and raises; a worker whose parent died takes no
 new cell and exits.
 """
 
 from __future__ import annotations
 
+import atexit
 import gc
 import multiprocessing
 import os
 import queue
 import signal
 import threading
+import time
 import traceback
 from collections import deque
 from collections.abc import Callable
@@ -175,19 +178,38 @@ class CellWorkers:
             return row
 
     def close(self) -> None:
-        """Tell every worker thread to stop and wait for the workers (each waits for its
-        journal first); one that does not stop in time is terminated."""
-        from agentscript.learn.journal import EXIT_WAIT_SECONDS
+        """Tell every worker thread to stop. The eval has its rows now; each worker still
+        finishes writing its journal, which `wait_for_journal` (and the process's exit)
+        waits for, as for the journal's own thread."""
+        from agentscript.learn.journal import wait_also_for
 
         for _ in range(len(self._processes) * self._threads):
             self._tasks.put(None)
-        for process in self._processes:
-            process.join(EXIT_WAIT_SECONDS)
-            if process.exitcode is None:
-                process.terminate()
-                process.join()
         self._tasks.close()
         self._results.close()
+        wait_also_for(self._finished)
+        # Before multiprocessing's own exit handler (registered earlier, so run later), which
+        # would terminate the workers mid-write.
+        atexit.register(self._finish_at_exit)
+
+    def _finished(self, timeout: float | None) -> bool:
+        """Whether every worker has exited, waiting up to `timeout` seconds in all."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for process in self._processes:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            process.join(left)
+        finished = all(process.exitcode is not None for process in self._processes)
+        if finished:
+            atexit.unregister(self._finish_at_exit)
+        return finished
+
+    def _finish_at_exit(self) -> None:
+        from agentscript.learn.journal import EXIT_WAIT_SECONDS
+
+        if not self._finished(EXIT_WAIT_SECONDS):
+            for process in self._processes:
+                if process.exitcode is None:
+                    process.terminate()
 
 
 # A finished cell as a worker sends it back: the row (None: stopped by the budget), or why
