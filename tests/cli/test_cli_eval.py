@@ -79,6 +79,8 @@ def test_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
         (["--tolerance", "0.1"], "--tolerance applies to --metric number only"),
         (["--judge-model", "openai://x"], "--judge-model needs a judge program"),
         (["--concurrency", "0"], "--concurrency"),
+        (["--workers", "0"], "'0' is not a positive number or auto"),
+        (["--workers", "many"], "'many' is not a positive number or auto"),
     ],
 )
 def test_usage_errors_exit_2(
