@@ -156,3 +156,59 @@ def test_bad_workers_are_refused_before_anything_runs(tmp_path: Path) -> None:
             folder / "cases.jsonl",
             agentscript.EvalConfig(mock=True, workers=0),
         )
+
+
+def test_a_judge_recorded_by_workers_replays_in_one_process(tmp_path: Path) -> None:
+    folder = example_copy(tmp_path)
+    cassettes = tmp_path / "cassettes"
+    recorded = agentscript.evaluate(
+        folder / "classifier.as",
+        folder / "cases.jsonl",
+        agentscript.EvalConfig(
+            mock=folder / "answers.json", record=cassettes, concurrency=4, workers=2
+        ),
+        metric=folder / "judge.as",
+    )
+    # Each worker wrote the cassettes of the cells it ran, judge runs included.
+    assert len(list((cassettes / "program").glob("*.judge.jsonl"))) == 20
+    replayed = agentscript.evaluate(
+        folder / "classifier.as",
+        folder / "cases.jsonl",
+        agentscript.EvalConfig(replay=cassettes),
+        metric=folder / "judge.as",
+    )
+    assert [(r.id, r.score, r.reason) for r in replayed.rows] == [
+        (r.id, r.score, r.reason) for r in recorded.rows
+    ]
+    assert recorded.summary().mean_score == pytest.approx(17.5 / 20)
+
+
+def test_with_learning_the_off_arm_runs_in_workers_and_the_on_arm_in_order_here(
+    tmp_path: Path,
+) -> None:
+    folder = example_copy(tmp_path)
+    report = agentscript.evaluate(
+        folder / "classifier.as",
+        folder / "cases.jsonl",
+        agentscript.EvalConfig(
+            mock=folder / "answers.json",
+            learn=True,
+            field="label",
+            memory_db=tmp_path / "memory.db",
+            concurrency=4,
+            workers=2,
+        ),
+    )
+    off, on = report.learning
+    assert (off.first, off.last) == (on.first, on.last) == (1.0, 0.8)
+    wait_for_journal()
+    journal = Journal.for_workspace(folder)
+    try:
+        pid_of = {view.run.run_id: view.run.pid for view in list_runs(journal, limit=None)}
+    finally:
+        journal.close()
+    off_pids = {pid_of[row.run_id] for row in report.rows if row.learning == "off" and row.run_id}
+    on_pids = {pid_of[row.run_id] for row in report.rows if row.learning == "on" and row.run_id}
+    assert len(off_pids) == 2 and os.getpid() not in off_pids
+    assert on_pids == {os.getpid()}
+    assert all(row.feedback in ("good", "bad") for row in report.rows if row.learning == "on")
