@@ -106,7 +106,8 @@ class EvalConfig:
     mock_tools: bool = False
     approve: ApprovalMode | None = None
     approvals: str | Path | None = None
-    # Called after every cell (from the thread that ran it, one call at a time).
+    # Called after every cell, one call at a time: from the thread that ran it, or with
+    # workers from the thread that called `evaluate`.
     on_progress: Callable[[EvalProgress], None] | None = None
 
 
