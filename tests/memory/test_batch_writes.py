@@ -326,12 +326,8 @@ def test_a_schema_1_file_is_upgraded_in_place(tmp_path: Path) -> None:
 
 def _downgrade_to_schema_1(path: Path) -> None:
     with sqlite3.connect(path) as connection:
-        # The contentless index gives back rowids only: schema 1's held the values.
-        values = connection.execute("SELECT body FROM memory_terms").fetchall()
-        assert {body for (body,) in values} == {None}
         for statement in (
-            "DROP TABLE memory_terms",
-            "DROP TABLE memory_terms_vocab",
+            *_WITHOUT_POSTINGS,
             "DROP TABLE memory_scope_counts",
             "DROP TABLE memory_session_tails",
             "DROP TRIGGER memory_entries_counted_insert",
@@ -346,3 +342,50 @@ def _downgrade_to_schema_1(path: Path) -> None:
             "UPDATE memory_meta SET value = '1' WHERE name = 'schema'",
         ):
             connection.execute(statement)
+
+
+# The text index of schema 3 (sqlite_postings.py), which the older schemas did not have.
+_WITHOUT_POSTINGS = (
+    "DROP TABLE memory_postings",
+    "DROP TABLE memory_postings_tail",
+    "DROP TABLE memory_term_documents",
+    "DROP TABLE memory_index_totals",
+)
+
+
+def test_a_schema_2_file_is_upgraded_in_place(tmp_path: Path) -> None:
+    """A file as schema 2 left it (a contentless FTS5 text index) gets the postings index,
+    built from its entries, and ranks as before."""
+    from agentscript.memory import SqliteStore
+
+    path = tmp_path / "memory.db"
+    with MemoryService.open(None, database=path) as memory:
+        memory.remember_many(
+            [turn("Did you ever try pottery?"), turn("Yes, a bowl of pottery."), {"text": "A note"}]
+        )
+        before = memory.recall("pottery bowl")["results"]
+    with sqlite3.connect(path) as connection:
+        for statement in (
+            *_WITHOUT_POSTINGS,
+            "CREATE VIRTUAL TABLE memory_terms USING fts5(scope_term, tags, title, key, body, "
+            "context, content = '', tokenize = 'ascii')",
+            "CREATE VIRTUAL TABLE memory_terms_vocab USING fts5vocab(memory_terms, 'row')",
+            "UPDATE memory_meta SET value = '2' WHERE name = 'schema'",
+        ):
+            connection.execute(statement)
+    store = SqliteStore(path)
+    try:
+        assert store.verify() == []
+    finally:
+        store.close()
+    with sqlite3.connect(path) as connection:
+        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master")}
+        assert "memory_terms" not in tables and "memory_postings" in tables
+        assert connection.execute(
+            "SELECT value FROM memory_meta WHERE name = 'schema'"
+        ).fetchone() == ("3",)
+    with MemoryService.open(None, database=path) as memory:
+        after = memory.recall("pottery bowl")["results"]
+    assert [(hit["id"], hit["score"]) for hit in after] == [
+        (hit["id"], hit["score"]) for hit in before
+    ]
