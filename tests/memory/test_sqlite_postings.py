@@ -32,10 +32,11 @@ entries_strategy = st.lists(
 
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pack every few postings, fill blocks up to ten, merge every third block, so a few
-    entries exercise the blocks, the tail and the merges together."""
+    """Pack every few postings, fill blocks up to ten postings (a 2-byte id each, after the
+    typecode), merge every third block, so a few entries exercise the blocks, the tail and
+    the merges together."""
     monkeypatch.setattr(sqlite_postings, "PACK_AT", 7)
-    monkeypatch.setattr(sqlite_postings, "BLOCK_FILL", 10)
+    monkeypatch.setattr(sqlite_postings, "BLOCK_BYTES", 21)
     monkeypatch.setattr(sqlite_postings, "MERGE_AT", 3)
 
 
@@ -130,14 +131,15 @@ def test_the_tail_is_packed_into_blocks_and_blocks_are_merged(
 
     def layout() -> tuple[list[int], int]:
         blocks = ours.execute(
-            "SELECT length(seqs) / 4 FROM memory_postings WHERE term = 'clay' ORDER BY first_seq"
+            "SELECT (length(shapes) - 1) / 2 FROM memory_postings WHERE term = 'clay' "
+            "ORDER BY first_seq"
         ).fetchall()
         return [size for (size,) in blocks], sqlite_postings.totals(ours).tail
 
     for seq in range(1, 31):
         sqlite_postings.add(ours, [indexed(seq, "/a", [[], [], [], ["clay"], []])])
         if seq == 21:
-            # Packed at 7 and 14 into one block (it held fewer than 10), at 21 into a second.
+            # Packed at 7 and 14 into one block (it held fewer than ten), at 21 into a second.
             assert layout() == ([14, 7], 0)
     # At 28 the third block merged all three.
     assert layout() == ([28], 2)

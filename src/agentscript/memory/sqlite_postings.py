@@ -12,14 +12,15 @@ entries holding two or more of the query's terms pass through Python.
 
 Tables (one database, written inside the store's transactions, so crash-safe like the rest):
 - memory_postings: one row per block of postings of a (term, scope): the entries' seqs
-  ascending (an array of 4-byte or 8-byte integers) and, for each, the id of its shape (an
-  array of 2-byte or 4-byte integers).
+  ascending, as the gaps after `first_seq` (an array of 2, 4 or 8-byte integers, whichever
+  holds the largest gap), and for each the id of its shape (2 or 4 bytes). Each blob starts
+  with its array's typecode.
 - memory_posting_shapes: the shapes ("length c_tags c_title c_key c_body c_context"), each
   once; few, as entries' lengths and counts repeat. Never deleted, so an id always means the
   same shape.
 - memory_postings_tail: postings written since the last pack, one row each. At PACK_AT of
-  them they are packed: appended to their (term, scope)'s last block while it holds fewer than
-  BLOCK_FILL, else into a new block; a (term, scope) reaching MERGE_AT blocks has them merged
+  them they are packed: appended to their (term, scope)'s last block while its shape ids take
+  fewer than BLOCK_BYTES, else into a new block; a (term, scope) reaching MERGE_AT blocks has them merged
   into one, so a term's blocks stay few and full.
 - memory_term_documents: how many entries hold each term (BM25's n).
 - memory_index_totals: how many entries the index holds and how many tokens they hold
@@ -32,17 +33,18 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import sqlite3
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import groupby
+from itertools import accumulate, groupby
 
 from agentscript.memory.store import BM25_B, BM25_K1, BM25_MIN_IDF, scope_hash
 
 PACK_AT = 20_000
-BLOCK_FILL = 4_096
+BLOCK_BYTES = 8_192
 MERGE_AT = 8
 
 SCHEMA = (
@@ -80,10 +82,12 @@ SCHEMA = (
 )
 # Emptied by a rebuild; the shapes stay, so their ids keep their meaning.
 _TABLES = ("memory_postings", "memory_postings_tail", "memory_term_documents")
-_FOUR_BYTES = 2**32
-_TWO_BYTES = 2**16
-# The array typecode of an unsigned 4-byte integer on this platform.
-_U32 = next(code for code in "IL" if array(code).itemsize == 4)
+# The typecodes a block's arrays use, each with the bound of what it holds, smallest first.
+_CODES = {
+    "H": 2**16,
+    next(code for code in "IL" if array(code).itemsize == 4): 2**32,
+    "q": 2**63,
+}
 
 # A posting: an entry's seq and the id of its shape.
 Posting = tuple[int, int]
@@ -192,13 +196,13 @@ def pack(connection: sqlite3.Connection) -> None:
     for (term, key), group in groupby(rows, key=lambda row: (row[0], row[1])):
         fresh = [(seq, shape) for _, _, seq, shape in group]
         blocks = connection.execute(
-            "SELECT first_seq, last_seq, length(seqs) FROM memory_postings "
+            "SELECT first_seq, length(shapes) FROM memory_postings "
             "WHERE term = ? AND scope_key = ? ORDER BY first_seq",
             (term, key),
         ).fetchall()
         if len(blocks) + 1 >= MERGE_AT:
-            joined = [first for first, _, _ in blocks]
-        elif blocks and blocks[-1][2] // array(_seq_code(blocks[-1][1])).itemsize < BLOCK_FILL:
+            joined = [first for first, _ in blocks]
+        elif blocks and blocks[-1][1] < BLOCK_BYTES:
             joined = [blocks[-1][0]]
         else:
             joined = []
@@ -253,10 +257,11 @@ def scores(
             continue
         idf = math.log((total.documents - hits + 0.5) / (hits + 0.5))
         found = _term_scores(connection, term, keys, idf if idf > 0.0 else BM25_MIN_IDF, shapes)
-        # Terms are added in query order, as FTS5 adds its phrases' scores.
-        for seq in summed.keys() & found.keys():
-            found[seq] = summed[seq] + found[seq]
+        # Terms are added in query order, as FTS5 adds its phrases' scores (maps, so C adds).
+        both = list(summed.keys() & found.keys())
+        sums = list(map(operator.add, map(summed.__getitem__, both), map(found.__getitem__, both)))
         summed.update(found)
+        summed.update(zip(both, sums, strict=True))
     return summed
 
 
@@ -276,13 +281,13 @@ def problems(connection: sqlite3.Connection, entries: int) -> list[str]:
     known = connection.execute("SELECT COALESCE(MAX(id), 0) FROM memory_posting_shapes")
     highest = int(known.fetchone()[0])
     damaged = 0
-    for row in connection.execute("SELECT last_seq, seqs, shapes FROM memory_postings"):
+    for row in connection.execute("SELECT first_seq, seqs, shapes FROM memory_postings"):
         try:
             seqs, shape_ids = _decode(*row)
         except ValueError:
             damaged += 1
             continue
-        if len(seqs) != len(shape_ids) or not seqs or max(shape_ids) > highest:
+        if max(shape_ids, default=0) > highest:
             damaged += 1
     if damaged:
         found.append(f"the text index has {damaged} damaged blocks of postings")
@@ -349,7 +354,7 @@ def _term_scores(
     blocks = [
         _decode(*row)
         for row in connection.execute(
-            f"SELECT last_seq, seqs, shapes FROM memory_postings "
+            f"SELECT first_seq, seqs, shapes FROM memory_postings "
             f"WHERE term = ? AND scope_key IN ({marks})",
             (term, *keys),
         )
@@ -394,18 +399,17 @@ def _write_block(
     """Store `postings` (seq ascending) as one block."""
     if not postings:
         return
-    last = postings[-1][0]
-    shape_ids = [shape for _, shape in postings]
+    seqs = [seq for seq, _ in postings]
     connection.execute(
         "INSERT INTO memory_postings (term, scope_key, first_seq, last_seq, seqs, shapes) "
         "VALUES (?, ?, ?, ?, ?, ?)",
         (
             term,
             key,
-            postings[0][0],
-            last,
-            array(_seq_code(last), [seq for seq, _ in postings]).tobytes(),
-            array(_shape_code(max(shape_ids)), shape_ids).tobytes(),
+            seqs[0],
+            seqs[-1],
+            _packed([later - earlier for earlier, later in zip(seqs, seqs[1:], strict=False)]),
+            _packed([shape for _, shape in postings]),
         ),
     )
 
@@ -414,7 +418,7 @@ def _take_block(connection: sqlite3.Connection, term: str, key: int, first: int)
     """The postings of one block, which is deleted."""
     row = connection.execute(
         "DELETE FROM memory_postings WHERE term = ? AND scope_key = ? AND first_seq = ? "
-        "RETURNING last_seq, seqs, shapes",
+        "RETURNING first_seq, seqs, shapes",
         (term, key, first),
     ).fetchone()
     seqs, shape_ids = _decode(*row)
@@ -424,11 +428,11 @@ def _take_block(connection: sqlite3.Connection, term: str, key: int, first: int)
 def _remove_from_blocks(connection: sqlite3.Connection, term: str, key: int, seq: int) -> bool:
     """Rewrite the block of (term, scope) holding `seq` without it; False if none does."""
     for first, *row in connection.execute(
-        "SELECT first_seq, last_seq, seqs, shapes FROM memory_postings "
+        "SELECT first_seq, seqs, shapes FROM memory_postings "
         "WHERE term = ? AND scope_key = ? AND first_seq <= ? AND last_seq >= ?",
         (term, key, seq, seq),
     ).fetchall():
-        seqs, _ = _decode(*row)
+        seqs, _ = _decode(first, *row)
         at = bisect_left(seqs, seq)
         if at < len(seqs) and seqs[at] == seq:
             kept = _take_block(connection, term, key, first)
@@ -438,23 +442,28 @@ def _remove_from_blocks(connection: sqlite3.Connection, term: str, key: int, seq
     return False
 
 
-def _decode(last: int, seqs: bytes, shapes: bytes) -> tuple[array[int], array[int]]:
-    """A block's seqs and shape ids; the seqs' width follows from the last seq, the ids'
-    from the blob's size. ValueError for a blob of the wrong size."""
-    decoded = array(_seq_code(last))
-    decoded.frombytes(seqs)
-    if not decoded or len(shapes) % len(decoded):
-        raise ValueError("a block's arrays disagree in length")
-    shape_ids = array(_U32 if len(shapes) // len(decoded) == 4 else "H")
-    shape_ids.frombytes(shapes)
+def _decode(first: int, seqs: bytes, shapes: bytes) -> tuple[list[int], array[int]]:
+    """A block's seqs and shape ids. ValueError for blobs that are not a block's."""
+    gaps = _array(seqs)
+    decoded = list(accumulate(gaps, initial=first))
+    shape_ids = _array(shapes)
     if len(shape_ids) != len(decoded):
         raise ValueError("a block's arrays disagree in length")
     return decoded, shape_ids
 
 
-def _seq_code(last: int) -> str:
-    return _U32 if last < _FOUR_BYTES else "q"
+def _array(blob: bytes) -> array[int]:
+    """The array a blob holds: its first byte is the typecode, the rest the items."""
+    code = blob[:1].decode("ascii", "replace")
+    if code not in _CODES:
+        raise ValueError("not an array of a block")
+    items = array(code)
+    items.frombytes(blob[1:])
+    return items
 
 
-def _shape_code(highest: int) -> str:
-    return "H" if highest < _TWO_BYTES else _U32
+def _packed(values: Sequence[int]) -> bytes:
+    """`values` (not negative) as the smallest array that holds them, typecode first."""
+    highest = max(values, default=0)
+    code = next(code for code, limit in _CODES.items() if highest < limit)
+    return code.encode("ascii") + array(code, values).tobytes()
