@@ -30,6 +30,10 @@ entries_strategy = st.lists(
 )
 
 
+# A ShapeBook per postings file, kept across the examples Hypothesis runs on it.
+BOOKS: dict[int, sqlite_postings.ShapeBook] = {}
+
+
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pack every few postings, fill blocks up to ten postings (a 2-byte id each, after the
@@ -43,7 +47,8 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def databases(tmp_path: Path) -> Iterator[tuple[sqlite3.Connection, sqlite3.Connection]]:
     """A connection holding the postings, and one holding an FTS5 table built the way the
-    store's schema 2 built it (a scope term, then the fields, `ascii` tokenizer)."""
+    store's schema 2 built it (a scope term, then the fields, `ascii` tokenizer). Hypothesis
+    runs every example of a test on the same two."""
     ours = sqlite3.connect(tmp_path / "postings.db", isolation_level=None)
     for statement in sqlite_postings.SCHEMA:
         ours.execute(statement)
@@ -53,6 +58,7 @@ def databases(tmp_path: Path) -> Iterator[tuple[sqlite3.Connection, sqlite3.Conn
         "tokenize = 'ascii')"
     )
     yield ours, fts5
+    BOOKS.pop(id(ours), None)
     ours.close()
     fts5.close()
 
@@ -120,7 +126,11 @@ def test_scores_are_fts5_scores_float_for_float(
         fts5.execute("DELETE FROM terms WHERE rowid = ?", (item.seq,))
     ours.execute("COMMIT")
 
-    assert sqlite_postings.scores(ours, terms, scopes, WEIGHTS) == fts5_scores(fts5, terms, scopes)
+    # The file's own book, kept from example to example: it must follow what the file gains.
+    book = BOOKS.setdefault(id(ours), sqlite_postings.ShapeBook())
+    assert sqlite_postings.scores(ours, terms, scopes, WEIGHTS, book) == fts5_scores(
+        fts5, terms, scopes
+    )
     assert sqlite_postings.problems(ours, len(items) - len(gone)) == []
 
 
@@ -143,8 +153,13 @@ def test_the_tail_is_packed_into_blocks_and_blocks_are_merged(
             assert layout() == ([14, 7], 0)
     # At 28 the third block merged all three.
     assert layout() == ([28], 2)
-    assert set(sqlite_postings.scores(ours, ["clay"], ("/a",), WEIGHTS)) == set(range(1, 31))
-    assert set(sqlite_postings.scores(ours, ["clay"], ("/b",), WEIGHTS)) == set()
+    assert set(
+        sqlite_postings.scores(ours, ["clay"], ("/a",), WEIGHTS, sqlite_postings.ShapeBook())
+    ) == set(range(1, 31))
+    assert (
+        set(sqlite_postings.scores(ours, ["clay"], ("/b",), WEIGHTS, sqlite_postings.ShapeBook()))
+        == set()
+    )
 
 
 def test_a_damaged_block_is_reported(

@@ -39,7 +39,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, groupby
+from itertools import accumulate, groupby, pairwise
 
 from agentscript.memory.store import BM25_B, BM25_K1, BM25_MIN_IDF, scope_hash
 
@@ -239,16 +239,17 @@ def scores(
     terms: Sequence[str],
     scopes: Sequence[str],
     weights: Sequence[float],
+    book: ShapeBook,
 ) -> dict[int, float]:
     """The BM25 score of every entry of `scopes` holding any of `terms` (by seq), as FTS5's
     bm25() with these column weights computes it: the same operations in the same order, so
-    the same float, and so the same ranking as the PostgreSQL store."""
+    the same float, and so the same ranking as the PostgreSQL store. `book` is the store's."""
     wanted = list(dict.fromkeys(terms))
     total = totals(connection)
     if not wanted or not total.documents:
         return {}
     holding = documents_holding(connection, wanted)
-    shapes = _ShapeScores(connection, weights, float(total.tokens) / float(total.documents))
+    parts = book.parts(connection, weights, float(total.tokens) / float(total.documents))
     keys = [scope_hash(scope) for scope in dict.fromkeys(scopes)]
     summed: dict[int, float] = {}
     for term in wanted:
@@ -256,7 +257,7 @@ def scores(
         if not hits:
             continue
         idf = math.log((total.documents - hits + 0.5) / (hits + 0.5))
-        found = _term_scores(connection, term, keys, idf if idf > 0.0 else BM25_MIN_IDF, shapes)
+        found = _term_scores(connection, term, keys, idf if idf > 0.0 else BM25_MIN_IDF, parts)
         # Terms are added in query order, as FTS5 adds its phrases' scores (maps, so C adds).
         both = list(summed.keys() & found.keys())
         sums = list(map(operator.add, map(summed.__getitem__, both), map(found.__getitem__, both)))
@@ -283,7 +284,7 @@ def problems(connection: sqlite3.Connection, entries: int) -> list[str]:
     damaged = 0
     for row in connection.execute("SELECT first_seq, seqs, shapes FROM memory_postings"):
         try:
-            seqs, shape_ids = _decode(*row)
+            _, shape_ids = _decode(*row)
         except ValueError:
             damaged += 1
             continue
@@ -315,62 +316,87 @@ class _Frequencies(dict[str, tuple[float, float]]):
         return found
 
 
-class _ShapeScores(dict[int, float]):
-    """For each shape id, BM25's term-frequency part, which a term's IDF multiplies: computed
-    once per query, with FTS5's operations in FTS5's order. `load` reads the shapes a term's
-    postings use that the query has not met yet."""
+class ShapeBook:
+    """The posting shapes of one file, by id, with BM25's term-frequency part of each (which a
+    term's IDF multiplies) for the weights and average length last asked: FTS5's operations in
+    FTS5's order, done once per shape rather than once per posting. Shapes are only ever added,
+    never changed or deleted, so a shape once read stays true; they are read only outside a
+    write transaction, so no shape a rollback could undo is kept. One book per store."""
 
-    def __init__(self, connection: sqlite3.Connection, weights: Sequence[float], average: float):
-        super().__init__()
-        self._connection = connection
-        self._frequencies = _Frequencies(weights)
-        self._average = average
-        self._norms: dict[str, float] = {}
+    def __init__(self) -> None:
+        self._lengths: list[int] = [0]  # index = shape id; ids start at 1
+        self._counts: list[str] = ["0 0 0 0 0"]
+        self._weights: tuple[float, ...] = ()
+        self._average = 0.0
+        self._frequencies: list[float] = []
+        self._numerators: list[float] = []
+        self._parts: list[float] = []
 
-    def load(self, ids: set[int]) -> None:
-        missing = [shape for shape in ids if shape not in self]
-        if not missing:
-            return
-        for shape, text in self._connection.execute(
-            "SELECT id, shape FROM memory_posting_shapes WHERE id IN "
-            "(SELECT value FROM json_each(?))",
-            (json.dumps(missing),),
+    def parts(
+        self, connection: sqlite3.Connection, weights: Sequence[float], average: float
+    ) -> list[float]:
+        """The term-frequency part of every shape, indexed by shape id."""
+        if connection.in_transaction:
+            return ShapeBook()._read(connection)._parts_for(tuple(weights), average)
+        return self._read(connection)._parts_for(tuple(weights), average)
+
+    def _read(self, connection: sqlite3.Connection) -> ShapeBook:
+        for shape, text in connection.execute(
+            "SELECT id, shape FROM memory_posting_shapes WHERE id >= ? ORDER BY id",
+            (len(self._lengths),),
         ):
+            while len(self._lengths) < shape:  # an id no shape took
+                self._lengths.append(0)
+                self._counts.append("0 0 0 0 0")
             length, _, counts = text.partition(" ")
-            frequency, numerator = self._frequencies[counts]
-            norm = self._norms.get(length)
-            if norm is None:
-                k1, b = BM25_K1, BM25_B
-                norm = self._norms[length] = k1 * (1 - b + b * int(length) / self._average)
-            self[shape] = numerator / (frequency + norm)
+            self._lengths.append(int(length))
+            self._counts.append(counts)
+        return self
+
+    def _parts_for(self, weights: tuple[float, ...], average: float) -> list[float]:
+        if weights != self._weights:
+            self._weights, self._frequencies, self._numerators = weights, [], []
+            self._average = 0.0
+        known = len(self._frequencies)
+        if known < len(self._counts):
+            frequencies = _Frequencies(weights)
+            for counts in self._counts[known:]:
+                frequency, numerator = frequencies[counts]
+                self._frequencies.append(frequency)
+                self._numerators.append(numerator)
+        if average != self._average or len(self._parts) != len(self._counts):
+            k1, b = BM25_K1, BM25_B
+            norms = {length: k1 * (1 - b + b * length / average) for length in set(self._lengths)}
+            self._parts = [
+                numerator / (frequency + norms[length])
+                for numerator, frequency, length in zip(
+                    self._numerators, self._frequencies, self._lengths, strict=True
+                )
+            ]
+            self._average = average
+        return self._parts
 
 
 def _term_scores(
-    connection: sqlite3.Connection, term: str, keys: Sequence[int], idf: float, shapes: _ShapeScores
+    connection: sqlite3.Connection, term: str, keys: Sequence[int], idf: float, parts: list[float]
 ) -> dict[int, float]:
     """One term's BM25 score (idf × the shape's part, as FTS5 multiplies) for every entry of
     the scopes `keys` holding it."""
     marks = ", ".join("?" * len(keys))
-    blocks = [
-        _decode(*row)
-        for row in connection.execute(
-            f"SELECT first_seq, seqs, shapes FROM memory_postings "
-            f"WHERE term = ? AND scope_key IN ({marks})",
-            (term, *keys),
-        )
-    ]
-    tail = connection.execute(
+    values = [idf * part for part in parts]
+    found: dict[int, float] = {}
+    for row in connection.execute(
+        f"SELECT first_seq, seqs, shapes FROM memory_postings "
+        f"WHERE term = ? AND scope_key IN ({marks})",
+        (term, *keys),
+    ):
+        seqs, shape_ids = _decode(*row)
+        found.update(zip(seqs, map(values.__getitem__, shape_ids), strict=True))
+    for seq, shape in connection.execute(
         f"SELECT seq, shape FROM memory_postings_tail WHERE term = ? AND scope_key IN ({marks})",
         (term, *keys),
-    ).fetchall()
-    used: set[int] = {shape for _, shape in tail}
-    used.update(*(shape_ids for _, shape_ids in blocks))
-    shapes.load(used)
-    values = {shape: idf * shapes[shape] for shape in used}
-    found: dict[int, float] = {}
-    for seqs, shape_ids in blocks:
-        found.update(zip(seqs, map(values.__getitem__, shape_ids), strict=True))
-    found.update((seq, values[shape]) for seq, shape in tail)
+    ):
+        found[seq] = values[shape]
     return found
 
 
@@ -408,7 +434,7 @@ def _write_block(
             key,
             seqs[0],
             seqs[-1],
-            _packed([later - earlier for earlier, later in zip(seqs, seqs[1:], strict=False)]),
+            _packed([later - earlier for earlier, later in pairwise(seqs)]),
             _packed([shape for _, shape in postings]),
         ),
     )

@@ -184,6 +184,7 @@ class SqliteStore:
         self._lock = threading.RLock()
         self._connection: sqlite3.Connection | None = None
         self._touches = PendingTouches()
+        self._shapes = sqlite_postings.ShapeBook()
         # The last search's scores: ((terms, scopes, file state), weights, scores by seq).
         self._last_scores: (
             tuple[
@@ -260,7 +261,7 @@ class SqliteStore:
         ):
             return last[2]
         used = weights if weights is not None else FieldWeights().as_tuple()
-        scored = sqlite_postings.scores(connection, terms, scopes, used)
+        scored = sqlite_postings.scores(connection, terms, scopes, used, self._shapes)
         self._last_scores = ((tuple(terms), scopes, state), used, scored)
         return scored
 
