@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentscript.memory import sqlite_postings
-from agentscript.memory.sqlite_postings import IndexedEntry
 from agentscript.memory.store import INDEXED_FIELDS
+from postings_support import fts5_scores, indexed, scope_term
 
 WORDS = ("apple", "bowl", "clay", "dune", "east", "fern", "glaze", "kiln")
 WEIGHTS = (4.0, 2.0, 2.0, 1.0, 0.35)
@@ -63,34 +63,6 @@ def databases(tmp_path: Path) -> Iterator[tuple[sqlite3.Connection, sqlite3.Conn
     fts5.close()
 
 
-def indexed(seq: int, scope: str, fields: list[list[str]]) -> IndexedEntry:
-    counts: dict[str, list[int]] = {}
-    for position, words in enumerate(fields):
-        for word in words:
-            counts.setdefault(word, [0] * len(INDEXED_FIELDS))[position] += 1
-    return IndexedEntry(seq, scope, counts, 1 + sum(len(words) for words in fields))
-
-
-def fts5_scores(
-    fts5: sqlite3.Connection, terms: list[str], scopes: tuple[str, ...]
-) -> dict[int, float]:
-    expression = f"{{{' '.join(INDEXED_FIELDS)}}} : ({' OR '.join(terms)})"
-    weights = ", ".join(repr(weight) for weight in (0.0, *WEIGHTS))
-    rows = fts5.execute(
-        f"SELECT rowid, scope_term, bm25(terms, {weights}) FROM terms WHERE terms MATCH ?",
-        (expression,),
-    ).fetchall()
-    return {rowid: -score for rowid, scope, score in rows if _scope_of(scope) in scopes}
-
-
-def _scope_term(scope: str) -> str:
-    return "s" + scope.strip("/")
-
-
-def _scope_of(term: str) -> str:
-    return "/" + term[1:]
-
-
 @pytest.mark.usefixtures("small_blocks")
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -118,7 +90,7 @@ def test_scores_are_fts5_scores_float_for_float(
         fts5.execute(
             f"INSERT INTO terms (rowid, scope_term, {', '.join(INDEXED_FIELDS)}) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [item.seq, _scope_term(scope), *(" ".join(words) for words in fields)],
+            [item.seq, scope_term(scope), *(" ".join(words) for words in fields)],
         )
     gone = [item for item in items if item.seq in removed]
     sqlite_postings.remove(ours, gone)
@@ -129,7 +101,7 @@ def test_scores_are_fts5_scores_float_for_float(
     # The file's own book, kept from example to example: it must follow what the file gains.
     book = BOOKS.setdefault(id(ours), sqlite_postings.ShapeBook())
     assert sqlite_postings.scores(ours, terms, scopes, WEIGHTS, book) == fts5_scores(
-        fts5, terms, scopes
+        fts5, terms, scopes, WEIGHTS
     )
     assert sqlite_postings.problems(ours, len(items) - len(gone)) == []
 

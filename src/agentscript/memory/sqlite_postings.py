@@ -37,7 +37,8 @@ import operator
 import sqlite3
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import accumulate, groupby, pairwise
 
@@ -109,6 +110,12 @@ class Totals:
     documents: int
     tokens: int
     tail: int
+
+
+class DamagedIndex(sqlite3.DatabaseError):
+    """A block of postings that does not decode, or names a shape the file does not hold. A
+    database error, so the store reports it as one (naming the file) rather than a traceback;
+    `SqliteStore.rebuild_index` repairs it."""
 
 
 def add(connection: sqlite3.Connection, entries: Iterable[IndexedEntry]) -> None:
@@ -243,13 +250,28 @@ def scores(
 ) -> dict[int, float]:
     """The BM25 score of every entry of `scopes` holding any of `terms` (by seq), as FTS5's
     bm25() with these column weights computes it: the same operations in the same order, so
-    the same float, and so the same ranking as the PostgreSQL store. `book` is the store's."""
-    wanted = list(dict.fromkeys(terms))
+    the same float, and so the same ranking as the PostgreSQL store. `book` is the store's.
+    Everything is read in one snapshot of the file: another process committing meanwhile must
+    not pair one state's totals or shapes with another's postings (a posting naming a shape
+    the book has not read, a pack seen half, counts above the entries)."""
+    with _snapshot(connection) as committed:
+        return _scores(connection, list(dict.fromkeys(terms)), scopes, weights, book, committed)
+
+
+def _scores(
+    connection: sqlite3.Connection,
+    wanted: list[str],
+    scopes: Sequence[str],
+    weights: Sequence[float],
+    book: ShapeBook,
+    committed: bool,
+) -> dict[int, float]:
     total = totals(connection)
     if not wanted or not total.documents:
         return {}
     holding = documents_holding(connection, wanted)
-    parts = book.parts(connection, weights, float(total.tokens) / float(total.documents))
+    average = float(total.tokens) / float(total.documents)
+    parts = book.parts(connection, weights, average, committed=committed)
     keys = [scope_hash(scope) for scope in dict.fromkeys(scopes)]
     summed: dict[int, float] = {}
     for term in wanted:
@@ -267,32 +289,148 @@ def scores(
 
 
 def problems(connection: sqlite3.Connection, entries: int) -> list[str]:
-    """What is wrong with the index, for `verify`: totals that disagree with the `entries`
-    the store holds or with the tail, and blocks that do not decode."""
-    found: list[str] = []
-    total = totals(connection)
-    if total.documents != entries:
-        found.append(
-            f"the text index holds {total.documents} entries of {entries} "
-            "(SqliteStore.rebuild_index rebuilds it from the entries)"
+    """What is wrong with the index, for `verify`, read in one snapshot: totals that disagree
+    with the `entries` the store holds, with the tail or with the postings themselves (how
+    many entries hold each term, how many tokens the entries hold), postings held twice, and
+    blocks that do not decode, are out of order or name shapes the file does not hold."""
+    with _snapshot(connection):
+        return _Audit(connection).problems(entries)
+
+
+class _Audit:
+    """One pass over every posting (blocks and tail), gathering what `problems` compares."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.total = totals(connection)
+        self.lengths = [0]  # index = shape id, as in a ShapeBook
+        for shape, text in connection.execute("SELECT id, shape FROM memory_posting_shapes"):
+            self.lengths.extend([0] * (shape + 1 - len(self.lengths)))
+            self.lengths[shape] = int(text.partition(" ")[0])
+        self.counted = dict(
+            connection.execute("SELECT term, documents FROM memory_term_documents").fetchall()
         )
-    waiting = connection.execute("SELECT COUNT(*) FROM memory_postings_tail").fetchone()[0]
-    if waiting != total.tail:
-        found.append(f"the text index counts {total.tail} waiting postings, and holds {waiting}")
-    known = connection.execute("SELECT COALESCE(MAX(id), 0) FROM memory_posting_shapes")
-    highest = int(known.fetchone()[0])
-    damaged = 0
-    for row in connection.execute("SELECT first_seq, seqs, shapes FROM memory_postings"):
+        self.held: dict[str, int] = {}  # entries holding each term, by its postings
+        self.entry_lengths: dict[int, int] = {}  # seq -> length, by its postings' shapes
+        self.damaged_terms: set[str] = set()
+        self.damaged = self.doubled = 0
+        tail: dict[tuple[str, int], list[Posting]] = {}
+        self.waiting = 0
+        for term, key, seq, shape in connection.execute(
+            "SELECT term, scope_key, seq, shape FROM memory_postings_tail"
+        ):
+            tail.setdefault((term, key), []).append((seq, shape))
+            self.waiting += 1
+        rows = connection.execute(
+            "SELECT term, scope_key, first_seq, last_seq, CAST(seqs AS BLOB), CAST(shapes AS BLOB) "
+            "FROM memory_postings "
+            "ORDER BY term, scope_key, first_seq"
+        )
+        for (term, key), group in groupby(rows, key=lambda row: (row[0], row[1])):
+            seqs: list[int] = []
+            shape_ids: list[int] = []
+            for _, _, first, last, seq_blob, shape_blob in group:
+                block = self._block(first, last, seq_blob, shape_blob)
+                if block is None:
+                    self.damaged_terms.add(term)
+                    continue
+                seqs.extend(block[0])
+                shape_ids.extend(block[1])
+            waiting = tail.pop((term, key), [])
+            self._postings(term, seqs + [seq for seq, _ in waiting], shape_ids, waiting)
+        for (term, _), waiting in tail.items():
+            self._postings(term, [seq for seq, _ in waiting], [], waiting)
+
+    def _block(
+        self, first: int, last: int, seqs: bytes, shapes: bytes
+    ) -> tuple[list[int], array[int]] | None:
+        """A block's postings, or None (counted as damaged) for one that does not decode,
+        whose seqs do not end at its last_seq, or that names an unknown shape."""
         try:
-            _, shape_ids = _decode(*row)
-        except ValueError:
-            damaged += 1
-            continue
-        if max(shape_ids, default=0) > highest:
-            damaged += 1
-    if damaged:
-        found.append(f"the text index has {damaged} damaged blocks of postings")
-    return found
+            decoded, shape_ids = _decode(first, seqs, shapes)
+        except DamagedIndex:
+            decoded, shape_ids = [], array("H")
+        known = bool(shape_ids) and min(shape_ids) > 0 and max(shape_ids) < len(self.lengths)
+        if not known or decoded[-1] != last:
+            self.damaged += 1
+            return None
+        return decoded, shape_ids
+
+    def _postings(
+        self, term: str, seqs: list[int], shape_ids: list[int], waiting: list[Posting]
+    ) -> None:
+        """Count one (term, scope)'s postings: `seqs` (the blocks' then the tail's), the
+        blocks' `shape_ids`, the tail's `waiting` postings."""
+        tail_ids = [shape for _, shape in waiting]
+        if any(not 0 < shape < len(self.lengths) for shape in tail_ids):
+            self.damaged += 1
+            self.damaged_terms.add(term)
+            return
+        distinct = len(set(seqs))
+        if distinct != len(seqs):
+            self.doubled += 1
+        self.held[term] = self.held.get(term, 0) + distinct
+        self.entry_lengths.update(
+            zip(seqs, map(self.lengths.__getitem__, shape_ids + tail_ids), strict=True)
+        )
+
+    def problems(self, entries: int) -> list[str]:
+        found: list[str] = []
+        total = self.total
+        if total.documents != entries:
+            found.append(
+                f"the text index holds {total.documents} entries of {entries} "
+                "(SqliteStore.rebuild_index rebuilds it from the entries)"
+            )
+        if self.waiting != total.tail:
+            found.append(
+                f"the text index counts {total.tail} waiting postings, and holds {self.waiting}"
+            )
+        if self.damaged:
+            found.append(f"the text index has {self.damaged} damaged blocks of postings")
+        if self.doubled:
+            found.append(f"the text index holds postings twice for {self.doubled} terms")
+        miscounted = sum(
+            1
+            for term in self.counted.keys() | self.held.keys()
+            if term not in self.damaged_terms
+            and self.counted.get(term, 0) != self.held.get(term, 0)
+        )
+        if miscounted:
+            found.append(f"the text index miscounts the entries holding {miscounted} terms")
+        found.extend(self._token_problems())
+        return found
+
+    def _token_problems(self) -> list[str]:
+        """The token total against the postings' lengths: exact when every entry has a
+        posting; else each entry without one (no term at all) is at least one token long."""
+        if self.damaged_terms:
+            return []
+        documents, tokens = self.total.documents, self.total.tokens
+        with_postings = len(self.entry_lengths)
+        if with_postings > documents:
+            return [
+                f"the text index holds postings of {with_postings} entries and counts {documents}"
+            ]
+        held = sum(self.entry_lengths.values())
+        without = documents - with_postings
+        if tokens == held if not without else tokens >= held + without:
+            return []
+        return [f"the text index counts {tokens} tokens, and its postings hold {held}"]
+
+
+@contextmanager
+def _snapshot(connection: sqlite3.Connection) -> Iterator[bool]:
+    """Run the reads inside one read transaction, begun here unless the caller is in a
+    transaction already (whose own, maybe uncommitted, state the reads then see). Yields
+    whether what is read is committed data."""
+    if connection.in_transaction:
+        yield False
+        return
+    connection.execute("BEGIN")
+    try:
+        yield True
+    finally:
+        connection.execute("COMMIT")
 
 
 # ------------------------------------------------------------------------------- scoring
@@ -320,8 +458,9 @@ class ShapeBook:
     """The posting shapes of one file, by id, with BM25's term-frequency part of each (which a
     term's IDF multiplies) for the weights and average length last asked: FTS5's operations in
     FTS5's order, done once per shape rather than once per posting. Shapes are only ever added,
-    never changed or deleted, so a shape once read stays true; they are read only outside a
-    write transaction, so no shape a rollback could undo is kept. One book per store."""
+    never changed or deleted, so a shape once read stays true; the book keeps only shapes read
+    in a snapshot of committed data, so no shape a rollback could undo is kept. One book per
+    store."""
 
     def __init__(self) -> None:
         self._lengths: list[int] = [0]  # index = shape id; ids start at 1
@@ -333,12 +472,18 @@ class ShapeBook:
         self._parts: list[float] = []
 
     def parts(
-        self, connection: sqlite3.Connection, weights: Sequence[float], average: float
+        self,
+        connection: sqlite3.Connection,
+        weights: Sequence[float],
+        average: float,
+        *,
+        committed: bool,
     ) -> list[float]:
-        """The term-frequency part of every shape, indexed by shape id."""
-        if connection.in_transaction:
-            return ShapeBook()._read(connection)._parts_for(tuple(weights), average)
-        return self._read(connection)._parts_for(tuple(weights), average)
+        """The term-frequency part of every shape, indexed by shape id. `committed`: the
+        connection sees only committed shapes (a read snapshot), so the book may keep them;
+        otherwise (inside a write) a book of this call's own is read."""
+        book = self if committed else ShapeBook()
+        return book._read(connection)._parts_for(tuple(weights), average)
 
     def _read(self, connection: sqlite3.Connection) -> ShapeBook:
         for shape, text in connection.execute(
@@ -385,18 +530,24 @@ def _term_scores(
     marks = ", ".join("?" * len(keys))
     values = [idf * part for part in parts]
     found: dict[int, float] = {}
-    for row in connection.execute(
-        f"SELECT first_seq, seqs, shapes FROM memory_postings "
-        f"WHERE term = ? AND scope_key IN ({marks})",
-        (term, *keys),
-    ):
-        seqs, shape_ids = _decode(*row)
-        found.update(zip(seqs, map(values.__getitem__, shape_ids), strict=True))
-    for seq, shape in connection.execute(
-        f"SELECT seq, shape FROM memory_postings_tail WHERE term = ? AND scope_key IN ({marks})",
-        (term, *keys),
-    ):
-        found[seq] = values[shape]
+    try:
+        for row in connection.execute(
+            f"SELECT first_seq, seqs, shapes FROM memory_postings "
+            f"WHERE term = ? AND scope_key IN ({marks})",
+            (term, *keys),
+        ):
+            seqs, shape_ids = _decode(*row)
+            found.update(zip(seqs, map(values.__getitem__, shape_ids), strict=True))
+        for seq, shape in connection.execute(
+            f"SELECT seq, shape FROM memory_postings_tail WHERE term = ? AND scope_key IN ({marks})",
+            (term, *keys),
+        ):
+            found[seq] = values[shape]
+    except (IndexError, DamagedIndex) as error:
+        raise DamagedIndex(
+            f"the text index has a damaged block of postings of {term!r} "
+            "(SqliteStore.rebuild_index rebuilds it)"
+        ) from error
     return found
 
 
@@ -469,22 +620,27 @@ def _remove_from_blocks(connection: sqlite3.Connection, term: str, key: int, seq
 
 
 def _decode(first: int, seqs: bytes, shapes: bytes) -> tuple[list[int], array[int]]:
-    """A block's seqs and shape ids. ValueError for blobs that are not a block's."""
+    """A block's seqs and shape ids. DamagedIndex for blobs that are not a block's."""
     gaps = _array(seqs)
     decoded = list(accumulate(gaps, initial=first))
     shape_ids = _array(shapes)
     if len(shape_ids) != len(decoded):
-        raise ValueError("a block's arrays disagree in length")
+        raise DamagedIndex("a block's arrays disagree in length")
     return decoded, shape_ids
 
 
 def _array(blob: bytes) -> array[int]:
     """The array a blob holds: its first byte is the typecode, the rest the items."""
+    if not isinstance(blob, bytes):  # a damaged row may hold text or a number
+        raise DamagedIndex("not a blob")
     code = blob[:1].decode("ascii", "replace")
     if code not in _CODES:
-        raise ValueError("not an array of a block")
+        raise DamagedIndex("not an array of a block")
     items = array(code)
-    items.frombytes(blob[1:])
+    try:
+        items.frombytes(blob[1:])
+    except ValueError as error:  # a length that is no whole number of items
+        raise DamagedIndex("a truncated array of a block") from error
     return items
 
 
