@@ -1,0 +1,100 @@
+"""A child process for the SQLite text-index tests: it shrinks the index's packing sizes
+(in this process only, before it writes) so a few entries make packs and merges, then writes,
+reads, or dies by SIGKILL in the middle of a pack.
+
+    python postings_child.py write DATABASE WORKER COUNT    remember COUNT entries
+    python postings_child.py kill-in-pack DATABASE COUNT    remember until a pack is half done
+    python postings_child.py read DATABASE SECONDS          recall in a loop, checking counts
+
+A writer prints `ok ID` for each acknowledged entry. Entry n of worker w holds the words
+`pottery` (every entry), `glaze` (every third), and `uniq<w>x<n>` (only it).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import sys
+import time
+from typing import Any
+
+from agentscript.memory import MemoryConfig, MemoryService, sqlite_postings
+
+CONFIG = MemoryConfig(max_entries=100_000)
+PACK_AT = 11
+BLOCK_BYTES = 9
+MERGE_AT = 3
+
+
+def shrink_blocks() -> None:
+    sqlite_postings.PACK_AT = PACK_AT
+    sqlite_postings.BLOCK_BYTES = BLOCK_BYTES
+    sqlite_postings.MERGE_AT = MERGE_AT
+
+
+def text(worker: int, n: int) -> str:
+    extra = " glaze" if n % 3 == 0 else ""
+    return f"pottery{extra} uniq{worker}x{n} " + " ".join(["wheel"] * (n % 5))
+
+
+def write(database: str, worker: int, count: int) -> None:
+    with MemoryService.open(None, database=database, config=CONFIG) as memory:
+        for n in range(count):
+            print("ok", memory.remember(text(worker, n))["id"], flush=True)
+
+
+def kill_in_pack(database: str, count: int) -> None:
+    """Remember entries; in the second pack, after it wrote two blocks, die."""
+    writes = {"packs": 0, "blocks": 0}
+    pack, write_block = sqlite_postings.pack, sqlite_postings._write_block
+
+    def counted_pack(connection: sqlite3.Connection) -> None:
+        writes["packs"] += 1
+        pack(connection)
+
+    def dying_write_block(*arguments: Any) -> None:
+        write_block(*arguments)
+        if writes["packs"] == 2:
+            writes["blocks"] += 1
+            if writes["blocks"] == 2:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    sqlite_postings.pack = counted_pack  # type: ignore[assignment]
+    sqlite_postings._write_block = dying_write_block  # type: ignore[assignment]
+    write(database, 0, count)
+
+
+def read(database: str, seconds: float) -> None:
+    """Recall in a loop with one store (one ShapeBook) while others write: every recall must
+    succeed, and the entries holding `pottery` may only grow in number."""
+    deadline = time.monotonic() + seconds
+    seen = 0
+    rounds = 0
+    with MemoryService.open(None, database=database, config=CONFIG) as memory:
+        while time.monotonic() < deadline:
+            for query in ("pottery", "glaze pottery", "wheel glaze", "pottery wheel"):
+                found = memory.recall(query, limit=3)
+                if query == "pottery":
+                    if found["total"] < seen:
+                        raise SystemExit(f"pottery matched {found['count']} after {seen}")
+                    seen = found["total"]
+            rounds += 1
+    print("rounds", rounds, "seen", seen, flush=True)
+
+
+def main(arguments: list[str]) -> None:
+    shrink_blocks()
+    command, database, *rest = arguments
+    if command == "write":
+        write(database, int(rest[0]), int(rest[1]))
+    elif command == "kill-in-pack":
+        kill_in_pack(database, int(rest[0]))
+    elif command == "read":
+        read(database, float(rest[0]))
+    else:
+        raise SystemExit(f"unknown command {command}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
