@@ -27,6 +27,11 @@ Tables (one database, written inside the store's transactions, so crash-safe lik
   together (BM25's N and average length), and how many postings wait in the tail.
 Removing an entry rewrites the blocks that hold it (the store zeroes freed pages), so no term
 of a deleted entry lingers in the index, and the statistics stay exactly FTS5's.
+
+Reads (`scores`, `problems`) run in one read transaction: other processes commit at any time,
+and totals, counts, shapes, blocks and tail must all come from the same state. A block that does
+not decode is a DamagedIndex (a sqlite3.DatabaseError, so the store reports it as one);
+`problems` recounts every term's entries and the token total from the postings themselves.
 """
 
 from __future__ import annotations
