@@ -3,6 +3,8 @@ enforce the cap, linked context of plain turns, and accessed_at kept off the rea
 
 from __future__ import annotations
 
+import json
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -297,31 +299,70 @@ PINNED_RANKING = [
 # ------------------------------------------------------------------------------ upgrade
 
 
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "memory"
+FIXTURE_SCOPE = "/fixture/workspace"
+
+
+def test_a_schema_2_file_is_upgraded_in_place_and_loses_nothing(tmp_path: Path) -> None:
+    """tests/fixtures/memory/schema2.db was written by the code of schema 2 (commit 57c2ffd:
+    merged, superseded, titled, forgotten entries, session turns with and without context,
+    two scopes); schema2.json holds its entries as that code exported them."""
+    path = tmp_path / "memory.db"
+    shutil.copy(FIXTURES / "schema2.db", path)
+    _assert_upgraded_whole(path)
+    with sqlite3.connect(path) as connection:
+        columns = {row[1] for row in connection.execute("PRAGMA table_info(memory_entries)")}
+        assert "title_norm" not in columns and "title_hash" in columns
+        # Only what the body and the session do not give is stored: one title, one source.
+        kept = connection.execute(
+            "SELECT COUNT(title), COUNT(source) FROM memory_entries"
+        ).fetchone()
+        assert kept == (1, 1)
+        stored = connection.execute("SELECT value FROM memory_meta WHERE name = 'schema'")
+        assert stored.fetchone() == ("3",)
+
+
 def test_a_schema_1_file_is_upgraded_in_place(tmp_path: Path) -> None:
     """A file as schema 1 left it (a text index holding its own copy of the terms, no kept
     counts, no session links) is upgraded on first use and loses nothing."""
+    path = tmp_path / "memory.db"
+    shutil.copy(FIXTURES / "schema2.db", path)
+    _downgrade_to_schema_1(path)
+    _assert_upgraded_whole(path)
+
+
+def _assert_upgraded_whole(path: Path) -> None:
+    """The upgraded file holds every entry as exported before, its indexes agree with its
+    entries, recall finds what it found, and writes merge and supersede against old entries."""
     from agentscript.memory import SqliteStore
 
-    path = tmp_path / "memory.db"
-    with MemoryService.open(None, database=path) as memory:
-        ids = [
-            result["id"]
-            for result in memory.remember_many(
-                [turn("Did you ever try pottery?"), turn("Yes, a bowl."), {"text": "A note"}]
-            )
-        ]
-        scope = memory.scopes_for().write
-    _downgrade_to_schema_1(path)
+    expected = json.loads((FIXTURES / "schema2.json").read_text(encoding="utf-8"))
     store = SqliteStore(path)
     try:
+        assert [entry.to_dict() for entry in store.export((FIXTURE_SCOPE, "global"))] == (
+            expected["entries"]
+        )
         assert store.verify() == []
         with store.transaction() as tx:
-            assert tx.active_entries(scope) == 3
+            assert tx.active_entries(FIXTURE_SCOPE) == 7
     finally:
         store.close()
     with MemoryService.open(None, database=path) as memory:
-        assert [hit["id"] for hit in memory.recall("pottery")["results"]] == ids[:2]
-        assert [hit["id"] for hit in memory.recall("note")["results"]] == ids[2:]
+        found = {
+            question: [hit["id"] for hit in memory.recall(question, scope=FIXTURE_SCOPE)["results"]]
+            for question in expected["recalls"]
+        }
+        assert found == expected["recalls"]
+        memory.store.rebuild_index()
+        assert found == {
+            question: [hit["id"] for hit in memory.recall(question, scope=FIXTURE_SCOPE)["results"]]
+            for question in expected["recalls"]
+        }
+        merged = memory.remember("deploys go through  make release", scope=FIXTURE_SCOPE)
+        updated = memory.remember("red", kind="fact", key="colour", scope=FIXTURE_SCOPE)
+        assert (merged.action, updated.action) == ("merged", "updated")
+        versions = memory.history("colour", scope=FIXTURE_SCOPE)["versions"]
+        assert [version["body"] for version in versions] == ["red", "green", "blue"]
 
 
 def _downgrade_to_schema_1(path: Path) -> None:

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
-from agentscript.memory.entries import Entry
+from agentscript.memory.entries import Entry, title_from_text
 from agentscript.memory.errors import STORE_FAILURE, MemoryServiceError
 from agentscript.memory.store import (
     ENTRY_COLUMNS,
@@ -58,24 +58,36 @@ from agentscript.memory.store import (
     matching_vectors,
     pack_vector,
 )
-from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
+from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer, normalise_title
 from agentscript.providers.storage.sqlite_files import connect, write_transaction
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 # Schema 1 had a text index that stored its own copy of the terms and none of the tables kept
-# as entries are written; it is migrated in place on first use.
-_MIGRATED_VERSIONS = ("1",)
+# as entries are written; schema 2 stored every title (even one taken from the body) and its
+# normalised form, and indexed that text. Both are migrated in place on first use.
+_MIGRATED_VERSIONS = ("1", "2")
 
-_COLUMNS = ", ".join(ENTRY_COLUMNS)
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS memory_entries (
+# What the entries table holds beyond an entry's fields, to keep the file small: `title` is
+# NULL when it is the one the body gives (title_from_text), `source` is NULL when it holds no
+# more than `session`, and instead of the normalised title the table keeps its 64-bit hash
+# (`title_hash`), which is all the index of merge candidates needs; the normalised title itself
+# is computed from the stored text where a filter needs it (`memory_title_norm`).
+_TITLE_HASH = "memory_title_hash"
+_TITLE_NORM = "memory_title_norm"
+_COLUMNS = ", ".join(
+    {"source": "COALESCE(source, json_object('session', session))"}.get(name, name)
+    for name in ENTRY_COLUMNS
+)
+_TITLE_COLUMN = ENTRY_COLUMNS.index("title")
+_BODY_COLUMN = ENTRY_COLUMNS.index("body")
+_ENTRIES_TABLE = """CREATE TABLE IF NOT EXISTS {name} (
         seq INTEGER PRIMARY KEY,
         id TEXT NOT NULL UNIQUE,
         scope TEXT NOT NULL,
         kind TEXT NOT NULL,
         key TEXT,
-        title TEXT NOT NULL,
-        title_norm TEXT NOT NULL,
+        title TEXT,
+        title_hash INTEGER NOT NULL,
         body TEXT NOT NULL,
         context TEXT NOT NULL,
         tags TEXT NOT NULL,
@@ -91,22 +103,25 @@ _SCHEMA = (
         year TEXT NOT NULL,
         archived INTEGER NOT NULL,
         archive_reason TEXT,
-        source TEXT NOT NULL,
+        source TEXT,
         archive_ref TEXT NOT NULL,
         reinforce_count INTEGER NOT NULL,
         superseded_by TEXT,
         session TEXT,
         previous_seq INTEGER,
         next_seq INTEGER
-    )""",
-    "CREATE UNIQUE INDEX IF NOT EXISTS memory_entries_active_key "
-    "ON memory_entries (scope, key) WHERE key IS NOT NULL AND archived = 0",
+    )"""
+_SCHEMA = (
+    _ENTRIES_TABLE.format(name="memory_entries"),
+    # Every version of a key (history), and at most one active one: an archived version's
+    # third column is its own seq, an active one's is 0.
+    "CREATE UNIQUE INDEX IF NOT EXISTS memory_entries_key ON memory_entries "
+    "(scope, key, CASE WHEN archived = 0 THEN 0 ELSE seq END) WHERE key IS NOT NULL",
     "CREATE UNIQUE INDEX IF NOT EXISTS memory_entries_active_summary "
     "ON memory_entries (scope, level, bucket) WHERE kind = 'summary' AND archived = 0",
-    "CREATE INDEX IF NOT EXISTS memory_entries_title "
-    "ON memory_entries (scope, kind, title_norm) WHERE archived = 0",
-    "CREATE INDEX IF NOT EXISTS memory_entries_key ON memory_entries (scope, key) "
-    "WHERE key IS NOT NULL",
+    # Merge candidates (service.py): active unkeyed entries, by kind and title.
+    "CREATE INDEX IF NOT EXISTS memory_entries_title ON memory_entries "
+    "(scope, kind, title_hash) WHERE archived = 0 AND key IS NULL",
     "CREATE INDEX IF NOT EXISTS memory_entries_updated "
     "ON memory_entries (scope, archived, updated_at)",
     "CREATE INDEX IF NOT EXISTS memory_entries_event ON memory_entries (scope, event_time)",
@@ -159,7 +174,7 @@ _DIMENSIONS: dict[str, str] = {
     "kind": "kind",
     "level": "level",
     "archived": "CAST(archived AS TEXT)",
-    "title_norm": "title_norm",
+    "title_norm": f"{_TITLE_NORM}(title, body)",
     "day": "day",
     "week": "week",
     "month": "month",
@@ -336,7 +351,9 @@ class SqliteStore:
             try:
                 with write_transaction(connection):
                     _write_touches(connection, pending)
-                    yield _Transaction(connection, self.analyzer)
+                    transaction = _Transaction(connection, self.analyzer)
+                    yield transaction
+                    transaction.finish()
             except BaseException:
                 self._touches.restore(pending)
                 raise
@@ -429,14 +446,22 @@ class SqliteStore:
             connection = _connect(self.path)
             try:
                 with write_transaction(connection):
-                    migrating = _stored_version(connection) in _MIGRATED_VERSIONS
-                    if migrating:
+                    version = _stored_version(connection)
+                    if version == "1":
                         _leave_version_1(connection)
+                    if version in _MIGRATED_VERSIONS:
+                        _leave_version_2(connection)
                     for statement in _SCHEMA:
                         connection.execute(statement)
-                    if migrating:
+                    if version == "1":
                         _link_sessions(connection)
                         _rebuild(connection, self.analyzer)
+                    elif version in _MIGRATED_VERSIONS:
+                        # The text index refers to the same seqs and holds the same terms.
+                        connection.execute(
+                            "UPDATE memory_meta SET value = ? WHERE name = 'schema'",
+                            (SCHEMA_VERSION,),
+                        )
                     self._prepare_index(connection)
             except BaseException:
                 connection.close()
@@ -486,11 +511,27 @@ class SqliteStore:
 
 
 class _Transaction:
-    """The StoreTransaction of a SqliteStore: runs on its connection inside BEGIN IMMEDIATE."""
+    """The StoreTransaction of a SqliteStore: runs on its connection inside BEGIN IMMEDIATE.
+
+    It remembers the latest entries it wrote of each (scope, session), so the turns of a batch
+    link to each other and take their context from each other without reading them back, and
+    writes each session's new tail once, at the end (`finish`)."""
 
     def __init__(self, connection: sqlite3.Connection, analyzer: Analyzer) -> None:
         self._connection = connection
         self._analyzer = analyzer
+        # (scope, session) → (seq, body) of its latest entries, nearest first.
+        self._recent: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        self._tails: dict[tuple[str, str], int] = {}
+
+    def finish(self) -> None:
+        """Write what the transaction kept back (the sessions' tails): before it commits."""
+        self._connection.executemany(
+            "INSERT INTO memory_session_tails (scope, session, seq) VALUES (?, ?, ?) "
+            "ON CONFLICT (scope, session) DO UPDATE SET seq = excluded.seq",
+            [(scope, session, seq) for (scope, session), seq in self._tails.items()],
+        )
+        self._tails.clear()
 
     def select(
         self,
@@ -518,14 +559,12 @@ class _Transaction:
         return int(row[0]) if row else 0
 
     def insert(self, entry: Entry) -> None:
-        values = entry_row(entry, json_list)
+        values = _row(entry)
         session = entry.source.session if entry.kind == "episodic" else None
+        recent: list[tuple[int, str]] = []
         if session is not None:
-            tail = self._connection.execute(
-                "SELECT seq FROM memory_session_tails WHERE scope = ? AND session = ?",
-                (entry.scope, session),
-            ).fetchone()
-            values["previous_seq"] = tail[0] if tail else None
+            recent = self._session_recent(entry.scope, session)
+            values["previous_seq"] = recent[0][0] if recent else None
         with _conflicts(entry):
             cursor = self._connection.execute(
                 f"INSERT INTO memory_entries ({', '.join(values)}) VALUES ({_marks(list(values))})",
@@ -533,17 +572,39 @@ class _Transaction:
             )
         seq = cast(int, cursor.lastrowid)
         if session is not None:
-            if values["previous_seq"] is not None:
+            if recent:
                 self._connection.execute(
-                    "UPDATE memory_entries SET next_seq = ? WHERE seq = ? AND +scope = ?",
-                    (seq, values["previous_seq"], entry.scope),
+                    "UPDATE memory_entries SET next_seq = ? WHERE seq = ?", (seq, recent[0][0])
                 )
-            self._connection.execute(
-                "INSERT INTO memory_session_tails (scope, session, seq) VALUES (?, ?, ?) "
-                "ON CONFLICT (scope, session) DO UPDATE SET seq = excluded.seq",
-                (entry.scope, session, seq),
-            )
-        _index(self._connection, seq, entry, self._analyzer)
+            self._recent[(entry.scope, session)] = [(seq, entry.body), *recent][
+                :LINKED_CONTEXT_TURNS
+            ]
+            self._tails[(entry.scope, session)] = seq
+        context = linked_context(entry, [body for _, body in recent])
+        _index(self._connection, seq, entry, self._analyzer, context)
+
+    def _session_recent(self, scope: str, session: str) -> list[tuple[int, str]]:
+        """The latest entries of a session, nearest first: kept by this transaction, or
+        read from its stored tail back along the links."""
+        known = self._recent.get((scope, session))
+        if known is not None:
+            return known
+        found: list[tuple[int, str]] = []
+        row = self._connection.execute(
+            "SELECT seq FROM memory_session_tails WHERE scope = ? AND session = ?",
+            (scope, session),
+        ).fetchone()
+        current: int | None = row[0] if row else None
+        while current is not None and len(found) < LINKED_CONTEXT_TURNS:
+            link = self._connection.execute(
+                "SELECT previous_seq, body FROM memory_entries WHERE seq = ? AND +scope = ?",
+                (current, scope),
+            ).fetchone()
+            if link is None:
+                break
+            found.append((current, link[1]))
+            current = link[0]
+        return found
 
     def replace(self, entry: Entry) -> None:
         found = self._connection.execute(
@@ -553,7 +614,9 @@ class _Transaction:
         if found is None:
             raise StoreConflict(f"entry {entry.id} does not exist in scope {entry.scope}")
         seq, previous = int(found[0]), _entry_of(found[1:])
-        values = entry_row(entry, json_list)
+        values = _row(entry)
+        for recent in self._recent.values():
+            recent[:] = [(known, entry.body if known == seq else body) for known, body in recent]
         with _conflicts(entry):
             self._connection.execute(
                 f"UPDATE memory_entries SET {', '.join(f'{name} = ?' for name in values)} "
@@ -582,6 +645,9 @@ class _Transaction:
     def delete(self, scope: str, ids: tuple[str, ...]) -> int:
         if not ids:
             return 0
+        # Deleting relinks sessions in the table: write the kept tails first, forget the rest.
+        self.finish()
+        self._recent.clear()
         doomed = self._connection.execute(
             f"SELECT seq, {_COLUMNS} FROM memory_entries WHERE +scope = ? "
             f"AND id IN ({_marks(ids)})",
@@ -606,6 +672,8 @@ class _Transaction:
 
 def _connect(path: Path) -> sqlite3.Connection:
     connection = connect(path, "FULL")
+    connection.create_function(_TITLE_NORM, 2, _stored_title_norm, deterministic=True)
+    connection.create_function(_TITLE_HASH, 1, title_hash, deterministic=True)
     # Freed pages are zeroed, so a purged entry's text does not linger in the file.
     connection.execute("PRAGMA secure_delete=ON")
     return connection
@@ -629,6 +697,26 @@ def _leave_version_1(connection: sqlite3.Connection) -> None:
     for column in ("previous_seq", "next_seq"):
         connection.execute(f"ALTER TABLE memory_entries ADD COLUMN {column} INTEGER")
     connection.execute("DROP TABLE memory_terms")
+
+
+def _leave_version_2(connection: sqlite3.Connection) -> None:
+    """The move from schema 2 (or 1, once `_leave_version_1` ran): the entries are copied into
+    the leaner table (see `_TITLE_HASH`) under the same seqs, which the text index, the
+    vectors and the session links refer to; the new indexes are made by the schema."""
+    connection.create_function("memory_derived_title", 1, _derived_title, deterministic=True)
+    connection.execute(_ENTRIES_TABLE.format(name="memory_entries_3"))
+    kept = [name for name in ENTRY_COLUMNS if name not in ("title", "source")]
+    kept += ["day", "week", "month", "year", "session", "previous_seq", "next_seq"]
+    connection.execute(
+        f"INSERT INTO memory_entries_3 (seq, {', '.join(kept)}, title, title_hash, source) "
+        f"SELECT seq, {', '.join(kept)}, "
+        "CASE WHEN title = memory_derived_title(body) THEN NULL ELSE title END, "
+        f"{_TITLE_HASH}(title_norm), "
+        "CASE WHEN json_remove(source, '$.session') = '{}' THEN NULL ELSE source END "
+        "FROM memory_entries ORDER BY seq"
+    )
+    connection.execute("DROP TABLE memory_entries")
+    connection.execute("ALTER TABLE memory_entries_3 RENAME TO memory_entries")
 
 
 def _link_sessions(connection: sqlite3.Connection) -> None:
@@ -765,7 +853,7 @@ def _conflicts(entry: Entry) -> Iterator[None]:
         yield
     except sqlite3.IntegrityError as error:
         text = str(error)
-        if "memory_entries.scope, memory_entries.key" in text:
+        if "memory_entries_key" in text:
             message = f"scope {entry.scope} already has an active entry with key {entry.key!r}"
         elif "memory_entries.scope, memory_entries.level" in text:
             message = (
@@ -841,12 +929,21 @@ def _unindex_at(
     _unindex(connection, seq, _stored(connection, scope, seq), analyzer, bodies)
 
 
-def _index(connection: sqlite3.Connection, seq: int, entry: Entry, analyzer: Analyzer) -> None:
-    context = _linked_context(connection, entry, seq, {})
+def _index(
+    connection: sqlite3.Connection,
+    seq: int,
+    entry: Entry,
+    analyzer: Analyzer,
+    context: str | None = None,
+) -> None:
+    """Index the entry at `seq`, with its linked context (read along its session's links
+    unless given)."""
+    if context is None:
+        context = _linked_context(connection, entry, seq, {})
     connection.execute(
         f"INSERT INTO memory_terms (rowid, scope_term, {', '.join(INDEXED_FIELDS)}) "
         f"VALUES (?, ?, {_marks(INDEXED_FIELDS)})",
-        [seq, *_indexed_values(entry.evolve(context=context), analyzer)],
+        [seq, *_indexed_values(entry, analyzer, context)],
     )
 
 
@@ -865,19 +962,54 @@ def _unindex(
     connection.execute(
         f"INSERT INTO memory_terms (memory_terms, rowid, scope_term, {', '.join(INDEXED_FIELDS)})"
         f" VALUES ('delete', ?, ?, {_marks(INDEXED_FIELDS)})",
-        [seq, *_indexed_values(entry.evolve(context=context), analyzer)],
+        [seq, *_indexed_values(entry, analyzer, context)],
     )
 
 
-def _indexed_values(entry: Entry, analyzer: Analyzer) -> list[str]:
-    """The values of the text index's columns for an entry: its scope's term, then the
-    analysed terms of each field joined by spaces."""
-    terms = index_terms(entry, analyzer)
+def _indexed_values(entry: Entry, analyzer: Analyzer, context: str) -> list[str]:
+    """The values of the text index's columns for an entry indexed with `context`: its
+    scope's term, then the analysed terms of each field joined by spaces."""
+    terms = index_terms(entry, analyzer, context)
     return [scope_term(entry.scope), *(" ".join(terms[name]) for name in INDEXED_FIELDS)]
 
 
 def _entry_of(row: Sequence[Any]) -> Entry:
+    """The entry of a row of `_COLUMNS`, its title taken from its body when not stored."""
+    if row[_TITLE_COLUMN] is None:
+        row = list(row)
+        row[_TITLE_COLUMN] = title_from_text(row[_BODY_COLUMN])
     return entry_from_row(row, json.loads)
+
+
+def _row(entry: Entry) -> dict[str, Any]:
+    """The column values of an entry: `entry_row` without what the table derives on read
+    (see `_TITLE_HASH`)."""
+    values = entry_row(entry, json_list)
+    values["title_hash"] = title_hash(values.pop("title_norm"))
+    if entry.title == _derived_title(entry.body):
+        values["title"] = None
+    if entry.source.run is None and entry.source.reason is None:
+        values["source"] = None
+    return values
+
+
+def title_hash(title_norm: str) -> int:
+    """The signed 64-bit hash of a normalised title the table keeps in its place."""
+    digest = hashlib.blake2b(title_norm.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _derived_title(body: str) -> str | None:
+    """The title `remember` takes from this body (None for a body without any line)."""
+    try:
+        return title_from_text(body)
+    except MemoryServiceError:
+        return None
+
+
+def _stored_title_norm(title: str | None, body: str) -> str:
+    """The normalised title of a stored row (SQL function `memory_title_norm`)."""
+    return normalise_title(title if title is not None else title_from_text(body))
 
 
 def _where(where: EntryFilter, prefix: str) -> tuple[str, list[Any]]:
@@ -908,9 +1040,21 @@ def _where(where: EntryFilter, prefix: str) -> tuple[str, list[Any]]:
         parameters.append(where.key)
     if where.keyed is not None:
         clauses.append(f"{prefix}key IS {'NOT ' if where.keyed else ''}NULL")
+    if where.keys is not None:
+        clauses.append(f"{prefix}key IN ({_marks(where.keys)})" if where.keys else "0")
+        parameters.extend(where.keys)
     if where.title_norm is not None:
-        clauses.append(f"{prefix}title_norm = ?")
-        parameters.append(where.title_norm)
+        clauses.append(f"{prefix}title_hash = ? AND {_TITLE_NORM}({prefix}title, {prefix}body) = ?")
+        parameters.extend([title_hash(where.title_norm), where.title_norm])
+    if where.title_norms is not None:
+        norms = where.title_norms
+        clauses.append(
+            f"{prefix}title_hash IN ({_marks(norms)}) AND "
+            f"{_TITLE_NORM}({prefix}title, {prefix}body) IN ({_marks(norms)})"
+            if norms
+            else "0"
+        )
+        parameters.extend([*(title_hash(norm) for norm in norms), *norms])
     if where.since is not None:
         clauses.append(f"{prefix}event_time >= ?")
         parameters.append(where.since)

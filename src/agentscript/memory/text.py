@@ -118,12 +118,25 @@ class Analyzer:
 
     def terms(self, text: str) -> list[str]:
         """The terms of `text`, in order, repeats kept (term frequency matters to BM25);
-        joined compounds come last. Remembered for recent texts: a turn's body is analysed
-        again as the linked context of the two turns after it (store.py)."""
-        return list(_analysed(self, text))
+        joined compounds come last. Remembered line by line for recent lines: a line break
+        ends every word, compound and CJK run, so a text's terms are its lines' terms, and a
+        turn's body is analysed again as the linked context of the two turns after it
+        (store.py), and its first line as its title."""
+        if "\n" not in text:
+            words, compounds = _analysed_line(self, text)
+            return [*words, *compounds]
+        lines = [_analysed_line(self, line) for line in text.split("\n")]
+        return [term for words, _ in lines for term in words] + [
+            term for _, compounds in lines for term in compounds
+        ]
 
     def analyse(self, text: str) -> list[str]:
         """`terms`, computed (not remembered)."""
+        words, compounds = self._words_and_compounds(text)
+        return [*words, *compounds]
+
+    def _words_and_compounds(self, text: str) -> tuple[list[str], list[str]]:
+        """The terms of the words of `text`, and those of its joined compounds."""
         folded = _APOSTROPHES.sub("", normalise(text))
         known = _WORD_TERMS.setdefault(self, {})
         found: list[str] = []
@@ -132,10 +145,11 @@ class Analyzer:
                 found.extend(self._cjk_terms(cjk))
             else:
                 found.extend(_remembered_word(self, known, word))
+        joined: list[str] = []
         if self.compounds:
             for compound in _COMPOUND.findall(folded):
-                found.extend(_remembered_word(self, known, compound.replace("-", "")))
-        return found
+                joined.extend(_remembered_word(self, known, compound.replace("-", "")))
+        return found, joined
 
     def word_terms(self, word: str) -> list[str]:
         """The terms of one word (none for a stopword), computed."""
@@ -317,9 +331,10 @@ def porter_stem(word: str) -> str:
     return word
 
 
-@lru_cache(maxsize=4096)
-def _analysed(analyzer: Analyzer, text: str) -> tuple[str, ...]:
-    return tuple(analyzer.analyse(text))
+@lru_cache(maxsize=8192)
+def _analysed_line(analyzer: Analyzer, line: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    words, compounds = analyzer._words_and_compounds(line)
+    return tuple(words), tuple(compounds)
 
 
 # The terms of the words each analyser has seen, up to _MOST_WORDS of them: a vocabulary
