@@ -313,11 +313,17 @@ def test_a_schema_2_file_is_upgraded_in_place_and_loses_nothing(tmp_path: Path) 
     with sqlite3.connect(path) as connection:
         columns = {row[1] for row in connection.execute("PRAGMA table_info(memory_entries)")}
         assert "title_norm" not in columns and "title_hash" in columns
-        # Only what the body and the session do not give is stored: one title, one source.
-        kept = connection.execute(
-            "SELECT COUNT(title), COUNT(source) FROM memory_entries"
-        ).fetchone()
-        assert kept == (1, 1)
+        # Only what the body and the session do not give is stored: the explicit title, the
+        # one the merge after the upgrade gave (not its new body's first line), one source.
+        titles = connection.execute("SELECT title FROM memory_entries WHERE title IS NOT NULL")
+        assert {title for (title,) in titles} == {
+            "Release notes",
+            "deploys go through make release",
+        }
+        sources = connection.execute("SELECT source FROM memory_entries WHERE source IS NOT NULL")
+        assert [json.loads(source) for (source,) in sources] == [
+            {"session": "chat-1", "run": "r-7", "reason": "turn"}
+        ]
         stored = connection.execute("SELECT value FROM memory_meta WHERE name = 'schema'")
         assert stored.fetchone() == ("3",)
 
