@@ -11,8 +11,9 @@ the index; when they hold most of it, that intersection costs more than it saves
 with the entries, which names the scopes in any case, does the filtering alone.
 
 Kept as the entries are written, so no write scans a scope: the active entries per scope
-(`memory_scope_counts`, maintained by triggers inside the writing transaction, so the cap on a
-scope stays exact however many processes write), and the last episodic entry of each (scope,
+(`memory_scope_counts`, changed by every insert, replace and delete of the writing transaction
+and written once at its end, so the cap on a scope stays exact however many processes write;
+`verify` compares them with the entries, `rebuild_index` recounts them), and the last episodic entry of each (scope,
 source session) (`memory_session_tails`): an episodic entry of a session links to the one
 written before it (`previous_seq`, `next_seq`), which recall uses for neighbour context. The
 entries holding each term (for document-frequency pruning in recall.py) are read from the index
@@ -135,24 +136,6 @@ _SCHEMA = (
         scope TEXT PRIMARY KEY,
         active INTEGER NOT NULL
     ) WITHOUT ROWID""",
-    """CREATE TRIGGER IF NOT EXISTS memory_entries_counted_insert
-    AFTER INSERT ON memory_entries WHEN NEW.archived = 0 BEGIN
-        INSERT INTO memory_scope_counts (scope, active) VALUES (NEW.scope, 1)
-        ON CONFLICT (scope) DO UPDATE SET active = active + 1;
-    END""",
-    """CREATE TRIGGER IF NOT EXISTS memory_entries_counted_delete
-    AFTER DELETE ON memory_entries WHEN OLD.archived = 0 BEGIN
-        UPDATE memory_scope_counts SET active = active - 1 WHERE scope = OLD.scope;
-    END""",
-    """CREATE TRIGGER IF NOT EXISTS memory_entries_counted_update
-    AFTER UPDATE OF archived, scope ON memory_entries
-    WHEN OLD.archived != NEW.archived OR OLD.scope != NEW.scope BEGIN
-        UPDATE memory_scope_counts SET active = active - 1
-        WHERE scope = OLD.scope AND OLD.archived = 0;
-        INSERT INTO memory_scope_counts (scope, active)
-        SELECT NEW.scope, 1 WHERE NEW.archived = 0
-        ON CONFLICT (scope) DO UPDATE SET active = active + 1;
-    END""",
     """CREATE TABLE IF NOT EXISTS memory_session_tails (
         scope TEXT NOT NULL,
         session TEXT NOT NULL,
@@ -513,9 +496,10 @@ class SqliteStore:
 class _Transaction:
     """The StoreTransaction of a SqliteStore: runs on its connection inside BEGIN IMMEDIATE.
 
-    It remembers the latest entries it wrote of each (scope, session), so the turns of a batch
-    link to each other and take their context from each other without reading them back, and
-    writes each session's new tail once, at the end (`finish`)."""
+    It keeps the change of each scope's active-entry count and the latest entries it wrote of
+    each (scope, session), so the turns of a batch link to each other and take their context
+    from each other without reading them back; it writes each count and each session's new
+    tail once, at the end (`finish`)."""
 
     def __init__(self, connection: sqlite3.Connection, analyzer: Analyzer) -> None:
         self._connection = connection
@@ -523,9 +507,17 @@ class _Transaction:
         # (scope, session) → (seq, body) of its latest entries, nearest first.
         self._recent: dict[tuple[str, str], list[tuple[int, str]]] = {}
         self._tails: dict[tuple[str, str], int] = {}
+        # scope → how many more active entries it holds than memory_scope_counts says.
+        self._counted: dict[str, int] = {}
 
     def finish(self) -> None:
-        """Write what the transaction kept back (the sessions' tails): before it commits."""
+        """Write what the transaction kept back (counts, sessions' tails): before it commits."""
+        self._connection.executemany(
+            "INSERT INTO memory_scope_counts (scope, active) VALUES (?, ?) "
+            "ON CONFLICT (scope) DO UPDATE SET active = active + excluded.active",
+            [(scope, change) for scope, change in self._counted.items() if change],
+        )
+        self._counted.clear()
         self._connection.executemany(
             "INSERT INTO memory_session_tails (scope, session, seq) VALUES (?, ?, ?) "
             "ON CONFLICT (scope, session) DO UPDATE SET seq = excluded.seq",
@@ -556,7 +548,10 @@ class _Transaction:
         row = self._connection.execute(
             "SELECT active FROM memory_scope_counts WHERE scope = ?", (scope,)
         ).fetchone()
-        return int(row[0]) if row else 0
+        return (int(row[0]) if row else 0) + self._counted.get(scope, 0)
+
+    def _count(self, scope: str, change: int) -> None:
+        self._counted[scope] = self._counted.get(scope, 0) + change
 
     def insert(self, entry: Entry) -> None:
         values = _row(entry)
@@ -571,6 +566,7 @@ class _Transaction:
                 list(values.values()),
             )
         seq = cast(int, cursor.lastrowid)
+        self._count(entry.scope, int(entry.active))
         if session is not None:
             if recent:
                 self._connection.execute(
@@ -623,6 +619,7 @@ class _Transaction:
                 "WHERE seq = ?",
                 [*values.values(), seq],
             )
+        self._count(entry.scope, int(entry.active) - int(previous.active))
         if indexed_text(previous) != indexed_text(entry):
             # The entries after it in its session have its body in their linked context.
             later = (
@@ -654,14 +651,15 @@ class _Transaction:
             [scope, *ids],
         ).fetchall()
         for row in doomed:
-            seq = int(row[0])
+            seq, entry = int(row[0]), _entry_of(row[1:])
             later = _later(self._connection, scope, seq)
             for other in later:
                 _unindex_at(self._connection, scope, other, self._analyzer)
-            _unindex(self._connection, seq, _entry_of(row[1:]), self._analyzer)
+            _unindex(self._connection, seq, entry, self._analyzer)
             _unlink(self._connection, scope, seq)
             self._connection.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
             self._connection.execute("DELETE FROM memory_entries WHERE seq = ?", (seq,))
+            self._count(scope, -int(entry.active))
             for other in later:
                 _index_at(self._connection, scope, other, self._analyzer)
         return len(doomed)
