@@ -242,10 +242,21 @@ def require_unicode(text: str, field_name: str) -> str:
     return text
 
 
+# The fields of an Entry that hold one value (a text, a number, None), not a collection.
+_SCALAR_FIELDS = tuple(
+    item.name for item in fields(Entry) if item.name not in ("tags", "archive_ref", "source")
+)
+
+
 def require_storable(entry: Entry) -> Entry:
     """`entry`, unless a text field holds a lone surrogate: UTF-8 has none, so no store can
     write one. Every store calls this before it writes, whatever path built the entry (an
     import, a summary); the service's own arguments are refused earlier, by name."""
+    # One search over all the text first: nearly every entry has none.
+    texts = [getattr(entry, name) for name in _SCALAR_FIELDS]
+    texts.extend((*entry.tags, *entry.archive_ref, *entry.source.to_dict().values()))
+    if _LONE_SURROGATE.search("".join(text for text in texts if isinstance(text, str))) is None:
+        return entry
     for item in fields(entry):
         value = getattr(entry, item.name)
         for text in value if isinstance(value, tuple) else (value,):

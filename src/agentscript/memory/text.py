@@ -21,6 +21,9 @@ from functools import lru_cache
 # Hiragana, katakana, CJK ideographs (and extensions), Hangul: scripts written without spaces.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
+# Text without any CJK character (most of it) is split by this simpler, faster pattern.
+_ANY_CJK = re.compile(rf"[{_CJK}]")
+_WORD = re.compile(r"[^\W_]+")
 _APOSTROPHES = re.compile(r"['’ʼ`]")
 
 # English function words, plus the words questions are made of (`what`, `when`, `did`):
@@ -139,16 +142,19 @@ class Analyzer:
         """The terms of the words of `text`, and those of its joined compounds."""
         folded = _APOSTROPHES.sub("", normalise(text))
         known = _WORD_TERMS.setdefault(self, {})
-        found: list[str] = []
-        for cjk, word in _TOKEN.findall(folded):
-            if cjk:
-                found.extend(self._cjk_terms(cjk))
-            else:
-                found.extend(_remembered_word(self, known, word))
+        if _ANY_CJK.search(folded) is None:
+            found = _remembered_words(self, known, _WORD.findall(folded))
+        else:
+            found = []
+            for cjk, word in _TOKEN.findall(folded):
+                if cjk:
+                    found.extend(self._cjk_terms(cjk))
+                else:
+                    found.extend(_remembered_words(self, known, [word]))
         joined: list[str] = []
-        if self.compounds:
-            for compound in _COMPOUND.findall(folded):
-                joined.extend(_remembered_word(self, known, compound.replace("-", "")))
+        if self.compounds and "-" in folded:
+            compounds = [compound.replace("-", "") for compound in _COMPOUND.findall(folded)]
+            joined = _remembered_words(self, known, compounds)
         return found, joined
 
     def word_terms(self, word: str) -> list[str]:
@@ -337,18 +343,24 @@ def _analysed_line(analyzer: Analyzer, line: str) -> tuple[tuple[str, ...], tupl
     return tuple(words), tuple(compounds)
 
 
-# The terms of the words each analyser has seen, up to _MOST_WORDS of them: a vocabulary
-# repeats far more than texts do. One dict per analyser, looked up once per text, so a word
-# costs one lookup and never hashes the analyser. Callers never mutate the lists.
-_WORD_TERMS: dict[Analyzer, dict[str, list[str]]] = {}
+# The term of each word each analyser has seen ("" for none), up to _MOST_WORDS of them: a
+# vocabulary repeats far more than texts do. One dict per analyser, looked up once per text, so
+# a word costs one lookup and never hashes the analyser.
+_WORD_TERMS: dict[Analyzer, dict[str, str]] = {}
 _MOST_WORDS = 65536
 
 
-def _remembered_word(analyzer: Analyzer, known: dict[str, list[str]], word: str) -> list[str]:
-    terms = known.get(word)
-    if terms is None:
-        terms = analyzer.word_terms(word)
-        if len(known) >= _MOST_WORDS:
-            known.clear()
-        known[word] = terms
-    return terms
+def _remembered_words(analyzer: Analyzer, known: dict[str, str], words: list[str]) -> list[str]:
+    """The terms of these words, in order (a word has at most one term)."""
+    found: list[str] = []
+    for word in words:
+        term = known.get(word)
+        if term is None:
+            terms = analyzer.word_terms(word)
+            term = terms[0] if terms else ""
+            if len(known) >= _MOST_WORDS:
+                known.clear()
+            known[word] = term
+        if term:
+            found.append(term)
+    return found
