@@ -12,13 +12,20 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from agentscript.memory import EntryFilter, MemoryConfig, MemoryService, MemoryServiceError
+from agentscript.memory import (
+    EntryFilter,
+    MemoryConfig,
+    MemoryService,
+    MemoryServiceError,
+    SqliteStore,
+)
 from agentscript.memory.postgres_store import is_postgres_uri
 from agentscript.memory.results import RememberResult
+from agentscript.memory.sqlite_store import _where
 from zygote_support import kill_writers
 
 pytest_plugins = ["memsvc_support"]
@@ -103,6 +110,37 @@ def test_a_batch_is_limited_to_a_thousand_items(memory: MemoryService) -> None:
     with pytest.raises(MemoryServiceError, match="at most 1000 items"):
         memory.remember_many({"text": f"note {n}"} for n in range(1001))
     assert memory.recall("")["count"] == 0
+
+
+@pytest.mark.parametrize(
+    ("where", "index"),
+    [
+        (EntryFilter(scopes=("global",), keys=("a", "b")), "memory_entries_key"),
+        (
+            EntryFilter(
+                scopes=("global",), kinds=("knowledge",), title_norms=("a", "b"), keyed=False
+            ),
+            "memory_entries_title",
+        ),
+    ],
+)
+def test_a_batch_looks_its_keys_and_titles_up_in_an_index(
+    tmp_path: Path, where: EntryFilter, index: str
+) -> None:
+    """One query per batch for all its keys (or titles), by the index: never a walk over a
+    scope of 100k entries."""
+    store = SqliteStore(tmp_path / "memory.db")
+    try:
+        clause, parameters = _where(where, "")
+        with store.transaction() as tx:
+            for order in ("", " ORDER BY created_at, id"):
+                plan = tx._connection.execute(
+                    f"EXPLAIN QUERY PLAN SELECT id FROM memory_entries WHERE {clause}{order}",
+                    parameters,
+                ).fetchall()
+                assert f"USING INDEX {index} " in plan[0][3]
+    finally:
+        store.close()
 
 
 # ------------------------------------------------------------------------------ counters
@@ -340,8 +378,6 @@ def test_a_schema_1_file_is_upgraded_in_place(tmp_path: Path) -> None:
 def _assert_upgraded_whole(path: Path) -> None:
     """The upgraded file holds every entry as exported before, its indexes agree with its
     entries, recall finds what it found, and writes merge and supersede against old entries."""
-    from agentscript.memory import SqliteStore
-
     expected = json.loads((FIXTURES / "schema2.json").read_text(encoding="utf-8"))
     store = SqliteStore(path)
     try:
@@ -359,7 +395,7 @@ def _assert_upgraded_whole(path: Path) -> None:
             for question in expected["recalls"]
         }
         assert found == expected["recalls"]
-        memory.store.rebuild_index()
+        cast(SqliteStore, memory.store).rebuild_index()
         assert found == {
             question: [hit["id"] for hit in memory.recall(question, scope=FIXTURE_SCOPE)["results"]]
             for question in expected["recalls"]

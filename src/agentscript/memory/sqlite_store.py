@@ -75,8 +75,15 @@ _MIGRATED_VERSIONS = ("1", "2")
 # is computed from the stored text where a filter needs it (`memory_title_norm`).
 _TITLE_HASH = "memory_title_hash"
 _TITLE_NORM = "memory_title_norm"
+# The entries table names each scope by a number (`memory_scopes`): a workspace id is a path,
+# which every index of the table would otherwise repeat for every entry.
+_SCOPE_ID = "(SELECT id FROM memory_scopes WHERE name = ?)"
+_SCOPE_NAME = "(SELECT name FROM memory_scopes WHERE id = {column})"
 _COLUMNS = ", ".join(
-    {"source": "COALESCE(source, json_object('session', session))"}.get(name, name)
+    {
+        "scope": _SCOPE_NAME.format(column="scope"),
+        "source": "COALESCE(source, json_object('session', session))",
+    }.get(name, name)
     for name in ENTRY_COLUMNS
 )
 _TITLE_COLUMN = ENTRY_COLUMNS.index("title")
@@ -84,7 +91,7 @@ _BODY_COLUMN = ENTRY_COLUMNS.index("body")
 _ENTRIES_TABLE = """CREATE TABLE IF NOT EXISTS {name} (
         seq INTEGER PRIMARY KEY,
         id TEXT NOT NULL UNIQUE,
-        scope TEXT NOT NULL,
+        scope INTEGER NOT NULL,
         kind TEXT NOT NULL,
         key TEXT,
         title TEXT,
@@ -112,7 +119,12 @@ _ENTRIES_TABLE = """CREATE TABLE IF NOT EXISTS {name} (
         previous_seq INTEGER,
         next_seq INTEGER
     )"""
+_SCOPES_TABLE = """CREATE TABLE IF NOT EXISTS memory_scopes (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE
+    )"""
 _SCHEMA = (
+    _SCOPES_TABLE,
     _ENTRIES_TABLE.format(name="memory_entries"),
     # Every version of a key (history), and at most one active one: an archived version's
     # third column is its own seq, an active one's is 0.
@@ -120,9 +132,9 @@ _SCHEMA = (
     "(scope, key, CASE WHEN archived = 0 THEN 0 ELSE seq END) WHERE key IS NOT NULL",
     "CREATE UNIQUE INDEX IF NOT EXISTS memory_entries_active_summary "
     "ON memory_entries (scope, level, bucket) WHERE kind = 'summary' AND archived = 0",
-    # Merge candidates (service.py): active unkeyed entries, by kind and title.
+    # Merge candidates (service.py): unkeyed entries, by kind and title.
     "CREATE INDEX IF NOT EXISTS memory_entries_title ON memory_entries "
-    "(scope, kind, title_hash) WHERE archived = 0 AND key IS NULL",
+    "(scope, kind, title_hash) WHERE key IS NULL",
     "CREATE INDEX IF NOT EXISTS memory_entries_updated "
     "ON memory_entries (scope, archived, updated_at)",
     "CREATE INDEX IF NOT EXISTS memory_entries_event ON memory_entries (scope, event_time)",
@@ -153,7 +165,7 @@ _SCHEMA = (
     )""",
 )
 _DIMENSIONS: dict[str, str] = {
-    "scope": "scope",
+    "scope": _SCOPE_NAME.format(column="scope"),
     "kind": "kind",
     "level": "level",
     "archived": "CAST(archived AS TEXT)",
@@ -260,8 +272,9 @@ class SqliteStore:
     def scopes(self) -> list[ScopeCount]:
         with self._reading() as connection:
             rows = connection.execute(
-                "SELECT scope, SUM(archived = 0), SUM(archived = 1) FROM memory_entries "
-                "GROUP BY scope ORDER BY scope"
+                "SELECT s.name, SUM(e.archived = 0), SUM(e.archived = 1) "
+                "FROM memory_entries AS e JOIN memory_scopes AS s ON s.id = e.scope "
+                "GROUP BY e.scope ORDER BY s.name"
             ).fetchall()
         return [ScopeCount(scope, int(active), int(archived)) for scope, active, archived in rows]
 
@@ -312,8 +325,9 @@ class SqliteStore:
             if missing:
                 problems.append(f"{missing} entries are missing from the text index")
             miscounted = connection.execute(
-                "SELECT COUNT(*) FROM (SELECT scope, SUM(archived = 0) AS active "
-                "FROM memory_entries GROUP BY scope) AS actual "
+                "SELECT COUNT(*) FROM (SELECT s.name AS scope, SUM(e.archived = 0) AS active "
+                "FROM memory_entries AS e JOIN memory_scopes AS s ON s.id = e.scope "
+                "GROUP BY e.scope) AS actual "
                 "LEFT JOIN memory_scope_counts AS kept USING (scope) "
                 "WHERE actual.active != COALESCE(kept.active, 0)"
             ).fetchone()[0]
@@ -366,7 +380,7 @@ class SqliteStore:
             rows = connection.execute(
                 "SELECT e.id, v.digest, v.vector FROM memory_vectors AS v "
                 "JOIN memory_entries AS e ON e.seq = v.seq "
-                f"WHERE v.model = ? AND e.scope IN ({_marks(scopes)}) "
+                f"WHERE v.model = ? AND e.scope IN {_scope_ids(scopes)} "
                 f"AND e.id IN ({_marks(list(digests))})",
                 [model, *scopes, *digests],
             ).fetchall()
@@ -385,7 +399,7 @@ class SqliteStore:
             connection.executemany(
                 "INSERT OR REPLACE INTO memory_vectors (seq, model, digest, vector) "
                 "SELECT seq, ?, ?, ? FROM memory_entries WHERE id = ? "
-                f"AND scope IN ({_marks(scopes)})",
+                f"AND scope IN {_scope_ids(scopes)}",
                 [
                     [model, digest, pack_vector(vector), identifier, *scopes]
                     for identifier, (digest, vector) in vectors.items()
@@ -509,6 +523,21 @@ class _Transaction:
         self._tails: dict[tuple[str, str], int] = {}
         # scope → how many more active entries it holds than memory_scope_counts says.
         self._counted: dict[str, int] = {}
+        self._scope_ids: dict[str, int] = {}
+
+    def _scope_id(self, scope: str) -> int:
+        """The number of a scope in the entries table, given to it at its first entry."""
+        known = self._scope_ids.get(scope)
+        if known is None:
+            self._connection.execute(
+                "INSERT INTO memory_scopes (name) VALUES (?) ON CONFLICT (name) DO NOTHING",
+                (scope,),
+            )
+            row = self._connection.execute(
+                "SELECT id FROM memory_scopes WHERE name = ?", (scope,)
+            ).fetchone()
+            known = self._scope_ids[scope] = int(row[0])
+        return known
 
     def finish(self) -> None:
         """Write what the transaction kept back (counts, sessions' tails): before it commits."""
@@ -554,7 +583,7 @@ class _Transaction:
         self._counted[scope] = self._counted.get(scope, 0) + change
 
     def insert(self, entry: Entry) -> None:
-        values = _row(entry)
+        values = _row(entry, self._scope_id(entry.scope))
         session = entry.source.session if entry.kind == "episodic" else None
         recent: list[tuple[int, str]] = []
         if session is not None:
@@ -593,7 +622,7 @@ class _Transaction:
         current: int | None = row[0] if row else None
         while current is not None and len(found) < LINKED_CONTEXT_TURNS:
             link = self._connection.execute(
-                "SELECT previous_seq, body FROM memory_entries WHERE seq = ? AND +scope = ?",
+                f"SELECT previous_seq, body FROM memory_entries WHERE seq = ? AND +scope = {_SCOPE_ID}",
                 (current, scope),
             ).fetchone()
             if link is None:
@@ -604,13 +633,13 @@ class _Transaction:
 
     def replace(self, entry: Entry) -> None:
         found = self._connection.execute(
-            f"SELECT seq, {_COLUMNS} FROM memory_entries WHERE id = ? AND +scope = ?",
+            f"SELECT seq, {_COLUMNS} FROM memory_entries WHERE id = ? AND +scope = {_SCOPE_ID}",
             (entry.id, entry.scope),
         ).fetchone()
         if found is None:
             raise StoreConflict(f"entry {entry.id} does not exist in scope {entry.scope}")
         seq, previous = int(found[0]), _entry_of(found[1:])
-        values = _row(entry)
+        values = _row(entry, self._scope_id(entry.scope))
         for recent in self._recent.values():
             recent[:] = [(known, entry.body if known == seq else body) for known, body in recent]
         with _conflicts(entry):
@@ -632,7 +661,7 @@ class _Transaction:
             _unindex(self._connection, seq, previous, self._analyzer)
             self._connection.execute(
                 "DELETE FROM memory_vectors WHERE seq IN "
-                "(SELECT seq FROM memory_entries WHERE seq = ? AND +scope = ?)",
+                f"(SELECT seq FROM memory_entries WHERE seq = ? AND +scope = {_SCOPE_ID})",
                 (seq, entry.scope),
             )
             _index(self._connection, seq, entry, self._analyzer)
@@ -646,7 +675,7 @@ class _Transaction:
         self.finish()
         self._recent.clear()
         doomed = self._connection.execute(
-            f"SELECT seq, {_COLUMNS} FROM memory_entries WHERE +scope = ? "
+            f"SELECT seq, {_COLUMNS} FROM memory_entries WHERE +scope = {_SCOPE_ID} "
             f"AND id IN ({_marks(ids)})",
             [scope, *ids],
         ).fetchall()
@@ -699,15 +728,21 @@ def _leave_version_1(connection: sqlite3.Connection) -> None:
 
 def _leave_version_2(connection: sqlite3.Connection) -> None:
     """The move from schema 2 (or 1, once `_leave_version_1` ran): the entries are copied into
-    the leaner table (see `_TITLE_HASH`) under the same seqs, which the text index, the
-    vectors and the session links refer to; the new indexes are made by the schema."""
+    the leaner table (numbered scopes, see `_TITLE_HASH`) under the same seqs, which the text
+    index, the vectors and the session links refer to; the new indexes are made by the
+    schema."""
     connection.create_function("memory_derived_title", 1, _derived_title, deterministic=True)
+    connection.execute(_SCOPES_TABLE)
+    connection.execute(
+        "INSERT INTO memory_scopes (name) SELECT DISTINCT scope FROM memory_entries ORDER BY scope"
+    )
     connection.execute(_ENTRIES_TABLE.format(name="memory_entries_3"))
-    kept = [name for name in ENTRY_COLUMNS if name not in ("title", "source")]
+    kept = [name for name in ENTRY_COLUMNS if name not in ("scope", "title", "source")]
     kept += ["day", "week", "month", "year", "session", "previous_seq", "next_seq"]
     connection.execute(
-        f"INSERT INTO memory_entries_3 (seq, {', '.join(kept)}, title, title_hash, source) "
+        f"INSERT INTO memory_entries_3 (seq, {', '.join(kept)}, scope, title, title_hash, source) "
         f"SELECT seq, {', '.join(kept)}, "
+        "(SELECT id FROM memory_scopes WHERE name = memory_entries.scope), "
         "CASE WHEN title = memory_derived_title(body) THEN NULL ELSE title END, "
         f"{_TITLE_HASH}(title_norm), "
         "CASE WHEN json_remove(source, '$.session') = '{}' THEN NULL ELSE source END "
@@ -722,7 +757,7 @@ def _link_sessions(connection: sqlite3.Connection) -> None:
     and record each session's last one (an upgrade from schema 1)."""
     tails: dict[tuple[str, str], int] = {}
     rows = connection.execute(
-        "SELECT seq, scope, session FROM memory_entries "
+        f"SELECT seq, {_SCOPE_NAME.format(column='scope')}, session FROM memory_entries "
         "WHERE kind = 'episodic' AND session IS NOT NULL ORDER BY seq"
     ).fetchall()
     for seq, scope, session in rows:
@@ -744,7 +779,8 @@ def _link_sessions(connection: sqlite3.Connection) -> None:
 def _unlink(connection: sqlite3.Connection, scope: str, seq: int) -> None:
     """Take an entry out of its session's chain, joining its neighbours to each other."""
     row = connection.execute(
-        "SELECT previous_seq, next_seq, session FROM memory_entries WHERE seq = ? AND +scope = ?",
+        "SELECT previous_seq, next_seq, session FROM memory_entries "
+        f"WHERE seq = ? AND +scope = {_SCOPE_ID}",
         (seq, scope),
     ).fetchone()
     if row is None:
@@ -752,12 +788,12 @@ def _unlink(connection: sqlite3.Connection, scope: str, seq: int) -> None:
     previous, following, session = row
     if previous is not None:
         connection.execute(
-            "UPDATE memory_entries SET next_seq = ? WHERE seq = ? AND +scope = ?",
+            f"UPDATE memory_entries SET next_seq = ? WHERE seq = ? AND +scope = {_SCOPE_ID}",
             (following, previous, scope),
         )
     if following is not None:
         connection.execute(
-            "UPDATE memory_entries SET previous_seq = ? WHERE seq = ? AND +scope = ?",
+            f"UPDATE memory_entries SET previous_seq = ? WHERE seq = ? AND +scope = {_SCOPE_ID}",
             (previous, following, scope),
         )
     if session is not None:
@@ -779,8 +815,8 @@ def _write_touches(
 ) -> None:
     for (scopes, moment), ids in pending.items():
         connection.execute(
-            f"UPDATE memory_entries SET accessed_at = ? WHERE +scope IN "
-            f"({_marks(scopes)}) AND id IN ({_marks(ids)}) AND accessed_at < ?",
+            f"UPDATE memory_entries SET accessed_at = ? WHERE +scope IN {_scope_ids(scopes)} "
+            f"AND id IN ({_marks(ids)}) AND accessed_at < ?",
             [moment, *scopes, *ids, moment],
         )
 
@@ -834,7 +870,8 @@ def _rebuild(connection: sqlite3.Connection, analyzer: Analyzer) -> None:
     connection.execute("DELETE FROM memory_scope_counts")
     connection.execute(
         "INSERT INTO memory_scope_counts (scope, active) "
-        "SELECT scope, SUM(archived = 0) FROM memory_entries GROUP BY scope"
+        "SELECT s.name, SUM(e.archived = 0) FROM memory_entries AS e "
+        "JOIN memory_scopes AS s ON s.id = e.scope GROUP BY e.scope"
     )
     rows = connection.execute(f"SELECT seq, {_COLUMNS} FROM memory_entries").fetchall()
     for row in rows:
@@ -869,6 +906,11 @@ def _marks(values: Sequence[object]) -> str:
     return ", ".join("?" * len(values))
 
 
+def _scope_ids(scopes: Sequence[str]) -> str:
+    """The SQL list of the numbers of these scopes (their names are its parameters)."""
+    return f"(SELECT id FROM memory_scopes WHERE name IN ({_marks(scopes)}))"
+
+
 def _linked_context(
     connection: sqlite3.Connection, entry: Entry, seq: int, bodies: Mapping[int, str]
 ) -> str:
@@ -881,7 +923,8 @@ def _linked_context(
     for _ in range(LINKED_CONTEXT_TURNS):
         row = connection.execute(
             "SELECT p.seq, p.body FROM memory_entries AS e JOIN memory_entries AS p "
-            "ON p.seq = e.previous_seq WHERE e.seq = ? AND +e.scope = ? AND +p.scope = ?",
+            "ON p.seq = e.previous_seq "
+            f"WHERE e.seq = ? AND +e.scope = {_SCOPE_ID} AND +p.scope = {_SCOPE_ID}",
             (current, entry.scope, entry.scope),
         ).fetchone()
         if row is None:
@@ -897,7 +940,8 @@ def _later(connection: sqlite3.Connection, scope: str, seq: int) -> list[int]:
     current = seq
     for _ in range(LINKED_CONTEXT_TURNS):
         row = connection.execute(
-            "SELECT next_seq FROM memory_entries WHERE seq = ? AND +scope = ?", (current, scope)
+            f"SELECT next_seq FROM memory_entries WHERE seq = ? AND +scope = {_SCOPE_ID}",
+            (current, scope),
         ).fetchone()
         if row is None or row[0] is None:
             break
@@ -908,7 +952,8 @@ def _later(connection: sqlite3.Connection, scope: str, seq: int) -> list[int]:
 
 def _stored(connection: sqlite3.Connection, scope: str, seq: int) -> Entry:
     row = connection.execute(
-        f"SELECT {_COLUMNS} FROM memory_entries WHERE seq = ? AND +scope = ?", (seq, scope)
+        f"SELECT {_COLUMNS} FROM memory_entries WHERE seq = ? AND +scope = {_SCOPE_ID}",
+        (seq, scope),
     ).fetchone()
     return _entry_of(row)
 
@@ -979,10 +1024,11 @@ def _entry_of(row: Sequence[Any]) -> Entry:
     return entry_from_row(row, json.loads)
 
 
-def _row(entry: Entry) -> dict[str, Any]:
-    """The column values of an entry: `entry_row` without what the table derives on read
-    (see `_TITLE_HASH`)."""
+def _row(entry: Entry, scope_id: int) -> dict[str, Any]:
+    """The column values of an entry whose scope has the number `scope_id`: `entry_row`
+    without what the table derives on read (see `_TITLE_HASH`)."""
     values = entry_row(entry, json_list)
+    values["scope"] = scope_id
     values["title_hash"] = title_hash(values.pop("title_norm"))
     if entry.title == _derived_title(entry.body):
         values["title"] = None
@@ -1015,7 +1061,7 @@ def _where(where: EntryFilter, prefix: str) -> tuple[str, list[Any]]:
     scope column is written `+scope` so the planner looks the ids up by their unique index
     instead of scanning the scope (the predicate still applies to every row)."""
     column = f"+{prefix}scope" if where.ids is not None else f"{prefix}scope"
-    clauses = [f"{column} IN ({_marks(where.scopes)})"]
+    clauses = [f"{column} IN {_scope_ids(where.scopes)}"]
     parameters: list[Any] = list(where.scopes)
     if where.ids is not None:
         clauses.append(f"{prefix}id IN ({_marks(where.ids)})" if where.ids else "0")
@@ -1064,7 +1110,10 @@ def _where(where: EntryFilter, prefix: str) -> tuple[str, list[Any]]:
         clauses.append(f"{prefix}{_DIMENSIONS[level]} = ?")
         parameters.append(key)
     if where.archived is not None:
-        clauses.append(f"{prefix}archived = ?")
+        # With a list of keys or titles, `+archived` keeps the planner on their index: it
+        # would rather walk the whole scope by (scope, archived) than look a list up.
+        unary = "+" if where.keys is not None or where.title_norms is not None else ""
+        clauses.append(f"{unary}{prefix}archived = ?")
         parameters.append(int(where.archived))
     return " AND ".join(clauses), parameters
 
