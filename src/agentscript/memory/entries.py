@@ -8,7 +8,6 @@ control characters, tags, keys, and the digest marker (a digest must never becom
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, cast
 
@@ -226,6 +225,8 @@ def require_level(value: object, field_name: str = "level") -> Level:
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# Unicode's control characters (category Cc): C0, DEL and C1.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def require_unicode(text: str, field_name: str) -> str:
@@ -296,7 +297,7 @@ def clean_line(value: object, field_name: str, max_chars: int) -> str | None:
     if value is None:
         return None
     text = clean_text(value, field_name)
-    if any(unicodedata.category(char) == "Cc" for char in text):
+    if _CONTROL.search(text) is not None:
         raise MemoryServiceError(
             INVALID_ARGUMENT,
             f"{field_name} must be one line without control characters",
