@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -75,6 +76,93 @@ def test_remember_many_returns_one_result_per_item_in_order(memory: MemoryServic
     assert results[3].id == results[0].id
     assert memory.get(results[0].id)["tags"] == ["deploy", "ops"]
     assert [v["body"] for v in memory.history("colour")["versions"]] == ["green", "blue"]
+
+
+# Written before the batch (some), then as a batch or one by one: keys superseded and
+# reinforced twice over, titles merged into entries older than the batch and into the batch's
+# own, turns of two sessions, two scopes, an explicit scope among implicit ones.
+EARLIER = [
+    {"text": "blue", "kind": "fact", "key": "colour"},
+    {"text": "Deploys go through make release", "tags": ["deploy"]},
+    turn("Did you ever try pottery?"),
+]
+MIXED_BATCH = [
+    {"text": "green", "kind": "fact", "key": "colour"},
+    {"text": "green", "kind": "fact", "key": "colour", "tags": ["again"]},
+    {"text": "red", "kind": "fact", "key": "Colour "},
+    {"text": "deploys go through  make release", "tags": ["ops"]},
+    {"text": "Tabs, not spaces"},
+    {"text": "Tabs, not spaces\nin every file", "tags": ["style"]},
+    {"text": "Tabs, not spaces", "kind": "episodic"},
+    turn("Yes, a bowl."),
+    turn("Glazed in blue", session="chat-2"),
+    turn("It survived the kiln"),
+    {"text": "The user's name is Ada", "kind": "fact", "key": "user.name", "scope": "global"},
+    {"text": "Ada Lovelace", "kind": "fact", "key": "user.name", "scope": "global"},
+]
+
+
+def _stored_state(memory: MemoryService) -> list[tuple[Any, ...]]:
+    """Everything stored, ids left out (they are random) but who replaced whom kept."""
+    scopes = tuple(count.scope for count in memory.store.scopes())
+    entries = list(memory.store.export(scopes))
+    order = {entry.id: position for position, entry in enumerate(entries)}
+    return [
+        (
+            entry.kind,
+            entry.scope,
+            entry.key,
+            entry.title,
+            entry.body,
+            entry.tags,
+            entry.archived,
+            entry.reinforce_count,
+            order.get(entry.superseded_by or ""),
+        )
+        for entry in entries
+    ]
+
+
+def test_a_batch_stores_what_the_same_remembers_one_by_one_store(
+    open_memory: Callable[..., MemoryService],
+    memory_backend: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+) -> None:
+    if memory_backend == "postgres":
+        cluster = request.getfixturevalue("memory_postgres")
+        one_by_one, batched = (
+            open_memory(database=str(cluster.socket_uri(f"t{uuid.uuid4().hex[:12]}")))
+            for _ in range(2)
+        )
+    else:
+        one_by_one, batched = (
+            open_memory(database=tmp_path / name) for name in ("one.db", "batched.db")
+        )
+    for memory in (one_by_one, batched):
+        memory.remember_many(EARLIER)
+    singles = [one_by_one.remember(**item) for item in MIXED_BATCH]
+    together = batched.remember_many(MIXED_BATCH)
+    assert [(r.action, r.kind, r.title) for r in together] == [
+        (r.action, r.kind, r.title) for r in singles
+    ]
+    assert [r.action for r in together] == [
+        "updated",
+        "merged",
+        "updated",
+        "merged",
+        "created",
+        "merged",
+        "created",
+        "created",
+        "created",
+        "created",
+        "created",
+        "updated",
+    ]
+    assert _stored_state(batched) == _stored_state(one_by_one)
+    assert batched.recall("pottery kiln bowl")["results"][0]["body"] == "It survived the kiln"
+    assert active_counts(batched) == scanned_counts(batched) == active_counts(one_by_one)
 
 
 def test_an_invalid_item_stores_nothing_and_is_named(memory: MemoryService) -> None:
