@@ -13,11 +13,11 @@ with the entries, which names the scopes in any case, does the filtering alone.
 Kept as the entries are written, so no write scans a scope: the active entries per scope
 (`memory_scope_counts`, changed by every insert, replace and delete of the writing transaction
 and written once at its end, so the cap on a scope stays exact however many processes write;
-`verify` compares them with the entries, `rebuild_index` recounts them), and the last episodic entry of each (scope,
-source session) (`memory_session_tails`): an episodic entry of a session links to the one
-written before it (`previous_seq`, `next_seq`), which recall uses for neighbour context. The
-entries holding each term (for document-frequency pruning in recall.py) are read from the index
-itself (`memory_terms_vocab`, an fts5vocab table).
+`verify` compares them with the entries, `rebuild_index` recounts them), and the last episodic
+entry of each (scope, source session) (`memory_session_tails`): an episodic entry of a session
+links to the one written before it (`previous_seq`, `next_seq`), which recall uses for
+neighbour context. The entries holding each term (for document-frequency pruning in recall.py)
+are read from the index itself (`memory_terms_vocab`, an fts5vocab table).
 
 The file runs in WAL mode with `synchronous=FULL` and a long busy timeout; writers take the lock
 first (`BEGIN IMMEDIATE`), so processes queue instead of failing, and an acknowledged write has
@@ -622,7 +622,8 @@ class _Transaction:
         current: int | None = row[0] if row else None
         while current is not None and len(found) < LINKED_CONTEXT_TURNS:
             link = self._connection.execute(
-                f"SELECT previous_seq, body FROM memory_entries WHERE seq = ? AND +scope = {_SCOPE_ID}",
+                "SELECT previous_seq, body FROM memory_entries "
+                f"WHERE seq = ? AND +scope = {_SCOPE_ID}",
                 (current, scope),
             ).fetchone()
             if link is None:
