@@ -72,7 +72,9 @@ _MIGRATED_VERSIONS = ("1", "2")
 # NULL when it is the one the body gives (title_from_text), `source` is NULL when it holds no
 # more than `session`, and instead of the normalised title the table keeps its 64-bit hash
 # (`title_hash`), which is all the index of merge candidates needs; the normalised title itself
-# is computed from the stored text where a filter needs it (`memory_title_norm`).
+# is computed from the stored text where a filter needs it (`memory_title_norm`). So a change
+# to what `title_from_text` makes of a body would change stored titles: it needs a schema
+# version whose upgrade stores the old titles first.
 _TITLE_HASH = "memory_title_hash"
 _TITLE_NORM = "memory_title_norm"
 # The entries table names each scope by a number (`memory_scopes`): a workspace id is a path,
