@@ -541,7 +541,7 @@ def print_table(figures: dict[str, dict[str, dict[str, Any]]]) -> None:
         answers = "same" if all(cell["answer_ok"] for cell in row.values()) else "DIFFER"
         print(
             f"{task:<13} {cells[0]:>18} {cells[1]:>18} {cells[2]:>18} "
-            f"{versus_pai:>6.2f}x {'≤' + str(target_pai):>6} {versus_dspy:>6.2f}x "
+            f"{versus_pai:>6.3f}x {'≤' + str(target_pai):>6} {versus_dspy:>6.3f}x "
             f"{'≤' + str(target_dspy):>6}  {answers} ({mark_pai}/{mark_dspy})"
         )
 

@@ -23,7 +23,7 @@ main agent Auditor {
         answer = {}
         done = false
         loop until done < 3 {
-            use found as search results < 3k
+            use found < 3k as search results
             step = generate({ input: "Search the notes, or finish with the answer and the files cited." }) -> {
                 action string
                 query string

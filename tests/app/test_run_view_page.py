@@ -140,7 +140,7 @@ def test_a_generate_shows_prompt_context_answer_repairs_tokens_model_and_cost(
     assert "$0.00013" in details
     assert "prompt estimate≈" in details and "tokens: system " in details
     system = page.evaluate("document.querySelector('#details .generate-system pre').textContent")
-    assert system.startswith("You are Writer")
+    assert system.startswith("Role: writer.")
     item = page.evaluate(
         """[...document.querySelectorAll('#details .context-item td')].map(t => t.textContent)"""
     )

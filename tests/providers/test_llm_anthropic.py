@@ -55,7 +55,7 @@ def test_structured_output_models_get_output_config(
     body = request_bodies(httpserver)[0]
     assert body["model"] == "claude-sonnet-4-5"
     assert body["max_tokens"] == 200
-    assert body["system"] == "You are Asker (Analyst). Answers briefly."
+    assert body["system"] == "Role: Analyst. Answers briefly."
     assert body["messages"][0]["role"] == "user"
     assert body["temperature"] == 0
     assert body["output_config"] == {"format": {"type": "json_schema", "schema": SCHEMA}}

@@ -67,12 +67,11 @@ def test_request_body_and_headers_follow_the_chat_completions_protocol(
     # The compact layout: the shape goes out as response_format only, not printed as well.
     assert body["messages"][0] == {
         "role": "system",
-        "content": "You are Asker (Analyst). Answers briefly.",
+        "content": "Role: Analyst. Answers briefly.",
     }
     assert body["messages"][1] == {
         "role": "user",
-        "content": "input.question:\nWhy is the sky blue?\nInstruction:\nAnswer the question."
-        "\nReply in JSON.",
+        "content": "input.question:\nWhy is the sky blue?\nInstruction:\nAnswer the question.",
     }
     assert body["response_format"] == {
         "type": "json_schema",

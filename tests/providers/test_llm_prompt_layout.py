@@ -1,11 +1,13 @@
-"""Which layout each provider gets, seen from a local server speaking the OpenAI wire protocol:
-compact by default, the 0.1.0 one on request, and recordings that replay in the layout they were
+"""Which layout each provider gets, seen from local servers speaking each provider's wire
+protocol: compact by default (the same prompt for OpenAI, Anthropic and Ollama, with the shape
+sent only natively), the 0.1.0 one on request, and recordings that replay in the layout they were
 made with."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pytest_httpserver import HTTPServer
@@ -33,6 +35,99 @@ def test_the_schema_goes_out_once_by_default(httpserver: HTTPServer) -> None:
     (body,) = request_bodies(httpserver)
     assert "response_format" in body
     assert "Return JSON matching this schema" not in body["messages"][1]["content"]
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string"}, "score": {"type": "number"}},
+    "required": ["answer", "score"],
+    "additionalProperties": False,
+}
+
+
+def anthropic_reply(value: object) -> dict[str, object]:
+    return {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": json.dumps(value)}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+
+
+def anthropic_tool_reply(value: object) -> dict[str, object]:
+    tool_use = {"type": "tool_use", "id": "toolu_1", "name": "agentscript_generate"}
+    return {**anthropic_reply(value), "content": [{**tool_use, "input": value}]}
+
+
+def ollama_reply(value: object) -> dict[str, object]:
+    message = {"role": "assistant", "content": json.dumps(value)}
+    return {"message": message, "done": True, "done_reason": "stop"}
+
+
+Prompt = tuple[str, str, Any]  # system text, user text, the schema as the provider carries it
+
+
+def openai_prompt(body: dict[str, Any]) -> Prompt:
+    system, user = (message["content"] for message in body["messages"])
+    return system, user, body["response_format"]["json_schema"]["schema"]
+
+
+def anthropic_prompt(body: dict[str, Any]) -> Prompt:
+    return body["system"], body["messages"][0]["content"], body["output_config"]["format"]["schema"]
+
+
+def anthropic_tool_prompt(body: dict[str, Any]) -> Prompt:
+    (tool,) = body["tools"]
+    assert tool == {"name": "agentscript_generate", "input_schema": tool["input_schema"]}
+    return body["system"], body["messages"][0]["content"], tool["input_schema"]
+
+
+def ollama_prompt(body: dict[str, Any]) -> Prompt:
+    system, user = (message["content"] for message in body["messages"])
+    return system, user, body["format"]
+
+
+PROVIDERS = {  # uri: (path, environment variable, base path, reply, what the model reads)
+    "openai://m": ("/v1/chat/completions", "OPENAI_BASE_URL", "/v1", completion, openai_prompt),
+    "anthropic://claude-sonnet-4-5": (
+        "/v1/messages",
+        "ANTHROPIC_BASE_URL",
+        "/v1",
+        anthropic_reply,
+        anthropic_prompt,
+    ),
+    "anthropic://claude-3-5-haiku-latest": (
+        "/v1/messages",
+        "ANTHROPIC_BASE_URL",
+        "/v1",
+        anthropic_tool_reply,
+        anthropic_tool_prompt,
+    ),
+    "ollama://llama3.1": ("/api/chat", "OLLAMA_BASE_URL", "", ollama_reply, ollama_prompt),
+}
+
+
+@pytest.mark.parametrize("uri", list(PROVIDERS))
+def test_every_provider_that_enforces_the_shape_gets_the_same_compact_prompt(
+    httpserver: HTTPServer, uri: str
+) -> None:
+    path, variable, base, reply, prompt_of = PROVIDERS[uri]
+    httpserver.expect_request(path).respond_with_json(reply(ANSWER))
+    environ = {
+        variable: httpserver.url_for(base),
+        "OPENAI_API_KEY": SECRET_KEY,
+        "ANTHROPIC_API_KEY": SECRET_KEY,
+    }
+    result = run(program(uri), environ)
+    (body,) = request_bodies(httpserver)
+    system, user, schema = prompt_of(body)
+    # No agent name beside the role, no printed schema, no note asking for JSON: the schema
+    # goes out once, where the provider enforces it.
+    assert system == "Role: Analyst. Answers briefly."
+    assert user == "input.question:\nWhy is the sky blue?\nInstruction:\nAnswer the question."
+    assert schema == SCHEMA
+    assert result.value == ANSWER
 
 
 def test_the_0_1_0_layout_can_be_asked_for(httpserver: HTTPServer) -> None:

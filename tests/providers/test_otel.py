@@ -134,7 +134,7 @@ def test_opted_in_content_is_sent_redacted(
     live_run(model_server, collector, tmp_path, capture=True)
     names = by_name(collector.spans)
     chat = names["chat gpt-4.1-mini"][0]
-    assert "You are Writer" in chat.attributes["gen_ai.system_instructions"]
+    assert "Role: writer." in chat.attributes["gen_ai.system_instructions"]
     assert "Write one line about the topic." in chat.attributes["gen_ai.input.messages"]
     assert '"role": "assistant"' in chat.attributes["gen_ai.output.messages"]
     (write,) = names["execute_tool File.write"]

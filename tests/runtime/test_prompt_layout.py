@@ -14,7 +14,6 @@ from agentscript.lang.ast import Budget
 from agentscript.providers.llm.layout import FixedLayout
 from agentscript.providers.llm.mock import ScriptedLlm
 from agentscript.runtime.context import (
-    NATIVE_SCHEMA_NOTE,
     PromptLayout,
     build_context,
     compact_text,
@@ -106,22 +105,39 @@ def test_the_compact_layout_prints_no_schema_and_renders_values_compactly() -> N
         make_context_item(1, "input.notes", RECORDS, None, None, compact),
     ]
     built = build_context("Asker", None, IDENTITY, items, "Answer.", SCHEMA, None, compact)
-    assert built.system == "You are Asker (analyst). Answers briefly."
+    assert built.system == "Role: analyst. Answers briefly."
+    # Nothing about the shape is printed: the provider enforces the schema sent beside it.
     assert built.final_user_message == (
         "question:\nWhy?\n"
         "input.notes:\npath | line | text\n"
         "notes/a.md | 3 | Python 3.10 added match\nnotes/b.md | 7 | PEP 634 specifies it\n"
-        f"Instruction:\nAnswer.\n{NATIVE_SCHEMA_NOTE}"
+        "Instruction:\nAnswer."
     )
-    assert "schema" not in built.final_user_message.lower()
     assert built.to_json()["layout"] == "compact"
+    assert built.to_json()["returnSchema"] == SCHEMA
 
 
-def test_an_empty_role_or_description_is_left_out_of_the_compact_system_message() -> None:
-    built = build_context(
-        "A", None, {"role": "", "description": ""}, [], "x", None, None, PromptLayout.COMPACT
-    )
-    assert built.system == "You are A."
+@pytest.mark.parametrize(
+    ("identity", "system"),
+    [
+        ({"role": "analyst", "description": "Answers briefly."}, "Role: analyst. Answers briefly."),
+        ({"role": "an analyst.", "description": ""}, "Role: an analyst."),
+        ({"role": "", "description": "Answers briefly."}, "You are A. Answers briefly."),
+        ({"role": "", "description": ""}, "You are A."),
+    ],
+)
+def test_the_compact_system_message_names_the_agent_only_when_it_has_no_role(
+    identity: dict[str, str], system: str
+) -> None:
+    built = build_context("A", None, identity, [], "x", None, None, PromptLayout.COMPACT)
+    assert built.system == system
+
+
+def test_a_compact_instruction_alone_needs_no_heading() -> None:
+    built = build_context("A", None, IDENTITY, [], "Answer.", SCHEMA, None, PromptLayout.COMPACT)
+    assert built.final_user_message == "Answer."
+    original = build_context("A", None, IDENTITY, [], "Answer.", None, None)
+    assert original.final_user_message == "Instruction:\nAnswer."
 
 
 def test_budgets_count_the_text_of_the_layout_that_is_sent() -> None:
@@ -146,7 +162,7 @@ def test_the_token_breakdown_names_every_part_and_adds_up() -> None:
     parts = built.token_breakdown()
     assert [entry["index"] for entry in parts["context"]] == [0, 1]
     assert parts["context"][0]["label"] == "question"
-    assert parts["schema"] > estimate_tokens(NATIVE_SCHEMA_NOTE)  # the schema sent beside it
+    assert parts["schema"] == estimate_tokens(stringify(SCHEMA))  # the schema sent beside it
     assert parts["total"] == (
         parts["system"]
         + parts["instruction"]

@@ -32,8 +32,8 @@ class WriterAndLead:
 
     def __call__(self, request: Request) -> Response:
         body = json.loads(request.get_data(as_text=True))
-        system = str(body["messages"][0]["content"])
-        if "You are Writer" in system:
+        shape = body["response_format"]["json_schema"]["schema"]["properties"]
+        if "line" in shape:  # the Writer's
             with self.lock:
                 self.writer_calls += 1
                 first = self.writer_calls == 1

@@ -4,9 +4,10 @@ Two layouts. The 0.1.0 one (reference §3.7) is what programs written for the or
 under the mock and the dry run: a system message naming the agent, its role and description, and
 one user message with the context items as pretty JSON, the instruction and the printed schema.
 The compact one is sent to providers that enforce the shape themselves (OpenAI `json_schema`,
-Anthropic output format or forced tool, Ollama `format`): the schema is not printed a second
-time, and values are rendered compactly. Budgets count characters of the text actually sent, in
-UTF-16 units, as the original did.
+Anthropic output format or forced tool, Ollama `format`): it leaves out what only a model without
+that enforcement needs (the printed schema, any note asking for JSON), and what the program did
+not declare (the agent's name when it has a role), and renders values compactly. Budgets count
+characters of the text actually sent, in UTF-16 units, as the original did.
 """
 
 from __future__ import annotations
@@ -27,10 +28,6 @@ class PromptLayout(StrEnum):
 
     ORIGINAL = "0.1.0"
     COMPACT = "compact"
-
-
-# The short instruction that replaces the printed schema when the provider enforces the shape.
-NATIVE_SCHEMA_NOTE = "Reply in JSON."
 
 
 @dataclass(slots=True)
@@ -205,14 +202,20 @@ def _longest_fitting_prefix(total: int, prefix: Any, limit: int, render: Render)
 def system_message(
     agent_name: str, identity: dict[str, str], layout: PromptLayout = PromptLayout.ORIGINAL
 ) -> str:
-    """0.1.0: `You are A.`, `role: R`, `description: D` on three lines. Compact: `You are A
-    (R). D` on one, leaving out what is empty."""
+    """0.1.0: `You are A.`, `role: R`, `description: D` on three lines. Compact: `Role: R. D`
+    on one line. The agent's name is a program identifier, so it stands in only when there is
+    no role (`You are A. D`); an empty description is left out."""
     role = identity.get("role", "")
     description = identity.get("description", "")
     if layout is PromptLayout.ORIGINAL:
         return f"You are {agent_name}.\nrole: {role}\ndescription: {description}"
-    opening = f"You are {agent_name} ({role})." if role else f"You are {agent_name}."
+    opening = _sentence(f"Role: {role}") if role else f"You are {agent_name}."
     return f"{opening} {description}" if description else opening
+
+
+def _sentence(text: str) -> str:
+    """`text` ending in a full stop, unless it already ends a sentence."""
+    return text if text.endswith((".", "!", "?")) else f"{text}."
 
 
 def user_message(
@@ -227,7 +230,8 @@ def user_message(
 @dataclass(frozen=True, slots=True)
 class PromptPart:
     """One piece of the user message, named for the token breakdown: `context` (one item; in the
-    0.1.0 layout the first carries the `Context:` heading), `instruction` or `schema`."""
+    0.1.0 layout the first carries the `Context:` heading), `instruction` or `schema` (printed in
+    the 0.1.0 layout only)."""
 
     kind: str
     text: str
@@ -240,6 +244,10 @@ def user_message_parts(
     schema: dict[str, Any] | None,
     layout: PromptLayout,
 ) -> list[PromptPart]:
+    """The 0.1.0 layout: the context items, the instruction, the printed schema. The compact
+    one: the context items and the instruction, headed `Instruction:` only when items come
+    before it (alone, it needs no heading); the schema travels beside the message, enforced by
+    the provider, so nothing about it is printed — no schema, no note asking for JSON."""
     parts: list[PromptPart] = []
     for position, item in enumerate(items):
         if layout is PromptLayout.ORIGINAL:
@@ -247,14 +255,14 @@ def user_message_parts(
             parts.append(PromptPart("context", f"{opening}{item.heading}\n{item.text}", item))
         else:
             parts.append(PromptPart("context", f"{item.compact_heading}\n{item.text}", item))
-    parts.append(PromptPart("instruction", f"Instruction:\n{renderer(layout)(instruction)}"))
-    if schema is not None:
-        if layout is PromptLayout.ORIGINAL:
-            parts.append(
-                PromptPart("schema", f"Return JSON matching this schema:\n{stringify(schema, 2)}")
-            )
-        else:
-            parts.append(PromptPart("schema", NATIVE_SCHEMA_NOTE))
+    instruction_text = renderer(layout)(instruction)
+    if layout is PromptLayout.ORIGINAL or items:
+        instruction_text = f"Instruction:\n{instruction_text}"
+    parts.append(PromptPart("instruction", instruction_text))
+    if schema is not None and layout is PromptLayout.ORIGINAL:
+        parts.append(
+            PromptPart("schema", f"Return JSON matching this schema:\n{stringify(schema, 2)}")
+        )
     return parts
 
 

@@ -62,13 +62,8 @@ class AnthropicModel(HttpModel):
                     "format": {"type": "json_schema", "schema": request.schema}
                 }
             else:
-                body["tools"] = [
-                    {
-                        "name": TOOL_NAME,
-                        "description": "Return the result in exactly this shape.",
-                        "input_schema": request.schema,
-                    }
-                ]
+                # Forced, the tool needs no description: its schema is all the model fills in.
+                body["tools"] = [{"name": TOOL_NAME, "input_schema": request.schema}]
                 body["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
         headers = {"anthropic-version": API_VERSION}
         if endpoint.api_key:
