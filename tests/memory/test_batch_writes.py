@@ -446,6 +446,7 @@ def test_a_schema_2_file_is_upgraded_in_place_and_loses_nothing(tmp_path: Path) 
             "Release notes",
             "deploys go through make release",
         }
+        assert connection.execute("PRAGMA freelist_count").fetchone() == (0,)  # vacuumed
         sources = connection.execute("SELECT source FROM memory_entries WHERE source IS NOT NULL")
         assert [json.loads(source) for (source,) in sources] == [
             {"session": "chat-1", "run": "r-7", "reason": "turn"}

@@ -462,6 +462,10 @@ class SqliteStore:
                             (SCHEMA_VERSION,),
                         )
                     self._prepare_index(connection)
+                if version in _MIGRATED_VERSIONS:
+                    # The old table's pages are free now: give them back to the file system
+                    # rather than keep a file a third larger than it needs to be.
+                    connection.execute("VACUUM")
             except BaseException:
                 connection.close()
                 raise
