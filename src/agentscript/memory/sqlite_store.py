@@ -463,9 +463,7 @@ class SqliteStore:
                         )
                     self._prepare_index(connection)
                 if version in _MIGRATED_VERSIONS:
-                    # The old table's pages are free now: give them back to the file system
-                    # rather than keep a file a third larger than it needs to be.
-                    connection.execute("VACUUM")
+                    _give_back_free_pages(connection)
             except BaseException:
                 connection.close()
                 raise
@@ -757,6 +755,17 @@ def _leave_version_2(connection: sqlite3.Connection) -> None:
     )
     connection.execute("DROP TABLE memory_entries")
     connection.execute("ALTER TABLE memory_entries_3 RENAME TO memory_entries")
+
+
+def _give_back_free_pages(connection: sqlite3.Connection) -> None:
+    """After an upgrade the old table's pages are free: give them back to the file system
+    rather than keep a file a third larger than it needs to be. Best effort: the upgrade has
+    committed, and a file that another process keeps busy past the timeout stays as large, its
+    free pages reused by later writes."""
+    try:
+        connection.execute("VACUUM")
+    except sqlite3.OperationalError:
+        return
 
 
 def _link_sessions(connection: sqlite3.Connection) -> None:
