@@ -79,6 +79,8 @@ def test_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
         (["--tolerance", "0.1"], "--tolerance applies to --metric number only"),
         (["--judge-model", "openai://x"], "--judge-model needs a judge program"),
         (["--concurrency", "0"], "--concurrency"),
+        (["--workers", "0"], "'0' is not a positive number or auto"),
+        (["--workers", "many"], "'many' is not a positive number or auto"),
     ],
 )
 def test_usage_errors_exit_2(
@@ -155,14 +157,19 @@ def test_model_text_in_the_report_stays_text(tmp_path: Path) -> None:
         assert browser.evaluate("document.title") != "owned"
 
 
-def test_killed_in_the_middle_an_eval_resumes_from_its_results(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "parallel", [["--concurrency", "2"], ["--concurrency", "4", "--workers", "2"]]
+)
+def test_killed_in_the_middle_an_eval_resumes_from_its_results(
+    tmp_path: Path, parallel: list[str]
+) -> None:
     folder = example_copy(tmp_path)
     out = tmp_path / "out.jsonl"
     with serving(classify, latency=0.2) as server:
         command = [
             sys.executable, "-m", "agentscript", "eval", str(folder / "classifier.as"),
             "--data", str(folder / "cases.jsonl"), "--model", "openai://good",
-            "--field", "label", "--out", str(out), "--concurrency", "2",
+            "--field", "label", "--out", str(out), *parallel,
         ]  # fmt: skip
         environ = {**os.environ, **server.environ()}
         process = subprocess.Popen(command, env=environ, stdout=subprocess.DEVNULL)
@@ -171,8 +178,15 @@ def test_killed_in_the_middle_an_eval_resumes_from_its_results(tmp_path: Path) -
             if out.exists() and len(out.read_text().splitlines()) >= 4:
                 break
             time.sleep(0.05)
+        if "--workers" in parallel:
+            assert len(eval_workers_of(process.pid, out)) == 2
         process.send_signal(signal.SIGKILL)
         process.wait()
+        # Workers of the killed eval finish the cells they hold and exit: none is left.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and eval_workers_of(process.pid, out):
+            time.sleep(0.1)
+        assert eval_workers_of(process.pid, out) == []
         done = {
             json.loads(line)["id"] for line in out.read_text().splitlines() if line.endswith("}")
         }
@@ -191,9 +205,30 @@ def test_killed_in_the_middle_an_eval_resumes_from_its_results(tmp_path: Path) -
     assert len(server.requests) - asked <= 20 - len(done)
 
 
-@pytest.mark.parametrize("concurrency", ["1", "2"])
+def eval_workers_of(parent: int, marker: Path) -> list[int]:
+    """Live processes but `parent` whose command line names `marker`: the workers forked by
+    it (a fork keeps its parent's command line), which would outlive it if they never noticed
+    that it died. A zombie is not alive."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == parent:
+            continue
+        try:
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError):
+            continue
+        if state != "Z" and os.fsencode(marker) in command.split(b"\x00"):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize(
+    "parallel",
+    [["--concurrency", "1"], ["--concurrency", "2"], ["--concurrency", "4", "--workers", "2"]],
+)
 def test_ctrl_c_keeps_the_finished_cells_and_says_how_to_resume(
-    tmp_path: Path, concurrency: str
+    tmp_path: Path, parallel: list[str]
 ) -> None:
     folder = example_copy(tmp_path)
     out = tmp_path / "out.jsonl"
@@ -201,7 +236,7 @@ def test_ctrl_c_keeps_the_finished_cells_and_says_how_to_resume(
         command = [
             sys.executable, "-m", "agentscript", "eval", str(folder / "classifier.as"),
             "--data", str(folder / "cases.jsonl"), "--model", "openai://good",
-            "--field", "label", "--out", str(out), "--concurrency", concurrency,
+            "--field", "label", "--out", str(out), *parallel,
         ]  # fmt: skip
         process = subprocess.Popen(
             command,

@@ -29,6 +29,8 @@ from agentscript.learn.journal import (
     run_trace,
     shared_journal,
     show_run,
+    wait_also_for,
+    wait_for_journal,
 )
 from agentscript.learn.journal_store import (
     INLINE_LIMIT,
@@ -502,6 +504,22 @@ for n in range(int(sys.argv[3])):
     sink.finish_run("ok", value=result.value, usage=result.usage)
     assert sink.wait() == [], sink.problems
 """
+
+
+def test_waiting_for_the_journal_waits_for_its_other_writers_until_they_are_done() -> None:
+    """An eval's workers journal the cells they ran after the eval returned: waiting for the
+    journal waits for them too, with what is left of the timeout, until each says done."""
+    asked: list[float | None] = []
+
+    def writer(timeout: float | None) -> bool:
+        asked.append(timeout)
+        return len(asked) > 1
+
+    wait_also_for(writer)
+    assert wait_for_journal(timeout=5) is False
+    assert wait_for_journal(timeout=5) is True
+    assert wait_for_journal(timeout=5) is True  # done writers are not asked again
+    assert len(asked) == 2 and all(t is not None and 0 < t <= 5 for t in asked)
 
 
 def test_runs_from_several_processes_share_one_journal(tmp_path: Path, workspace: Path) -> None:

@@ -429,14 +429,21 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "memory"
 FIXTURE_SCOPE = "/fixture/workspace"
 
 
-def test_a_schema_2_file_is_upgraded_in_place_and_loses_nothing(tmp_path: Path) -> None:
-    """tests/fixtures/memory/schema2.db was written by the code of schema 2 (commit 57c2ffd:
-    merged, superseded, titled, forgotten entries, session turns with and without context,
-    two scopes); schema2.json holds its entries as that code exported them."""
+@pytest.mark.parametrize("schema", ["schema2", "schema3"])
+def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
+    tmp_path: Path, schema: str
+) -> None:
+    """tests/fixtures/memory/schema2.db was written by the code of schema 2 (commit 57c2ffd),
+    schema3.db by that of schema 3 (the postings index), each by the same calls: merged,
+    superseded, titled, forgotten entries, session turns with and without context, two
+    scopes; the .json beside each holds its entries as that code exported them and what its
+    recalls found."""
     path = tmp_path / "memory.db"
-    shutil.copy(FIXTURES / "schema2.db", path)
-    _assert_upgraded_whole(path)
+    shutil.copy(FIXTURES / f"{schema}.db", path)
+    _assert_upgraded_whole(path, schema)
     with sqlite3.connect(path) as connection:
+        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master")}
+        assert "memory_terms" not in tables and "memory_postings" in tables
         columns = {row[1] for row in connection.execute("PRAGMA table_info(memory_entries)")}
         assert "title_norm" not in columns and "title_hash" in columns
         # Only what the body and the session do not give is stored: the explicit title, the
@@ -452,7 +459,7 @@ def test_a_schema_2_file_is_upgraded_in_place_and_loses_nothing(tmp_path: Path) 
             {"session": "chat-1", "run": "r-7", "reason": "turn"}
         ]
         stored = connection.execute("SELECT value FROM memory_meta WHERE name = 'schema'")
-        assert stored.fetchone() == ("3",)
+        assert stored.fetchone() == ("4",)
 
 
 def test_a_schema_1_file_is_upgraded_in_place(tmp_path: Path) -> None:
@@ -461,13 +468,13 @@ def test_a_schema_1_file_is_upgraded_in_place(tmp_path: Path) -> None:
     path = tmp_path / "memory.db"
     shutil.copy(FIXTURES / "schema2.db", path)
     _downgrade_to_schema_1(path)
-    _assert_upgraded_whole(path)
+    _assert_upgraded_whole(path, "schema2")
 
 
-def _assert_upgraded_whole(path: Path) -> None:
+def _assert_upgraded_whole(path: Path, schema: str) -> None:
     """The upgraded file holds every entry as exported before, its indexes agree with its
     entries, recall finds what it found, and writes merge and supersede against old entries."""
-    expected = json.loads((FIXTURES / "schema2.json").read_text(encoding="utf-8"))
+    expected = json.loads((FIXTURES / f"{schema}.json").read_text(encoding="utf-8"))
     store = SqliteStore(path)
     try:
         assert [entry.to_dict() for entry in store.export((FIXTURE_SCOPE, "global"))] == (
@@ -497,10 +504,9 @@ def _assert_upgraded_whole(path: Path) -> None:
 
 
 def _downgrade_to_schema_1(path: Path) -> None:
+    """schema2.db made into what schema 1 left: a text index holding its own (stale) copy
+    of the terms, no kept counts, no session links."""
     with sqlite3.connect(path) as connection:
-        # The contentless index gives back rowids only: schema 1's held the values.
-        values = connection.execute("SELECT body FROM memory_terms").fetchall()
-        assert {body for (body,) in values} == {None}
         for statement in (
             "DROP TABLE memory_terms",
             "DROP TABLE memory_terms_vocab",

@@ -19,6 +19,7 @@ from agentscript.memory import (
     MemoryServiceError,
     SqliteStore,
     StoreConflict,
+    sqlite_postings,
 )
 from agentscript.memory.postgres_store import PostgresMemoryStore, is_postgres_uri
 from agentscript.memory.store import MemoryStore, TextQuery
@@ -196,17 +197,29 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
         SqliteStore(path).verify()
 
 
-def test_purge_removes_text_from_the_index(sqlite_store: SqliteStore) -> None:
+@pytest.mark.parametrize("packed", [False, True], ids=["in the tail", "in a block"])
+def test_purge_removes_text_from_the_index(sqlite_store: SqliteStore, packed: bool) -> None:
     item = entry(title="Credit card 4111 1111")
+    other = entry(title="Credit card renewal")
     with sqlite_store.transaction() as tx:
         tx.insert(item)
+        tx.insert(other)
+    if packed:
+        with sqlite_store.transaction():
+            sqlite_postings.pack(sqlite_store._open())
     with sqlite_store.transaction() as tx:
         assert tx.delete("/w", (item.id,)) == 1
     with sqlite3.connect(sqlite_store.path) as connection:
-        rows = connection.execute(
-            "SELECT COUNT(*) FROM memory_terms WHERE memory_terms MATCH '\"4111\"'"
-        ).fetchone()
-    assert rows == (0,)
+        terms = {
+            term
+            for table in ("memory_postings", "memory_postings_tail", "memory_term_documents")
+            for (term,) in connection.execute(f"SELECT term FROM {table}")
+        }
+    assert "4111" not in terms and "1111" not in terms
+    assert {"credit", "card", "renew"} <= terms
+    assert sqlite_store.verify() == []
+    found = sqlite_store.search(TextQuery(("credit", "4111")), EntryFilter(scopes=("/w",)), 10)
+    assert [match.id for match in found] == [other.id]
 
 
 def test_the_database_runs_in_wal_mode_with_durable_commits(sqlite_store: SqliteStore) -> None:

@@ -219,11 +219,11 @@ def test_check_finds_a_superseded_entry_whose_successor_is_gone(memory: MemorySe
 def test_check_reports_a_damaged_text_index(memory: MemoryService) -> None:
     memory.remember("Indexed")
     with memory.store.transaction() as tx:
-        tx._connection.execute(  # type: ignore[attr-defined]
-            "INSERT INTO memory_terms (memory_terms) VALUES ('delete-all')"
-        )
+        connection = tx._connection  # type: ignore[attr-defined]
+        connection.execute("DELETE FROM memory_postings_tail")
+        connection.execute("UPDATE memory_index_totals SET documents = 0, tail = 0")
     problems = [f["message"] for f in memory.check()["findings"] if f["code"] == "store"]
-    assert any("missing from the text index" in problem for problem in problems)
+    assert any("the text index holds 0 entries of 1" in problem for problem in problems)
     memory.store.rebuild_index()  # type: ignore[attr-defined]
     assert memory.check()["ok"]
 

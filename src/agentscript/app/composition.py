@@ -26,6 +26,7 @@ from agentscript.runtime.ports import (
     LlmProvider,
     MemoryProvider,
     ToolProvider,
+    is_closeable,
 )
 from agentscript.runtime.secrets import SecretSet
 
@@ -61,7 +62,7 @@ def build_llm(
     llm: LlmProvider
     if cassette is None or config.replay_lenient:
         llm = _base_llm(config)
-        if isinstance(llm, Closeable) and llm is not config.model:
+        if llm is not config.model and is_closeable(llm):
             owned.append(llm)
     if cassette is not None:
         from agentscript.providers.llm.recording import ReplayLlm

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
@@ -88,6 +88,14 @@ class _EvalCommand(click.Command):
     show_default=True,
     help="Cells run at once.",
 )
+@click.option(
+    "--workers",
+    callback=lambda ctx, param, value: _workers(value),
+    default="auto",
+    show_default=True,
+    metavar="N|auto",
+    help="Processes the cells run in; auto: one per 8 of --concurrency, up to the cores.",
+)
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Token budget of the whole eval.")
 @click.option("--max-calls", type=click.IntRange(min=1), help="Model-call budget of the eval.")
 @click.option(
@@ -142,6 +150,7 @@ def _evaluate(program: str, options: dict[str, Any]) -> int:
             record=options["record"],
             replay=options["replay"],
             concurrency=options["concurrency"],
+            workers=options["workers"],
             max_tokens=options["max_tokens"],
             max_calls=options["max_calls"],
             max_seconds=options["max_seconds"],
@@ -194,6 +203,14 @@ def _evaluate(program: str, options: dict[str, Any]) -> int:
             print(f"Cannot write the report {options['report']}: {error.strerror}", file=sys.stderr)
             return USAGE_EXIT
     return _exit_code(report, options["min_score"])
+
+
+def _workers(value: str) -> int | Literal["auto"]:
+    if value == "auto":
+        return "auto"
+    if value.isdigit() and int(value) >= 1:
+        return int(value)
+    raise click.BadParameter(f"{value!r} is not a positive number or auto")
 
 
 def _exit_code(report: EvalReport, min_score: float | None) -> int:

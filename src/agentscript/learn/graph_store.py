@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,6 +27,10 @@ LinkStep = Callable[[ToolLink | None, str, str, float], ToolLink]
 
 
 class GraphStore(Protocol):
+    def transaction(self) -> AbstractContextManager[None]:
+        """Make every write in the body of a `with` one transaction (one commit)."""
+        ...
+
     def add(self, nodes: Sequence[Node], edges: Sequence[Edge]) -> tuple[set[str], set[EdgeKey]]:
         """Insert what is not there yet; answer the ids of the nodes and edges inserted. Every
         edge with a run id belongs to that run (a key is never shared between runs)."""
@@ -163,6 +167,11 @@ class SqliteGraphStore:
             lambda error: JournalError(f"Task graph {self.path}: {error}"),
             synchronous="NORMAL",
         )
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._file.writing():
+            yield
 
     def add(self, nodes: Sequence[Node], edges: Sequence[Edge]) -> tuple[set[str], set[EdgeKey]]:
         with self._file.writing() as connection:

@@ -183,8 +183,10 @@ class Journal:
         status = self.status(run)
         trace = build_execution_trace(run, entries, status)
         if status != "running":
-            self.graph.ingest(run, entries, status)
-            self.graph.record_outcome(run.run_id, status, trace.to_json())
+            graph = self.graph
+            with graph.store.transaction():  # one commit for the run, not one per table
+                graph.ingest(run, entries, status)
+                graph.record_outcome(run.run_id, status, trace.to_json())
         return trace
 
     def close(self) -> None:
@@ -562,12 +564,37 @@ def _background() -> _Background:
     return worker
 
 
+# Processes that journal runs this process started (an eval's worker processes write the
+# journal of the cells they ran after the eval has its results): `wait_for_journal` waits for
+# them too. Each is a function of the timeout answering whether it is done; by process, as a
+# forked child inherits the list but not the processes.
+_OTHER_WRITERS: dict[int, list[Callable[[float | None], bool]]] = {}
+
+
+def wait_also_for(writer: Callable[[float | None], bool]) -> None:
+    """Make `wait_for_journal` in this process also wait for `writer` (until it says done)."""
+    with _BACKGROUND_LOCK:
+        _OTHER_WRITERS.setdefault(os.getpid(), []).append(writer)
+
+
 def wait_for_journal(timeout: float | None = EXIT_WAIT_SECONDS) -> bool:
-    """Wait until every run finished in this process is written and in the task graph. Runs
-    at exit, so a command that ends right after its run still leaves all of it; a graph that
-    was never built is built when `runs trace` or `runs graph` asks for it."""
+    """Wait until every run finished in this process (or in its eval workers) is written and
+    in the task graph. Runs at exit, so a command that ends right after its run still leaves
+    all of it; a graph that was never built is built when `runs trace` or `runs graph` asks
+    for it."""
+    deadline = None if timeout is None else time.monotonic() + timeout
     worker = _BACKGROUND.get(os.getpid())
-    return worker.wait(timeout) if worker is not None else True
+    done = worker.wait(timeout) if worker is not None else True
+    with _BACKGROUND_LOCK:
+        writers = list(_OTHER_WRITERS.get(os.getpid(), ()))
+    for writer in writers:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if writer(left):
+            with _BACKGROUND_LOCK:
+                _OTHER_WRITERS[os.getpid()].remove(writer)
+        else:
+            done = False
+    return done
 
 
 atexit.register(wait_for_journal)

@@ -30,7 +30,6 @@ the password replaced. psycopg (the extra `agentscript[postgres]`) is imported o
 
 from __future__ import annotations
 
-import hashlib
 import re
 import threading
 from collections import Counter
@@ -46,6 +45,7 @@ from agentscript.memory.store import (
     ASCII_FOLD,
     BM25_B,
     BM25_K1,
+    BM25_MIN_IDF,
     ENTRY_COLUMNS,
     INDEXED_FIELDS,
     LINKED_CONTEXT_TURNS,
@@ -61,12 +61,13 @@ from agentscript.memory.store import (
     bodies_before,
     entry_from_row,
     entry_row,
-    fts5_tokens,
-    index_terms,
     indexed_text,
     linked_context,
     matching_vectors,
     pack_vector,
+    postings,
+    scope_hash,
+    stable_int64,
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
 from agentscript.providers.storage.postgres_connections import (
@@ -87,9 +88,6 @@ _UPGRADED_VERSIONS = ("1",)
 # Rows fetched per round trip by export and verify, which stream whole namespaces.
 STREAM_ROWS = 500
 
-# FTS5's bm25() (ext/fts5/fts5_aux.c): the IDF used when log() is not positive (k1 and b are
-# in store.py).
-BM25_MIN_IDF = 1e-6
 
 # A namespace becomes a schema name as written: lowercase letters, digits and underscores, at
 # most 63 bytes (PostgreSQL's limit), never a system schema.
@@ -330,25 +328,6 @@ def is_postgres_uri(database: object) -> TypeGuard[str]:
     return isinstance(database, str) and database.partition("://")[0] in POSTGRES_SCHEMES
 
 
-def postings(entry: Entry, analyzer: Analyzer) -> tuple[dict[str, list[int]], int]:
-    """Each token of `entry` with its count per indexed field, and the entry's length as
-    FTS5 counts it: every token, plus the one scope term the SqliteStore also indexes."""
-    terms = index_terms(entry, analyzer)
-    counts: dict[str, list[int]] = {}
-    length = 1
-    for position, name in enumerate(INDEXED_FIELDS):
-        for token in fts5_tokens(" ".join(terms[name])):
-            counts.setdefault(token, [0] * len(INDEXED_FIELDS))[position] += 1
-            length += 1
-    return counts, length
-
-
-def scope_hash(scope: str) -> int:
-    """The 64-bit key standing for a scope in the postings: the index lookup is narrowed to
-    the scopes asked for, and the join with the entries checks the scope itself."""
-    return _signed_64(f"scope:{scope}")
-
-
 def parse_uri(uri: str) -> tuple[PostgresServer, str]:
     """The database and the namespace a `postgresql://user:password@host:port/db#namespace`
     URI names; an invalid namespace is refused before anything connects."""
@@ -439,7 +418,7 @@ class PostgresMemoryStore:
         self.database, self.namespace = parse_uri(uri)
         self.analyzer = analyzer
         self._schema = '"' + self.namespace + '"'
-        self._lock_key = _signed_64(f"agentscript.memory:{self.namespace}")
+        self._lock_key = stable_int64(f"agentscript.memory:{self.namespace}")
         self._pool: ConnectionPool | None = None
         self._pool_lock = threading.Lock()
         self._ready = False
@@ -1081,11 +1060,6 @@ class _Transaction:
 
 
 # ------------------------------------------------------------------------------- helpers
-
-
-def _signed_64(text: str) -> int:
-    """A stable signed 64-bit number for `text` (PostgreSQL's bigint)."""
-    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big", signed=True)
 
 
 def _posting_columns(counts: dict[str, list[int]]) -> dict[str, list[Any]]:

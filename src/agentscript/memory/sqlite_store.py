@@ -1,14 +1,13 @@
 """The default store: one SQLite file (`~/.agentscript/memory.db` unless told otherwise).
 
-Entries live in `memory_entries`; their analysed terms in the FTS5 table `memory_terms`, whose
-`ascii` tokenizer splits only on the spaces between our terms, so FTS5 indexes exactly what the
-Analyzer produced and ranks it with its own BM25. The index is contentless: the entries already
-hold the text, so FTS5 keeps only its postings, and an entry is unindexed by handing FTS5 the
-terms it was indexed with (recomputed from the stored entry by the same Analyzer, whose
-signature the file records). Every entry's scope is also an indexed term (`scope_term`, weight
-0): when the asked scopes hold a small part of the file, the search intersects with it inside
-the index; when they hold most of it, that intersection costs more than it saves and the join
-with the entries, which names the scopes in any case, does the filtering alone.
+Entries live in `memory_entries`; their analysed terms in the text index of
+sqlite_postings.py: postings per (term, scope) packed in blocks, ranked by BM25 exactly as
+FTS5's bm25() ranks them (which schema 2 used, and which the PostgreSQL store computes too), at
+a fraction of FTS5's cost per hit. The index holds no text: the entries do, and an entry is
+unindexed by recomputing the tokens it was indexed with from the stored entry by the same
+Analyzer, whose signature the file records. A search reads only the asked scopes' postings,
+scores every entry they hold, and loads from `memory_entries` just the best few (and checks the
+filter on them).
 
 Kept as the entries are written, so no write scans a scope: the active entries per scope
 (`memory_scope_counts`, changed by every insert, replace and delete of the writing transaction
@@ -16,8 +15,8 @@ and written once at its end, so the cap on a scope stays exact however many proc
 `verify` compares them with the entries, `rebuild_index` recounts them), and the last episodic
 entry of each (scope, source session) (`memory_session_tails`): an episodic entry of a session
 links to the one written before it (`previous_seq`, `next_seq`), which recall uses for
-neighbour context. The entries holding each term (for document-frequency pruning in recall.py)
-are read from the index itself (`memory_terms_vocab`, an fts5vocab table).
+neighbour context. The entries holding each term (BM25's document frequency, and recall.py's
+pruning) are kept by the index.
 
 The file runs in WAL mode with `synchronous=FULL` and a long busy timeout; writers take the lock
 first (`BEGIN IMMEDIATE`), so processes queue instead of failing, and an acknowledged write has
@@ -27,22 +26,25 @@ been fsynced. Only `touch` (accessed_at bookkeeping) commits with `synchronous=N
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from itertools import compress
 from pathlib import Path
 from typing import Any, cast
 
+from agentscript.memory import sqlite_postings
 from agentscript.memory.entries import Entry, title_from_text
 from agentscript.memory.errors import STORE_FAILURE, MemoryServiceError
 from agentscript.memory.store import (
     ENTRY_COLUMNS,
-    INDEXED_FIELDS,
     LINKED_CONTEXT_TURNS,
     Dimension,
     EntryFilter,
+    FieldWeights,
     Match,
     Order,
     PendingTouches,
@@ -50,23 +52,27 @@ from agentscript.memory.store import (
     StoreConflict,
     TermStatistics,
     TextQuery,
+    bodies_before,
     entry_from_row,
     entry_row,
-    index_terms,
     indexed_text,
     json_list,
     linked_context,
     matching_vectors,
     pack_vector,
+    postings,
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer, normalise_title
 from agentscript.providers.storage.sqlite_files import connect, write_transaction
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 # Schema 1 had a text index that stored its own copy of the terms and none of the tables kept
-# as entries are written; schema 2 stored every title (even one taken from the body) and its
-# normalised form, and indexed that text. Both are migrated in place on first use.
-_MIGRATED_VERSIONS = ("1", "2")
+# as entries are written; schema 2 a contentless FTS5 index; schema 3 (the postings of
+# sqlite_postings.py) stored every title (even one taken from the body) and its normalised
+# form, indexed that text, and repeated each scope's name in every index. All are migrated in
+# place on first use (the text index of 1 and 2 is rebuilt from the entries).
+_MIGRATED_VERSIONS = ("1", "2", "3")
+_FTS5_VERSIONS = ("1", "2")
 
 # What the entries table holds beyond an entry's fields, to keep the file small: `title` is
 # NULL when it is the one the body gives (title_from_text), `source` is NULL when it holds no
@@ -90,6 +96,8 @@ _COLUMNS = ", ".join(
 )
 _TITLE_COLUMN = ENTRY_COLUMNS.index("title")
 _BODY_COLUMN = ENTRY_COLUMNS.index("body")
+# Entries indexed per call while the index is rebuilt (bounds what one call holds in memory).
+_REBUILD_BATCH = 1_000
 _ENTRIES_TABLE = """CREATE TABLE IF NOT EXISTS {name} (
         seq INTEGER PRIMARY KEY,
         id TEXT NOT NULL UNIQUE,
@@ -141,11 +149,7 @@ _SCHEMA = (
     "ON memory_entries (scope, archived, updated_at)",
     "CREATE INDEX IF NOT EXISTS memory_entries_event ON memory_entries (scope, event_time)",
     "CREATE INDEX IF NOT EXISTS memory_entries_day ON memory_entries (scope, kind, day)",
-    f"""CREATE VIRTUAL TABLE IF NOT EXISTS memory_terms USING fts5(
-        scope_term, {", ".join(INDEXED_FIELDS)}, content = '', tokenize = 'ascii'
-    )""",
-    # The entries holding each term, read from the index itself (no table of our own to keep).
-    "CREATE VIRTUAL TABLE IF NOT EXISTS memory_terms_vocab USING fts5vocab(memory_terms, 'row')",
+    *sqlite_postings.SCHEMA,
     """CREATE TABLE IF NOT EXISTS memory_scope_counts (
         scope TEXT PRIMARY KEY,
         active INTEGER NOT NULL
@@ -185,11 +189,6 @@ _MATCH_COLUMNS = (
 )
 
 
-def scope_term(scope: str) -> str:
-    """The term standing for a scope in the text index: letters and digits only."""
-    return "s" + hashlib.sha256(scope.encode("utf-8")).hexdigest()[:24]
-
-
 class SqliteStore:
     """A MemoryStore over one SQLite file, one connection per store, shared by threads one
     operation at a time. Open one store per process: a connection never crosses a fork."""
@@ -200,6 +199,16 @@ class SqliteStore:
         self._lock = threading.RLock()
         self._connection: sqlite3.Connection | None = None
         self._touches = PendingTouches()
+        self._shapes = sqlite_postings.ShapeBook()
+        # The last search's scores: ((terms, scopes, file state), weights, scores by seq).
+        self._last_scores: (
+            tuple[
+                tuple[tuple[str, ...], tuple[str, ...], tuple[int, int]],
+                tuple[float, ...],
+                dict[int, float],
+            ]
+            | None
+        ) = None
 
     # ----------------------------------------------------------------------------- reads
 
@@ -230,46 +239,46 @@ class SqliteStore:
         terms = _searchable(query)
         if not terms or limit <= 0:
             return []
-        weights = ", ".join(f"{weight!r}" for weight in (0.0, *query.weights.as_tuple()))
         with self._reading() as connection:
-            expression, clause, parameters = _text_match(connection, terms, where)
-            rows = connection.execute(
-                f"SELECT {_MATCH_COLUMNS.format(score=f'bm25(memory_terms, {weights})')} "
-                "FROM memory_terms JOIN memory_entries AS e ON e.seq = memory_terms.rowid "
-                f"WHERE memory_terms MATCH ? AND {clause} "
-                "ORDER BY score, e.accessed_at DESC, e.id LIMIT ?",
-                [expression, *parameters, limit],
-            ).fetchall()
-            # FTS5's bm25() is negative, better matches lower; the contract wants positive.
-            return [_match(row, -float(row[1]), self._touches) for row in rows]
+            scored = self._scores(connection, terms, where.scopes, query.weights.as_tuple())
+            best = _best(connection, scored, where, limit)
+        return [_match(row, scored[int(row[1])], self._touches) for row in best]
 
     def count_matches(self, query: TextQuery, where: EntryFilter) -> int:
         terms = _searchable(query)
         if not terms:
             return 0
         with self._reading() as connection:
-            expression, clause, parameters = _text_match(connection, terms, where)
-            row = connection.execute(
-                "SELECT COUNT(*) FROM memory_terms JOIN memory_entries AS e "
-                f"ON e.seq = memory_terms.rowid WHERE memory_terms MATCH ? AND {clause}",
-                [expression, *parameters],
-            ).fetchone()
-        return int(row[0])
+            # Which entries match does not depend on the weights: a search's scores serve.
+            scored = self._scores(connection, terms, where.scopes, None)
+            return _count_among(connection, scored, where)
 
     def term_documents(self, terms: Sequence[str]) -> TermStatistics:
-        wanted = list(dict.fromkeys(terms))
         with self._reading() as connection:
-            total = connection.execute("SELECT COUNT(*) FROM memory_entries").fetchone()[0]
-            holding = {
-                term: int(row[0]) if row else 0
-                for term in wanted
-                for row in [
-                    connection.execute(
-                        "SELECT doc FROM memory_terms_vocab WHERE term = ?", (term,)
-                    ).fetchone()
-                ]
-            }
-        return TermStatistics(int(total), holding)
+            holding = sqlite_postings.documents_holding(connection, terms)
+            return TermStatistics(sqlite_postings.totals(connection).documents, holding)
+
+    def _scores(
+        self,
+        connection: sqlite3.Connection,
+        terms: list[str],
+        scopes: tuple[str, ...],
+        weights: tuple[float, ...] | None,
+    ) -> dict[int, float]:
+        """sqlite_postings.scores, remembered for the next call while the file is unchanged:
+        a recall asks for the best entries, then how many matched, over the same terms."""
+        state = (connection.total_changes, _data_version(connection))
+        last = self._last_scores
+        if (
+            last is not None
+            and last[0] == (tuple(terms), scopes, state)
+            and (weights is None or weights == last[1])
+        ):
+            return last[2]
+        used = weights if weights is not None else FieldWeights().as_tuple()
+        scored = sqlite_postings.scores(connection, terms, scopes, used, self._shapes)
+        self._last_scores = ((tuple(terms), scopes, state), used, scored)
+        return scored
 
     def scopes(self) -> list[ScopeCount]:
         with self._reading() as connection:
@@ -308,24 +317,7 @@ class SqliteStore:
                 if result != "ok":
                     problems.append(f"SQLite integrity: {result}")
             entries = connection.execute("SELECT COUNT(*) FROM memory_entries").fetchone()[0]
-            indexed = connection.execute("SELECT COUNT(*) FROM memory_terms").fetchone()[0]
-            if entries != indexed:
-                problems.append(
-                    f"the text index holds {indexed} rows for {entries} entries "
-                    "(SqliteStore.rebuild_index rebuilds it from the entries)"
-                )
-            try:
-                connection.execute(
-                    "INSERT INTO memory_terms (memory_terms) VALUES ('integrity-check')"
-                )
-            except sqlite3.DatabaseError as error:
-                problems.append(f"the text index is damaged: {error}")
-            missing = connection.execute(
-                "SELECT COUNT(*) FROM memory_entries WHERE seq NOT IN "
-                "(SELECT rowid FROM memory_terms)"
-            ).fetchone()[0]
-            if missing:
-                problems.append(f"{missing} entries are missing from the text index")
+            problems.extend(sqlite_postings.problems(connection, int(entries)))
             miscounted = connection.execute(
                 "SELECT COUNT(*) FROM (SELECT s.name AS scope, SUM(e.archived = 0) AS active "
                 "FROM memory_entries AS e JOIN memory_scopes AS s ON s.id = e.scope "
@@ -448,15 +440,19 @@ class SqliteStore:
                     version = _stored_version(connection)
                     if version == "1":
                         _leave_version_1(connection)
+                    if version in _FTS5_VERSIONS:
+                        _leave_fts5(connection)
                     if version in _MIGRATED_VERSIONS:
-                        _leave_version_2(connection)
+                        _leave_version_3(connection)
                     for statement in _SCHEMA:
                         connection.execute(statement)
                     if version == "1":
                         _link_sessions(connection)
+                    if version in _FTS5_VERSIONS:
                         _rebuild(connection, self.analyzer)
                     elif version in _MIGRATED_VERSIONS:
-                        # The text index refers to the same seqs and holds the same terms.
+                        # The text index refers to the same seqs and scopes, and holds the same
+                        # terms.
                         connection.execute(
                             "UPDATE memory_meta SET value = ? WHERE name = 'schema'",
                             (SCHEMA_VERSION,),
@@ -490,15 +486,11 @@ class SqliteStore:
                 _rebuild(connection, self.analyzer)
 
     def scrub(self) -> None:
-        """Leave no trace of deleted text in the files: the text index keeps a deleted
-        entry's terms in its older segments until they are merged, so merge them all (FTS5
-        `optimize`), then copy the WAL into the database and empty it. Freed pages are zeroed
-        (secure_delete). Costs a pass over the index: for purges, not for every write."""
+        """Leave no trace of deleted text in the files: the text index forgets a deleted
+        entry's terms as it is deleted and freed pages are zeroed (secure_delete), but the WAL
+        still holds the pages as they were; copy it into the database and empty it."""
         with self._lock, self._errors():
-            connection = self._open()
-            with write_transaction(connection):
-                connection.execute("INSERT INTO memory_terms(memory_terms) VALUES ('optimize')")
-            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._open().execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -522,6 +514,9 @@ class _Transaction:
     def __init__(self, connection: sqlite3.Connection, analyzer: Analyzer) -> None:
         self._connection = connection
         self._analyzer = analyzer
+        # Inserted entries wait here to be indexed together (one add for a whole batch),
+        # before anything reads or changes the index and before the commit.
+        self._unindexed: list[sqlite_postings.IndexedEntry] = []
         # (scope, session) → (seq, body) of its latest entries, nearest first.
         self._recent: dict[tuple[str, str], list[tuple[int, str]]] = {}
         self._tails: dict[tuple[str, str], int] = {}
@@ -543,8 +538,15 @@ class _Transaction:
             known = self._scope_ids[scope] = int(row[0])
         return known
 
+    def flush(self) -> None:
+        """Index the entries inserted since the last flush."""
+        sqlite_postings.add(self._connection, self._unindexed)
+        self._unindexed = []
+
     def finish(self) -> None:
-        """Write what the transaction kept back (counts, sessions' tails): before it commits."""
+        """Write what the transaction kept back (the index of its inserts, counts, sessions'
+        tails): before it commits."""
+        self.flush()
         self._connection.executemany(
             "INSERT INTO memory_scope_counts (scope, active) VALUES (?, ?) "
             "ON CONFLICT (scope) DO UPDATE SET active = active + excluded.active",
@@ -609,8 +611,8 @@ class _Transaction:
                 :LINKED_CONTEXT_TURNS
             ]
             self._tails[(entry.scope, session)] = seq
-        context = linked_context(entry, [body for _, body in recent])
-        _index(self._connection, seq, entry, self._analyzer, context)
+        before = [body for _, body in recent]
+        self._unindexed.append(_indexed(seq, entry, before, self._analyzer))
 
     def _session_recent(self, scope: str, session: str) -> list[tuple[int, str]]:
         """The latest entries of a session, nearest first: kept by this transaction, or
@@ -637,6 +639,7 @@ class _Transaction:
         return found
 
     def replace(self, entry: Entry) -> None:
+        self.flush()
         found = self._connection.execute(
             f"SELECT seq, {_COLUMNS} FROM memory_entries WHERE id = ? AND +scope = {_SCOPE_ID}",
             (entry.id, entry.scope),
@@ -676,7 +679,8 @@ class _Transaction:
     def delete(self, scope: str, ids: tuple[str, ...]) -> int:
         if not ids:
             return 0
-        # Deleting relinks sessions in the table: write the kept tails first, forget the rest.
+        # Deleting relinks sessions in the table: write what was kept back first, forget the
+        # sessions' latest entries.
         self.finish()
         self._recent.clear()
         doomed = self._connection.execute(
@@ -724,28 +728,33 @@ def _stored_version(connection: sqlite3.Connection) -> str | None:
 
 def _leave_version_1(connection: sqlite3.Connection) -> None:
     """The part of the move from schema 1 that must precede the schema: the entries gain their
-    session links, and the text index that stored its own copy of the terms goes (the schema
-    creates the contentless one, `_rebuild` fills it)."""
+    session links."""
     for column in ("previous_seq", "next_seq"):
         connection.execute(f"ALTER TABLE memory_entries ADD COLUMN {column} INTEGER")
-    connection.execute("DROP TABLE memory_terms")
 
 
-def _leave_version_2(connection: sqlite3.Connection) -> None:
-    """The move from schema 2 (or 1, once `_leave_version_1` ran): the entries are copied into
-    the leaner table (numbered scopes, see `_TITLE_HASH`) under the same seqs, which the text
-    index, the vectors and the session links refer to; the new indexes are made by the
+def _leave_fts5(connection: sqlite3.Connection) -> None:
+    """The FTS5 text index of schemas 1 and 2 goes (the schema creates the postings,
+    `_rebuild` fills them)."""
+    connection.execute("DROP TABLE IF EXISTS memory_terms_vocab")
+    connection.execute("DROP TABLE IF EXISTS memory_terms")
+
+
+def _leave_version_3(connection: sqlite3.Connection) -> None:
+    """The move from schema 3 (or 1 and 2, once the steps before ran): the entries are copied
+    into the leaner table (numbered scopes, see `_TITLE_HASH`) under the same seqs, which the
+    text index, the vectors and the session links refer to; the new indexes are made by the
     schema."""
     connection.create_function("memory_derived_title", 1, _derived_title, deterministic=True)
     connection.execute(_SCOPES_TABLE)
     connection.execute(
         "INSERT INTO memory_scopes (name) SELECT DISTINCT scope FROM memory_entries ORDER BY scope"
     )
-    connection.execute(_ENTRIES_TABLE.format(name="memory_entries_3"))
+    connection.execute(_ENTRIES_TABLE.format(name="memory_entries_4"))
     kept = [name for name in ENTRY_COLUMNS if name not in ("scope", "title", "source")]
     kept += ["day", "week", "month", "year", "session", "previous_seq", "next_seq"]
     connection.execute(
-        f"INSERT INTO memory_entries_3 (seq, {', '.join(kept)}, scope, title, title_hash, source) "
+        f"INSERT INTO memory_entries_4 (seq, {', '.join(kept)}, scope, title, title_hash, source) "
         f"SELECT seq, {', '.join(kept)}, "
         "(SELECT id FROM memory_scopes WHERE name = memory_entries.scope), "
         "CASE WHEN title = memory_derived_title(body) THEN NULL ELSE title END, "
@@ -754,7 +763,7 @@ def _leave_version_2(connection: sqlite3.Connection) -> None:
         "FROM memory_entries ORDER BY seq"
     )
     connection.execute("DROP TABLE memory_entries")
-    connection.execute("ALTER TABLE memory_entries_3 RENAME TO memory_entries")
+    connection.execute("ALTER TABLE memory_entries_4 RENAME TO memory_entries")
 
 
 def _give_back_free_pages(connection: sqlite3.Connection) -> None:
@@ -837,38 +846,81 @@ def _write_touches(
         )
 
 
-def _selective(connection: sqlite3.Connection, scopes: tuple[str, ...]) -> bool:
-    """Whether these scopes hold at most half of the active entries: then intersecting with
-    them inside the text index is cheaper than joining every match with its entry."""
-    total = connection.execute("SELECT SUM(active) FROM memory_scope_counts").fetchone()[0]
-    asked = connection.execute(
-        f"SELECT COALESCE(SUM(active), 0) FROM memory_scope_counts WHERE scope IN "
-        f"({_marks(scopes)})",
-        scopes,
-    ).fetchone()[0]
-    return bool(2 * int(asked) <= int(total or 0))
-
-
 def _searchable(query: TextQuery) -> list[str]:
     """The query's terms that can be FTS5 phrases (every analysed term is letters and digits;
     anything else can never be, so user text is never FTS5 syntax)."""
     return list(dict.fromkeys(term for term in query.terms if term.isalnum()))
 
 
-def _text_match(
-    connection: sqlite3.Connection, terms: list[str], where: EntryFilter
-) -> tuple[str, str, list[Any]]:
-    """The MATCH expression of a search for any of `terms`, and the SQL condition on the
-    joined entries `e` with its parameters."""
+def _data_version(connection: sqlite3.Connection) -> int:
+    """Changes whenever another connection commits to the file."""
+    return int(connection.execute("PRAGMA data_version").fetchone()[0])
+
+
+def _best(
+    connection: sqlite3.Connection, scored: dict[int, float], where: EntryFilter, limit: int
+) -> list[Sequence[Any]]:
+    """The rows (`_MATCH_COLUMNS`, the seq as the second) of the best `limit` entries of
+    `scored` that pass `where`, best first: by score, then accessed_at (most recent first),
+    then id. Only the best few are loaded; more only when the filter turns some away."""
+    wanted = limit
+    while True:
+        if len(scored) <= wanted:
+            chosen = list(scored)
+        else:
+            floor = heapq.nlargest(wanted, scored.values())[-1]
+            # Every entry tied with the last one is a candidate: ties go by accessed_at and id.
+            chosen = list(compress(scored.keys(), map(floor.__le__, scored.values())))
+        rows = _rows_of(connection, chosen, where)
+        if len(rows) >= limit or len(chosen) == len(scored):
+            break
+        wanted *= 4
+    by_id = sorted(rows, key=lambda row: row[0])
+    by_access = sorted(by_id, key=lambda row: row[5], reverse=True)
+    return sorted(by_access, key=lambda row: -scored[int(row[1])])[:limit]
+
+
+def _rows_of(
+    connection: sqlite3.Connection, seqs: list[int], where: EntryFilter
+) -> list[Sequence[Any]]:
     clause, parameters = _where(where, "e.")
-    wanted = " OR ".join(f'"{term}"' for term in terms)
-    expression = f"{{{' '.join(INDEXED_FIELDS)}}} : ({wanted})"
-    if _selective(connection, where.scopes):
-        # The scope phrases add exactly 0.0 to every score (weight 0), so both forms rank
-        # alike.
-        scopes = " OR ".join(f'"{scope_term(scope)}"' for scope in where.scopes)
-        expression = f"scope_term : ({scopes}) AND {expression}"
-    return expression, clause, parameters
+    return connection.execute(
+        # CROSS JOIN makes the few seqs the outer loop: each is looked up, no scope scanned.
+        f"SELECT {_MATCH_COLUMNS.format(score='e.seq')} FROM json_each(?) AS j "
+        f"CROSS JOIN memory_entries AS e ON e.seq = j.value WHERE {clause}",
+        [json.dumps(seqs), *parameters],
+    ).fetchall()
+
+
+def _count_among(
+    connection: sqlite3.Connection, scored: dict[int, float], where: EntryFilter
+) -> int:
+    """How many of the entries `scored` holds pass `where`. They are all in the filter's
+    scopes already, so a filter on nothing but the archived flag needs only the scopes'
+    archived entries, few as a rule; any other filter checks every match."""
+    if not scored:
+        return 0
+    if where == EntryFilter(scopes=where.scopes, archived=where.archived):
+        if where.archived is None:
+            return len(scored)
+        archived = sum(
+            1
+            for (seq,) in connection.execute(
+                f"SELECT seq FROM memory_entries WHERE scope IN {_scope_ids(where.scopes)} "
+                "AND archived = 1",
+                where.scopes,
+            )
+            if seq in scored
+        )
+        return archived if where.archived else len(scored) - archived
+    clause, parameters = _where(where, "e.")
+    return int(
+        connection.execute(
+            f"SELECT COUNT(*) FROM json_each(?) AS j "
+            f"CROSS JOIN memory_entries AS e ON e.seq = j.value WHERE {clause}",
+            [json.dumps(list(scored)), *parameters],
+        ).fetchone()[0]
+    )
 
 
 def _match(row: Sequence[Any], score: float, touches: PendingTouches) -> Match:
@@ -882,16 +934,26 @@ def _match(row: Sequence[Any], score: float, touches: PendingTouches) -> Match:
 def _rebuild(connection: sqlite3.Connection, analyzer: Analyzer) -> None:
     """Index every entry again with `analyzer`, count the entries of each scope again, and
     record the analyser's signature (inside a write)."""
-    connection.execute("INSERT INTO memory_terms (memory_terms) VALUES ('delete-all')")
+    sqlite_postings.clear(connection)
     connection.execute("DELETE FROM memory_scope_counts")
     connection.execute(
         "INSERT INTO memory_scope_counts (scope, active) "
         "SELECT s.name, SUM(e.archived = 0) FROM memory_entries AS e "
         "JOIN memory_scopes AS s ON s.id = e.scope GROUP BY e.scope"
     )
-    rows = connection.execute(f"SELECT seq, {_COLUMNS} FROM memory_entries").fetchall()
+    rows = connection.execute(
+        f"SELECT seq, previous_seq, {_COLUMNS} FROM memory_entries ORDER BY seq"
+    ).fetchall()
+    entries = {int(row[0]): _entry_of(row[2:]) for row in rows}
+    chain = {int(row[0]): (row[1], entries[int(row[0])].body) for row in rows}
+    batch: list[sqlite_postings.IndexedEntry] = []
     for row in rows:
-        _index(connection, int(row[0]), _entry_of(row[1:]), analyzer)
+        seq, entry = int(row[0]), entries[int(row[0])]
+        batch.append(_indexed(seq, entry, bodies_before(row[1], chain), analyzer))
+        if len(batch) == _REBUILD_BATCH:
+            sqlite_postings.add(connection, batch)
+            batch = []
+    sqlite_postings.add(connection, batch)
     connection.executemany(
         "INSERT OR REPLACE INTO memory_meta (name, value) VALUES (?, ?)",
         [("schema", SCHEMA_VERSION), ("analyzer", analyzer.signature)],
@@ -988,22 +1050,9 @@ def _unindex_at(
     _unindex(connection, seq, _stored(connection, scope, seq), analyzer, bodies)
 
 
-def _index(
-    connection: sqlite3.Connection,
-    seq: int,
-    entry: Entry,
-    analyzer: Analyzer,
-    context: str | None = None,
-) -> None:
-    """Index the entry at `seq`, with its linked context (read along its session's links
-    unless given)."""
-    if context is None:
-        context = _linked_context(connection, entry, seq, {})
-    connection.execute(
-        f"INSERT INTO memory_terms (rowid, scope_term, {', '.join(INDEXED_FIELDS)}) "
-        f"VALUES (?, ?, {_marks(INDEXED_FIELDS)})",
-        [seq, *_indexed_values(entry, analyzer, context)],
-    )
+def _index(connection: sqlite3.Connection, seq: int, entry: Entry, analyzer: Analyzer) -> None:
+    context = _linked_context(connection, entry, seq, {})
+    sqlite_postings.add(connection, [_indexed(seq, entry.evolve(context=context), [], analyzer)])
 
 
 def _unindex(
@@ -1013,23 +1062,21 @@ def _unindex(
     analyzer: Analyzer,
     bodies: Mapping[int, str] | None = None,
 ) -> None:
-    """Remove an entry from the contentless index: FTS5 needs the values it was indexed with,
-    which the same analyser makes again from the stored entry and its session's entries before
-    it (whose bodies and links have not changed since, as every change to them re-indexes
+    """Remove an entry from the index, which needs the tokens it was indexed with: the same
+    analyser makes them again from the stored entry and its session's entries before it
+    (whose bodies and links have not changed since, as every change to them re-indexes
     it)."""
     context = _linked_context(connection, entry, seq, bodies or {})
-    connection.execute(
-        f"INSERT INTO memory_terms (memory_terms, rowid, scope_term, {', '.join(INDEXED_FIELDS)})"
-        f" VALUES ('delete', ?, ?, {_marks(INDEXED_FIELDS)})",
-        [seq, *_indexed_values(entry, analyzer, context)],
-    )
+    sqlite_postings.remove(connection, [_indexed(seq, entry.evolve(context=context), [], analyzer)])
 
 
-def _indexed_values(entry: Entry, analyzer: Analyzer, context: str) -> list[str]:
-    """The values of the text index's columns for an entry indexed with `context`: its
-    scope's term, then the analysed terms of each field joined by spaces."""
-    terms = index_terms(entry, analyzer, context)
-    return [scope_term(entry.scope), *(" ".join(terms[name]) for name in INDEXED_FIELDS)]
+def _indexed(
+    seq: int, entry: Entry, before: Sequence[str], analyzer: Analyzer
+) -> sqlite_postings.IndexedEntry:
+    """What the index holds of the entry at `seq`, whose session's bodies before it are
+    `before` (nearest first; used when it has no context of its own)."""
+    counts, length = postings(entry.evolve(context=linked_context(entry, before)), analyzer)
+    return sqlite_postings.IndexedEntry(seq, entry.scope, counts, length)
 
 
 def _entry_of(row: Sequence[Any]) -> Entry:

@@ -31,6 +31,7 @@ vector is deleted with its entry and when its entry's text changes; it is never 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import string
@@ -52,6 +53,8 @@ LINKED_CONTEXT_TURNS = 2
 # BM25's constants, FTS5's own (which the SQLite store uses and the PostgreSQL store computes).
 BM25_K1 = 1.2
 BM25_B = 0.75
+# FTS5's bm25() (ext/fts5/fts5_aux.c): the IDF used when log() is not positive.
+BM25_MIN_IDF = 1e-6
 # The fields a store indexes for text search, in a fixed order every store uses.
 INDEXED_FIELDS = ("tags", "title", "key", "body", "context")
 # Orders a selection can be sorted by, always newest first unless `descending` is False; ties
@@ -166,6 +169,31 @@ def fts5_tokens(text: str) -> list[str]:
     """The tokens FTS5's `ascii` tokenizer makes of `text`: what the SqliteStore's index holds
     for a field whose analysed terms are joined by spaces (and the PostgreSQL store's postings)."""
     return [token.translate(ASCII_FOLD) for token in _FTS5_SEPARATORS.split(text) if token]
+
+
+def postings(entry: Entry, analyzer: Analyzer) -> tuple[dict[str, list[int]], int]:
+    """Each token of `entry` with its count per indexed field, and the entry's length as
+    FTS5 counted it when the SQLite store used FTS5: every token, plus the one scope term it
+    indexed with each entry (kept, so scores stay what they were and alike in every store)."""
+    terms = index_terms(entry, analyzer)
+    counts: dict[str, list[int]] = {}
+    length = 1
+    for position, name in enumerate(INDEXED_FIELDS):
+        for token in fts5_tokens(" ".join(terms[name])):
+            counts.setdefault(token, [0] * len(INDEXED_FIELDS))[position] += 1
+            length += 1
+    return counts, length
+
+
+def stable_int64(text: str) -> int:
+    """A stable signed 64-bit number for `text` (a bigint in PostgreSQL, an INTEGER in SQLite)."""
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big", signed=True)
+
+
+def scope_hash(scope: str) -> int:
+    """The 64-bit key standing for a scope in the postings: the index lookup is narrowed to
+    the scopes asked for, and the entries' own scope column is checked as well."""
+    return stable_int64(f"scope:{scope}")
 
 
 def linked_context(entry: Entry, before: Sequence[str]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from agentscript.lang import ast
 from agentscript.runtime.budgets import CallDeadline
@@ -219,3 +219,9 @@ class Closeable(Protocol):
     """Providers holding processes or connections are closed when the run ends."""
 
     def close(self) -> None: ...
+
+
+def is_closeable(provider: object) -> TypeGuard[Closeable]:
+    """`isinstance(provider, Closeable)` without the cost of a runtime Protocol check (tens
+    of microseconds each on Python 3.11, several per run)."""
+    return callable(getattr(provider, "close", None))

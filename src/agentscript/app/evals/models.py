@@ -13,12 +13,14 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, MutableSequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from agentscript.runtime.budgets import BudgetExceeded, RunBudget, RunMeter
+from agentscript.runtime.budgets import BudgetExceeded
 from agentscript.runtime.errors import LoadError, ModelOutputError
 from agentscript.runtime.jsjson import parse
 from agentscript.runtime.ports import GenerateRequest, GenerateResponse, LlmProvider
@@ -31,29 +33,84 @@ class EvalBudgetExceeded(BudgetExceeded):
 
 
 class EvalMeter:
-    """Counts the model calls and tokens of a whole eval against its budget (thread-safe)."""
+    """Counts the model calls and tokens of a whole eval against its budget. Thread-safe; made
+    `shared`, also across the eval's worker processes forked after it (agentscript.app.evals.
+    workers): the counts live in shared memory behind a process lock, so every model call of
+    every worker is checked against the same budget, as every thread's is."""
 
-    def __init__(self, max_tokens: int | None = None, max_calls: int | None = None) -> None:
-        self._meter = RunMeter(RunBudget(max_tokens, max_calls))
-        self.exhausted = threading.Event()
+    def __init__(
+        self, max_tokens: int | None = None, max_calls: int | None = None, shared: bool = False
+    ) -> None:
+        self.max_tokens = max_tokens
+        self.max_calls = max_calls
+        self._started = time.monotonic()
+        self._counts: MutableSequence[int]
+        self._lock: AbstractContextManager[Any]
+        self.exhausted: threading.Event | EventLike
+        if shared:
+            from agentscript.app.evals.workers import worker_context
+
+            context = worker_context()
+            # Model calls, input tokens, output tokens.
+            self._counts = context.RawArray("q", 3)
+            self._lock = context.Lock()
+            self.exhausted = context.Event()
+        else:
+            self._counts = [0, 0, 0]
+            self._lock = threading.Lock()
+            self.exhausted = threading.Event()
 
     def before_call(self) -> None:
-        try:
-            self._meter.before_model_call()
-        except BudgetExceeded as error:
-            self.exhausted.set()
-            raise EvalBudgetExceeded(error.budget, str(error).replace("Run", "Eval", 1)) from None
+        with self._lock:
+            calls, tokens = self._counts[0], self._counts[1] + self._counts[2]
+            if self.max_calls is not None and calls >= self.max_calls:
+                problem = EvalBudgetExceeded(
+                    "calls",
+                    f"Eval budget exceeded: {self.max_calls} model calls used (--max-calls)",
+                )
+            elif self.max_tokens is not None and tokens >= self.max_tokens:
+                problem = self._tokens_exceeded(tokens)
+            else:
+                self._counts[0] = calls + 1
+                return
+        self.exhausted.set()
+        raise problem
 
     def after_call(self, usage: Usage | None) -> None:
-        try:
-            self._meter.after_model_call(usage)
-        except BudgetExceeded:
+        if usage is None:
+            return
+        with self._lock:
+            self._counts[1] += usage.input_tokens
+            self._counts[2] += usage.output_tokens
+            spent = self._counts[1] + self._counts[2]
+        if self.max_tokens is not None and spent > self.max_tokens:
             # The call is done and paid for: its answer is used, the next call is refused.
             self.exhausted.set()
 
+    def _tokens_exceeded(self, tokens: int) -> EvalBudgetExceeded:
+        return EvalBudgetExceeded(
+            "tokens",
+            f"Eval budget exceeded: {tokens} of {self.max_tokens} tokens used (--max-tokens)",
+        )
+
     @property
     def summary(self) -> dict[str, float | int]:
-        return self._meter.summary()
+        with self._lock:
+            calls, input_tokens, output_tokens = self._counts[0], self._counts[1], self._counts[2]
+        return {
+            "calls": calls,
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "seconds": round(time.monotonic() - self._started, 3),
+        }
+
+
+class EventLike(Protocol):
+    """A threading.Event or a multiprocessing one."""
+
+    def is_set(self) -> bool: ...
+
+    def set(self) -> None: ...
 
 
 class CellModel:

@@ -1,7 +1,8 @@
 """Run an eval: every case in every configuration, scored, within the eval's budgets.
 
-Cells run on a thread pool (`concurrency`); each is an ordinary journaled run through the
-public API, so every result names its run in the journal. Evals never learn into the long-term
+Cells run on a thread pool (`concurrency`), or spread over forked worker processes
+(`workers`, agentscript.app.evals.workers) when one process's CPU is the limit; each is an
+ordinary journaled run through the public API, so every result names its run in the journal. Evals never learn into the long-term
 memory, so configurations stay independent and mock or replayed answers teach nothing, unless
 `learn` is on: then each configuration runs twice, with learning off (any order) and with
 learning on (the cases in order, one at a time), and the report compares the first and the
@@ -39,6 +40,7 @@ from agentscript.app.evals.models import (
 )
 from agentscript.app.evals.report_data import EvalReport, build_report
 from agentscript.app.evals.results import CellResult, ResultsFile, read_rows
+from agentscript.app.evals.workers import worker_count
 from agentscript.lang import ast
 from agentscript.runtime.errors import AgentScriptError, ExecutionError, LoadError
 
@@ -70,6 +72,11 @@ class EvalConfig:
     # from its own run), in the journal of `workspace`/`journal_path`.
     replay: str | Path | None = None
     concurrency: int = 1
+    # Processes the cells run in (the `concurrency` shared out among them), or "auto": one per
+    # 8 concurrent cells, up to the machine's cores. 1 (the default): all in this process,
+    # where a provider object or a metric function keeps its state across cells (a worker
+    # has its own copy of each).
+    workers: int | Literal["auto"] = 1
     # Budgets of the whole eval, judge runs included.
     max_tokens: int | None = None
     max_calls: int | None = None
@@ -99,7 +106,8 @@ class EvalConfig:
     mock_tools: bool = False
     approve: ApprovalMode | None = None
     approvals: str | Path | None = None
-    # Called after every cell (from the thread that ran it, one call at a time).
+    # Called after every cell, one call at a time: from the thread that ran it, or with
+    # workers from the thread that called `evaluate`.
     on_progress: Callable[[EvalProgress], None] | None = None
 
 
@@ -153,6 +161,7 @@ def evaluate(
         check_models(loaded, config, chosen_metric)
     if config.concurrency < 1:
         raise LoadError(f"Concurrency must be at least 1, got {config.concurrency}")
+    worker_count(config.workers, config.concurrency, 1)  # refuses a bad value now
     eval_run = _Eval(loaded, case_list, plan, chosen_metric, picker, config)
     return eval_run.run()
 
@@ -211,7 +220,9 @@ class _Eval:
         self.picker = picker
         self.config = config
         self.metric_key = metric_key(metric, picker)
-        self.meter = EvalMeter(config.max_tokens, config.max_calls)
+        # Shared with worker processes when there may be some (they are forked later).
+        may_fork = worker_count(config.workers, config.concurrency, config.concurrency) > 1
+        self.meter = EvalMeter(config.max_tokens, config.max_calls, shared=may_fork)
         self.source = ModelSource(
             kind="mock" if config.mock is not False else "real",
             responses=Path(config.mock) if isinstance(config.mock, str | Path) else None,
@@ -254,7 +265,10 @@ class _Eval:
                 if configuration.learning != LEARNING_ON
                 for case in cases
             ]
-            if self.config.concurrency == 1:
+            processes = worker_count(self.config.workers, self.config.concurrency, len(cells))
+            if processes > 1:
+                self._run_in_workers(cells, processes)
+            elif self.config.concurrency == 1:
                 # On this thread: no hand-off per cell, and Ctrl-C stops the run in flight.
                 for case, configuration in cells:
                     self._run_cell(case, configuration)
@@ -268,11 +282,7 @@ class _Eval:
         finally:
             if self.results is not None:
                 self.results.close()
-            if self._router is not None:
-                from agentscript.runtime.ports import Closeable
-
-                if isinstance(self._router, Closeable):
-                    self._router.close()
+            self._close_router()
         return build_report(
             program=self.program,
             metric=self.metric_key,
@@ -285,6 +295,39 @@ class _Eval:
             seconds=time.monotonic() - started,
             meter=self.meter.summary,
             journal=str(self._journal_path()),
+        )
+
+    def _close_router(self) -> None:
+        if self._router is not None:
+            from agentscript.runtime.ports import is_closeable
+
+            if is_closeable(self._router):
+                self._router.close()
+            self._router = None
+
+    def _run_in_workers(self, cells: list[tuple[Case, Configuration]], processes: int) -> None:
+        """The cells in `processes` forked workers, `concurrency` in flight over all of them;
+        this process hands them out while the budget remains and keeps every row."""
+        from agentscript.app.evals.workers import CellWorkers
+
+        case_index = {id(case): number for number, case in enumerate(self.cases)}
+        plan_index = {configuration: number for number, configuration in enumerate(self.plan)}
+
+        def run_cell(case_number: int, configuration_number: int) -> CellResult | None:
+            # In a worker: the cell's run and score; the row goes back to this process.
+            return self._cell(self.cases[case_number], self.plan[configuration_number])
+
+        workers = CellWorkers(
+            run_cell,
+            self._close_router,
+            processes,
+            threads=-(-self.config.concurrency // processes),
+        )
+        workers.run(
+            [(case_index[id(case)], plan_index[configuration]) for case, configuration in cells],
+            self.config.concurrency,
+            may_start=lambda: not self.stop.is_set() and not self.meter.exhausted.is_set(),
+            keep=self._keep,
         )
 
     def _journal_path(self) -> Path:
@@ -351,6 +394,10 @@ class _Eval:
             return
         if configuration.learning == LEARNING_ON:
             row.feedback = self._teach(row)
+        self._keep(row)
+
+    def _keep(self, row: CellResult) -> None:
+        """A finished cell's row: kept, written to --out and counted in the progress."""
         with self._lock:
             self.rows[row.key] = row
             if self.results is not None:

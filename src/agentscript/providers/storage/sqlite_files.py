@@ -2,7 +2,8 @@
 
 WAL mode, a long busy timeout (a writer in another process makes us wait, not fail), explicit
 `BEGIN IMMEDIATE` write transactions, and one connection per store object guarded by a lock so
-the threads of a run take turns. Stores differ only in their schema, their durability level and
+the threads of a run take turns. A write inside a write of the same thread joins it, so a
+caller can make several store writes one transaction (one commit instead of several). Stores differ only in their schema, their durability level and
 the error type they raise; those are parameters here. Imports nothing of ours.
 """
 
@@ -91,15 +92,25 @@ class SqliteFile:
         self._failure = failure
         self._synchronous: Synchronous = synchronous
         self._connection: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
+        # Re-entrant: a write (or read) inside a write of the same thread joins it.
+        self._lock = threading.RLock()
+        self._writing = False
 
     @contextmanager
     def writing(self) -> Iterator[sqlite3.Connection]:
-        """The connection inside a write transaction (committed when the block ends)."""
+        """The connection inside a write transaction, committed when the outermost `writing`
+        block of this thread ends (an inner one joins the transaction already open)."""
         with self._lock, self.errors():
             connection = self._open()
-            with write_transaction(connection):
+            if self._writing:
                 yield connection
+                return
+            self._writing = True
+            try:
+                with write_transaction(connection):
+                    yield connection
+            finally:
+                self._writing = False
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection | None]:

@@ -13,7 +13,7 @@ from typing import Any
 from agentscript.providers.tools.base import Risk, SchemeTool
 from agentscript.providers.tools.tool_uris import scheme_of
 from agentscript.runtime.errors import ExecutionError
-from agentscript.runtime.ports import Closeable, ToolCall
+from agentscript.runtime.ports import ToolCall, is_closeable
 
 
 class ToolRegistry:
@@ -40,7 +40,7 @@ class ToolRegistry:
         """Close each distinct tool once (`http` and `https` share one)."""
         closed: set[int] = set()
         for tool in self._tools.values():
-            if isinstance(tool, Closeable) and id(tool) not in closed:
+            if is_closeable(tool) and id(tool) not in closed:
                 closed.add(id(tool))
                 tool.close()
 
