@@ -3,20 +3,30 @@ enforce the cap, linked context of plain turns, and accessed_at kept off the rea
 
 from __future__ import annotations
 
+import json
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from agentscript.memory import EntryFilter, MemoryConfig, MemoryService, MemoryServiceError
+from agentscript.memory import (
+    EntryFilter,
+    MemoryConfig,
+    MemoryService,
+    MemoryServiceError,
+    SqliteStore,
+)
 from agentscript.memory.postgres_store import is_postgres_uri
 from agentscript.memory.results import RememberResult
+from agentscript.memory.sqlite_store import _where
 from zygote_support import kill_writers
 
 pytest_plugins = ["memsvc_support"]
@@ -68,6 +78,93 @@ def test_remember_many_returns_one_result_per_item_in_order(memory: MemoryServic
     assert [v["body"] for v in memory.history("colour")["versions"]] == ["green", "blue"]
 
 
+# Written before the batch (some), then as a batch or one by one: keys superseded and
+# reinforced twice over, titles merged into entries older than the batch and into the batch's
+# own, turns of two sessions, two scopes, an explicit scope among implicit ones.
+EARLIER = [
+    {"text": "blue", "kind": "fact", "key": "colour"},
+    {"text": "Deploys go through make release", "tags": ["deploy"]},
+    turn("Did you ever try pottery?"),
+]
+MIXED_BATCH = [
+    {"text": "green", "kind": "fact", "key": "colour"},
+    {"text": "green", "kind": "fact", "key": "colour", "tags": ["again"]},
+    {"text": "red", "kind": "fact", "key": "Colour "},
+    {"text": "deploys go through  make release", "tags": ["ops"]},
+    {"text": "Tabs, not spaces"},
+    {"text": "Tabs, not spaces\nin every file", "tags": ["style"]},
+    {"text": "Tabs, not spaces", "kind": "episodic"},
+    turn("Yes, a bowl."),
+    turn("Glazed in blue", session="chat-2"),
+    turn("It survived the kiln"),
+    {"text": "The user's name is Ada", "kind": "fact", "key": "user.name", "scope": "global"},
+    {"text": "Ada Lovelace", "kind": "fact", "key": "user.name", "scope": "global"},
+]
+
+
+def _stored_state(memory: MemoryService) -> list[tuple[Any, ...]]:
+    """Everything stored, ids left out (they are random) but who replaced whom kept."""
+    scopes = tuple(count.scope for count in memory.store.scopes())
+    entries = list(memory.store.export(scopes))
+    order = {entry.id: position for position, entry in enumerate(entries)}
+    return [
+        (
+            entry.kind,
+            entry.scope,
+            entry.key,
+            entry.title,
+            entry.body,
+            entry.tags,
+            entry.archived,
+            entry.reinforce_count,
+            order.get(entry.superseded_by or ""),
+        )
+        for entry in entries
+    ]
+
+
+def test_a_batch_stores_what_the_same_remembers_one_by_one_store(
+    open_memory: Callable[..., MemoryService],
+    memory_backend: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+) -> None:
+    if memory_backend == "postgres":
+        cluster = request.getfixturevalue("memory_postgres")
+        one_by_one, batched = (
+            open_memory(database=str(cluster.socket_uri(f"t{uuid.uuid4().hex[:12]}")))
+            for _ in range(2)
+        )
+    else:
+        one_by_one, batched = (
+            open_memory(database=tmp_path / name) for name in ("one.db", "batched.db")
+        )
+    for memory in (one_by_one, batched):
+        memory.remember_many(EARLIER)
+    singles = [one_by_one.remember(**item) for item in MIXED_BATCH]
+    together = batched.remember_many(MIXED_BATCH)
+    assert [(r.action, r.kind, r.title) for r in together] == [
+        (r.action, r.kind, r.title) for r in singles
+    ]
+    assert [r.action for r in together] == [
+        "updated",
+        "merged",
+        "updated",
+        "merged",
+        "created",
+        "merged",
+        "created",
+        "created",
+        "created",
+        "created",
+        "created",
+        "updated",
+    ]
+    assert _stored_state(batched) == _stored_state(one_by_one)
+    assert batched.recall("pottery kiln bowl")["results"][0]["body"] == "It survived the kiln"
+    assert active_counts(batched) == scanned_counts(batched) == active_counts(one_by_one)
+
+
 def test_an_invalid_item_stores_nothing_and_is_named(memory: MemoryService) -> None:
     with pytest.raises(MemoryServiceError) as refused:
         memory.remember_many([{"text": "fine"}, {"text": "bad", "kind": "opinion"}])
@@ -101,6 +198,37 @@ def test_a_batch_is_limited_to_a_thousand_items(memory: MemoryService) -> None:
     with pytest.raises(MemoryServiceError, match="at most 1000 items"):
         memory.remember_many({"text": f"note {n}"} for n in range(1001))
     assert memory.recall("")["count"] == 0
+
+
+@pytest.mark.parametrize(
+    ("where", "index"),
+    [
+        (EntryFilter(scopes=("global",), keys=("a", "b")), "memory_entries_key"),
+        (
+            EntryFilter(
+                scopes=("global",), kinds=("knowledge",), title_norms=("a", "b"), keyed=False
+            ),
+            "memory_entries_title",
+        ),
+    ],
+)
+def test_a_batch_looks_its_keys_and_titles_up_in_an_index(
+    tmp_path: Path, where: EntryFilter, index: str
+) -> None:
+    """One query per batch for all its keys (or titles), by the index: never a walk over a
+    scope of 100k entries."""
+    store = SqliteStore(tmp_path / "memory.db")
+    try:
+        clause, parameters = _where(where, "")
+        with store.transaction() as tx:
+            for order in ("", " ORDER BY created_at, id"):
+                plan = tx._connection.execute(
+                    f"EXPLAIN QUERY PLAN SELECT id FROM memory_entries WHERE {clause}{order}",
+                    parameters,
+                ).fetchall()
+                assert f"USING INDEX {index} " in plan[0][3]
+    finally:
+        store.close()
 
 
 # ------------------------------------------------------------------------------ counters
@@ -297,37 +425,91 @@ PINNED_RANKING = [
 # ------------------------------------------------------------------------------ upgrade
 
 
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "memory"
+FIXTURE_SCOPE = "/fixture/workspace"
+
+
+@pytest.mark.parametrize("schema", ["schema2", "schema3"])
+def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
+    tmp_path: Path, schema: str
+) -> None:
+    """tests/fixtures/memory/schema2.db was written by the code of schema 2 (commit 57c2ffd),
+    schema3.db by that of schema 3 (the postings index), each by the same calls: merged,
+    superseded, titled, forgotten entries, session turns with and without context, two
+    scopes; the .json beside each holds its entries as that code exported them and what its
+    recalls found."""
+    path = tmp_path / "memory.db"
+    shutil.copy(FIXTURES / f"{schema}.db", path)
+    _assert_upgraded_whole(path, schema)
+    with sqlite3.connect(path) as connection:
+        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master")}
+        assert "memory_terms" not in tables and "memory_postings" in tables
+        columns = {row[1] for row in connection.execute("PRAGMA table_info(memory_entries)")}
+        assert "title_norm" not in columns and "title_hash" in columns
+        # Only what the body and the session do not give is stored: the explicit title, the
+        # one the merge after the upgrade gave (not its new body's first line), one source.
+        titles = connection.execute("SELECT title FROM memory_entries WHERE title IS NOT NULL")
+        assert {title for (title,) in titles} == {
+            "Release notes",
+            "deploys go through make release",
+        }
+        assert connection.execute("PRAGMA freelist_count").fetchone() == (0,)  # vacuumed
+        sources = connection.execute("SELECT source FROM memory_entries WHERE source IS NOT NULL")
+        assert [json.loads(source) for (source,) in sources] == [
+            {"session": "chat-1", "run": "r-7", "reason": "turn"}
+        ]
+        stored = connection.execute("SELECT value FROM memory_meta WHERE name = 'schema'")
+        assert stored.fetchone() == ("4",)
+
+
 def test_a_schema_1_file_is_upgraded_in_place(tmp_path: Path) -> None:
     """A file as schema 1 left it (a text index holding its own copy of the terms, no kept
     counts, no session links) is upgraded on first use and loses nothing."""
-    from agentscript.memory import SqliteStore
-
     path = tmp_path / "memory.db"
-    with MemoryService.open(None, database=path) as memory:
-        ids = [
-            result["id"]
-            for result in memory.remember_many(
-                [turn("Did you ever try pottery?"), turn("Yes, a bowl."), {"text": "A note"}]
-            )
-        ]
-        scope = memory.scopes_for().write
+    shutil.copy(FIXTURES / "schema2.db", path)
     _downgrade_to_schema_1(path)
+    _assert_upgraded_whole(path, "schema2")
+
+
+def _assert_upgraded_whole(path: Path, schema: str) -> None:
+    """The upgraded file holds every entry as exported before, its indexes agree with its
+    entries, recall finds what it found, and writes merge and supersede against old entries."""
+    expected = json.loads((FIXTURES / f"{schema}.json").read_text(encoding="utf-8"))
     store = SqliteStore(path)
     try:
+        assert [entry.to_dict() for entry in store.export((FIXTURE_SCOPE, "global"))] == (
+            expected["entries"]
+        )
         assert store.verify() == []
         with store.transaction() as tx:
-            assert tx.active_entries(scope) == 3
+            assert tx.active_entries(FIXTURE_SCOPE) == 7
     finally:
         store.close()
     with MemoryService.open(None, database=path) as memory:
-        assert [hit["id"] for hit in memory.recall("pottery")["results"]] == ids[:2]
-        assert [hit["id"] for hit in memory.recall("note")["results"]] == ids[2:]
+        found = {
+            question: [hit["id"] for hit in memory.recall(question, scope=FIXTURE_SCOPE)["results"]]
+            for question in expected["recalls"]
+        }
+        assert found == expected["recalls"]
+        cast(SqliteStore, memory.store).rebuild_index()
+        assert found == {
+            question: [hit["id"] for hit in memory.recall(question, scope=FIXTURE_SCOPE)["results"]]
+            for question in expected["recalls"]
+        }
+        merged = memory.remember("deploys go through  make release", scope=FIXTURE_SCOPE)
+        updated = memory.remember("red", kind="fact", key="colour", scope=FIXTURE_SCOPE)
+        assert (merged.action, updated.action) == ("merged", "updated")
+        versions = memory.history("colour", scope=FIXTURE_SCOPE)["versions"]
+        assert [version["body"] for version in versions] == ["red", "green", "blue"]
 
 
 def _downgrade_to_schema_1(path: Path) -> None:
+    """schema2.db made into what schema 1 left: a text index holding its own (stale) copy
+    of the terms, no kept counts, no session links."""
     with sqlite3.connect(path) as connection:
         for statement in (
-            *_WITHOUT_POSTINGS,
+            "DROP TABLE memory_terms",
+            "DROP TABLE memory_terms_vocab",
             "DROP TABLE memory_scope_counts",
             "DROP TABLE memory_session_tails",
             "DROP TRIGGER memory_entries_counted_insert",
@@ -342,50 +524,3 @@ def _downgrade_to_schema_1(path: Path) -> None:
             "UPDATE memory_meta SET value = '1' WHERE name = 'schema'",
         ):
             connection.execute(statement)
-
-
-# The text index of schema 3 (sqlite_postings.py), which the older schemas did not have.
-_WITHOUT_POSTINGS = (
-    "DROP TABLE memory_postings",
-    "DROP TABLE memory_postings_tail",
-    "DROP TABLE memory_term_documents",
-    "DROP TABLE memory_index_totals",
-)
-
-
-def test_a_schema_2_file_is_upgraded_in_place(tmp_path: Path) -> None:
-    """A file as schema 2 left it (a contentless FTS5 text index) gets the postings index,
-    built from its entries, and ranks as before."""
-    from agentscript.memory import SqliteStore
-
-    path = tmp_path / "memory.db"
-    with MemoryService.open(None, database=path) as memory:
-        memory.remember_many(
-            [turn("Did you ever try pottery?"), turn("Yes, a bowl of pottery."), {"text": "A note"}]
-        )
-        before = memory.recall("pottery bowl")["results"]
-    with sqlite3.connect(path) as connection:
-        for statement in (
-            *_WITHOUT_POSTINGS,
-            "CREATE VIRTUAL TABLE memory_terms USING fts5(scope_term, tags, title, key, body, "
-            "context, content = '', tokenize = 'ascii')",
-            "CREATE VIRTUAL TABLE memory_terms_vocab USING fts5vocab(memory_terms, 'row')",
-            "UPDATE memory_meta SET value = '2' WHERE name = 'schema'",
-        ):
-            connection.execute(statement)
-    store = SqliteStore(path)
-    try:
-        assert store.verify() == []
-    finally:
-        store.close()
-    with sqlite3.connect(path) as connection:
-        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master")}
-        assert "memory_terms" not in tables and "memory_postings" in tables
-        assert connection.execute(
-            "SELECT value FROM memory_meta WHERE name = 'schema'"
-        ).fetchone() == ("3",)
-    with MemoryService.open(None, database=path) as memory:
-        after = memory.recall("pottery bowl")["results"]
-    assert [(hit["id"], hit["score"]) for hit in after] == [
-        (hit["id"], hit["score"]) for hit in before
-    ]

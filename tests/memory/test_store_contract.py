@@ -117,6 +117,31 @@ def test_constraints_raise_store_conflicts(store: MemoryStore) -> None:
         tx.replace(entry())
 
 
+def test_a_transaction_counts_its_own_writes_before_it_commits(store: MemoryStore) -> None:
+    """The cap reads the count inside the transaction that is changing it: every insert,
+    archive, revival and delete of that transaction counts at once, and the count it commits
+    is what a scan finds."""
+    first, second, third = entry(), entry(), entry(scope="/other")
+    with store.transaction() as tx:
+        seen = [tx.active_entries("/w")]
+        for written in (first, second, third, entry(archived=True)):
+            tx.insert(written)
+            seen.append(tx.active_entries("/w"))
+        tx.replace(first.evolve(archived=True))
+        seen.append(tx.active_entries("/w"))
+        tx.replace(first)
+        seen.append(tx.active_entries("/w"))
+        tx.delete("/w", (second.id,))
+        seen.append(tx.active_entries("/w"))
+    assert seen == [0, 1, 2, 2, 2, 1, 2, 1]
+    with pytest.raises(RuntimeError), store.transaction() as tx:
+        tx.insert(entry())
+        raise RuntimeError("abort")
+    with store.transaction() as tx:
+        assert (tx.active_entries("/w"), tx.active_entries("/other")) == (1, 1)
+    assert {count.scope: count.active for count in store.scopes()} == {"/w": 1, "/other": 1}
+
+
 def test_a_failed_transaction_leaves_nothing(store: MemoryStore) -> None:
     with pytest.raises(RuntimeError), store.transaction() as tx:
         tx.insert(entry())

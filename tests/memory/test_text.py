@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer, normalise_title, porter_stem
 
@@ -105,3 +107,15 @@ def test_options_change_the_signature() -> None:
 
 def test_titles_are_normalised_for_merging() -> None:
     assert normalise_title("  Deploy   WITH make\trelease ") == "deploy with make release"
+
+
+@given(
+    st.lists(
+        st.text(alphabet=st.sampled_from(list("ab-c' Dé\u0301ﬁ中文的了 9\r\t")), max_size=12),
+        max_size=4,
+    )
+)
+def test_a_text_has_the_terms_its_lines_have(lines: list[str]) -> None:
+    """Terms are remembered line by line; the whole text, analysed at once, agrees."""
+    text = "\n".join(lines)
+    assert DEFAULT_ANALYZER.terms(text) == DEFAULT_ANALYZER.analyse(text)

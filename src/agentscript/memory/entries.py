@@ -8,7 +8,6 @@ control characters, tags, keys, and the digest marker (a digest must never becom
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, cast
 
@@ -226,6 +225,8 @@ def require_level(value: object, field_name: str = "level") -> Level:
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# Unicode's control characters (category Cc): C0, DEL and C1.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def require_unicode(text: str, field_name: str) -> str:
@@ -242,10 +243,21 @@ def require_unicode(text: str, field_name: str) -> str:
     return text
 
 
+# The fields of an Entry that hold one value (a text, a number, None), not a collection.
+_SCALAR_FIELDS = tuple(
+    item.name for item in fields(Entry) if item.name not in ("tags", "archive_ref", "source")
+)
+
+
 def require_storable(entry: Entry) -> Entry:
     """`entry`, unless a text field holds a lone surrogate: UTF-8 has none, so no store can
     write one. Every store calls this before it writes, whatever path built the entry (an
     import, a summary); the service's own arguments are refused earlier, by name."""
+    # One search over all the text first: nearly every entry has none.
+    texts = [getattr(entry, name) for name in _SCALAR_FIELDS]
+    texts.extend((*entry.tags, *entry.archive_ref, *entry.source.to_dict().values()))
+    if _LONE_SURROGATE.search("".join(text for text in texts if isinstance(text, str))) is None:
+        return entry
     for item in fields(entry):
         value = getattr(entry, item.name)
         for text in value if isinstance(value, tuple) else (value,):
@@ -285,7 +297,7 @@ def clean_line(value: object, field_name: str, max_chars: int) -> str | None:
     if value is None:
         return None
     text = clean_text(value, field_name)
-    if any(unicodedata.category(char) == "Cc" for char in text):
+    if _CONTROL.search(text) is not None:
         raise MemoryServiceError(
             INVALID_ARGUMENT,
             f"{field_name} must be one line without control characters",

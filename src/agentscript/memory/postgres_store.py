@@ -1232,9 +1232,17 @@ def _where(where: EntryFilter) -> tuple[str, dict[str, Any]]:
         parameters["w_key"] = where.key
     if where.keyed is not None:
         clauses.append(f"e.key IS {'NOT ' if where.keyed else ''}NULL")
+    if where.keys is not None:
+        clauses.append("e.key = ANY(%(w_keys)s::text[])" if where.keys else "FALSE")
+        parameters["w_keys"] = list(where.keys)
     if where.title_norm is not None:
         clauses.append("e.title_norm = %(w_title_norm)s")
         parameters["w_title_norm"] = where.title_norm
+    if where.title_norms is not None:
+        clauses.append(
+            "e.title_norm = ANY(%(w_title_norms)s::text[])" if where.title_norms else "FALSE"
+        )
+        parameters["w_title_norms"] = list(where.title_norms)
     if where.since is not None:
         clauses.append("e.event_time >= %(w_since)s")
         parameters["w_since"] = where.since

@@ -52,6 +52,7 @@ from agentscript.memory.errors import (
     SCOPE_FULL,
     MemoryServiceError,
 )
+from agentscript.memory.existing import AskedEach, Existing, KnownForBatch
 from agentscript.memory.experience_text import ToolUsage
 from agentscript.memory.postgres_store import PostgresMemoryStore, is_postgres_uri
 from agentscript.memory.recall import RecallTuning, rank
@@ -257,7 +258,7 @@ class MemoryService:
             context=context,
         )
         with self.store.transaction() as tx:
-            return self._store_candidate(tx, candidate)
+            return self._store_candidate(tx, candidate, AskedEach(tx))
 
     def remember_many(self, items: Iterable[Mapping[str, Any]]) -> list[RememberResult]:
         """Remember several memories in one transaction: one `remember` result per item, in
@@ -273,6 +274,7 @@ class MemoryService:
         if isinstance(items, Mapping | str | bytes) or not isinstance(items, Iterable):
             raise MemoryServiceError(INVALID_ARGUMENT, "items must be a list of objects", "items")
         candidates = []
+        plans: dict[str | None, ScopePlan] = {}
         for position, item in enumerate(items):
             if position >= MAX_BATCH_ITEMS:
                 raise MemoryServiceError(
@@ -281,12 +283,19 @@ class MemoryService:
                     "items",
                 )
             with _item_errors(position):
-                candidates.append(self._candidate(**_remember_arguments(item)))
+                arguments = _remember_arguments(item)
+                scope = arguments.pop("scope", None)
+                if isinstance(scope, str | None):
+                    plan = plans.get(scope) or plans.setdefault(scope, self.scopes_for(scope))
+                else:
+                    plan = self.scopes_for(scope)  # refused, naming the field
+                candidates.append(self._candidate(**arguments, plan=plan))
         with self.store.transaction() as tx:
+            existing = KnownForBatch(tx, candidates)
             results = []
             for position, candidate in enumerate(candidates):
                 with _item_errors(position):
-                    results.append(self._store_candidate(tx, candidate))
+                    results.append(self._store_candidate(tx, candidate, existing))
         return results
 
     def _candidate(
@@ -301,9 +310,11 @@ class MemoryService:
         event_time: TimeArgument = None,
         source: Source | dict[str, Any] | None = None,
         context: str | None = None,
+        plan: ScopePlan | None = None,
     ) -> Entry:
         """The entry a remember would store, checked (kind, size, secrets) before any store
-        is touched."""
+        is touched. `plan`: the scopes of `scope`, already resolved (a batch resolves each
+        distinct scope once)."""
         entry_kind = require_kind(kind, REMEMBERED_KINDS)
         if entry_kind not in self.config.layers:
             raise MemoryServiceError(
@@ -313,7 +324,8 @@ class MemoryService:
                 "kind",
             )
         body = clean_text(text, "text", required=True)
-        plan = self.scopes_for(scope)
+        if plan is None:
+            plan = self.scopes_for(scope)
         now = format_timestamp(self.clock.now())
         event = self._event_time(event_time)
         candidate = Entry(
@@ -336,64 +348,51 @@ class MemoryService:
         self.refuse_secrets_in(candidate)
         return candidate
 
-    def _store_candidate(self, tx: StoreTransaction, candidate: Entry) -> RememberResult:
-        """Supersede, merge or create (see `remember`) inside the caller's transaction."""
+    def _store_candidate(
+        self, tx: StoreTransaction, candidate: Entry, existing: Existing
+    ) -> RememberResult:
+        """Supersede, merge or create (see `remember`) inside the caller's transaction,
+        deciding on what `existing` finds."""
         now = candidate.created_at
         if candidate.key is not None:
-            entry, action = self._remember_keyed(tx, candidate, now)
+            entry, action = self._remember_keyed(tx, candidate, now, existing)
         else:
-            entry, action = self._remember_unkeyed(tx, candidate, now)
+            entry, action = self._remember_unkeyed(tx, candidate, now, existing)
         return RememberResult(entry.id, action, entry.scope, entry.kind, entry.title)
 
     def _remember_keyed(
-        self, tx: StoreTransaction, candidate: Entry, now: str
+        self, tx: StoreTransaction, candidate: Entry, now: str, existing: Existing
     ) -> tuple[Entry, str]:
-        current = _first(
-            tx.select(EntryFilter(scopes=(candidate.scope,), key=candidate.key), limit=1)
-        )
+        current = existing.keyed(candidate.scope, candidate.key or "")
         if current is None:
             self._require_room(tx, candidate.scope)
-            tx.insert(candidate)
-            return candidate, "created"
+            return _written(tx.insert, candidate, existing), "created"
         if _same_value(current, candidate):
             reinforced = current.evolve(
                 reinforce_count=current.reinforce_count + 1,
                 updated_at=now,
                 tags=merge_tags(current.tags, candidate.tags),
             )
-            tx.replace(reinforced)
-            return reinforced, "merged"
+            return _written(tx.replace, reinforced, existing), "merged"
         # Archive first: the store allows one active entry per key.
-        tx.replace(
+        _written(
+            tx.replace,
             current.evolve(
                 archived=True, archive_reason=REASON_SUPERSEDED, superseded_by=candidate.id
-            )
+            ),
+            existing,
         )
-        tx.insert(candidate)
-        return candidate, "updated"
+        return _written(tx.insert, candidate, existing), "updated"
 
     def _remember_unkeyed(
-        self, tx: StoreTransaction, candidate: Entry, now: str
+        self, tx: StoreTransaction, candidate: Entry, now: str, existing: Existing
     ) -> tuple[Entry, str]:
         twin = None
         if candidate.kind in MERGING_KINDS:
-            twin = _first(
-                tx.select(
-                    EntryFilter(
-                        scopes=(candidate.scope,),
-                        kinds=(candidate.kind,),
-                        title_norm=candidate.title_norm,
-                        keyed=False,
-                    ),
-                    order="created",
-                    descending=False,
-                    limit=1,
-                )
-            )
+            twin = existing.twin(candidate.scope, candidate.kind, candidate.title_norm)
         if twin is None:
             self._require_room(tx, candidate.scope)
-            tx.insert(candidate)
-            return candidate, "created"
+            return _written(tx.insert, candidate, existing), "created"
         body = twin.body if candidate.body in twin.body else f"{twin.body}\n\n{candidate.body}"
         context = twin.context
         if candidate.context and candidate.context not in context:
@@ -407,8 +406,7 @@ class MemoryService:
             updated_at=now,
         )
         check_size(merged, self.config.max_entry_bytes)
-        tx.replace(merged)
-        return merged, "merged"
+        return _written(tx.replace, merged, existing), "merged"
 
     def refuse_secrets_in(self, entry: Entry) -> None:
         """Refuse an entry (an imported one) that holds a known secret, as `remember` would."""
@@ -1390,6 +1388,13 @@ def _item_errors(position: int) -> Iterator[None]:
     except MemoryServiceError as error:
         where = f"items[{position}]" + (f".{error.field}" if error.field else "")
         raise MemoryServiceError(error.code, f"{where}: {error.message}", where) from error
+
+
+def _written(write: Callable[[Entry], None], entry: Entry, existing: Existing) -> Entry:
+    """`entry`, once written (inserted or replaced) and made known to `existing`."""
+    write(entry)
+    existing.written(entry)
+    return entry
 
 
 def _first(entries: list[Entry]) -> Entry | None:

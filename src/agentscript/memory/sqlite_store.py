@@ -10,12 +10,13 @@ scores every entry they hold, and loads from `memory_entries` just the best few 
 filter on them).
 
 Kept as the entries are written, so no write scans a scope: the active entries per scope
-(`memory_scope_counts`, maintained by triggers inside the writing transaction, so the cap on a
-scope stays exact however many processes write), and the last episodic entry of each (scope,
-source session) (`memory_session_tails`): an episodic entry of a session links to the one
-written before it (`previous_seq`, `next_seq`), which recall uses for neighbour context. The
-entries holding each term (BM25's document frequency, and recall.py's pruning) are kept by the
-index.
+(`memory_scope_counts`, changed by every insert, replace and delete of the writing transaction
+and written once at its end, so the cap on a scope stays exact however many processes write;
+`verify` compares them with the entries, `rebuild_index` recounts them), and the last episodic
+entry of each (scope, source session) (`memory_session_tails`): an episodic entry of a session
+links to the one written before it (`previous_seq`, `next_seq`), which recall uses for
+neighbour context. The entries holding each term (BM25's document frequency, and recall.py's
+pruning) are kept by the index.
 
 The file runs in WAL mode with `synchronous=FULL` and a long busy timeout; writers take the lock
 first (`BEGIN IMMEDIATE`), so processes queue instead of failing, and an acknowledged write has
@@ -24,6 +25,7 @@ been fsynced. Only `touch` (accessed_at bookkeeping) commits with `synchronous=N
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import json
 import sqlite3
@@ -35,7 +37,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from agentscript.memory import sqlite_postings
-from agentscript.memory.entries import Entry
+from agentscript.memory.entries import Entry, title_from_text
 from agentscript.memory.errors import STORE_FAILURE, MemoryServiceError
 from agentscript.memory.store import (
     ENTRY_COLUMNS,
@@ -60,27 +62,50 @@ from agentscript.memory.store import (
     pack_vector,
     postings,
 )
-from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
+from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer, normalise_title
 from agentscript.providers.storage.sqlite_files import connect, write_transaction
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 # Schema 1 had a text index that stored its own copy of the terms and none of the tables kept
-# as entries are written; schema 2 a contentless FTS5 index. Both are migrated in place on first
-# use (the text index is rebuilt from the entries).
-_MIGRATED_VERSIONS = ("1", "2")
+# as entries are written; schema 2 a contentless FTS5 index; schema 3 (the postings of
+# sqlite_postings.py) stored every title (even one taken from the body) and its normalised
+# form, indexed that text, and repeated each scope's name in every index. All are migrated in
+# place on first use (the text index of 1 and 2 is rebuilt from the entries).
+_MIGRATED_VERSIONS = ("1", "2", "3")
+_FTS5_VERSIONS = ("1", "2")
 
-_COLUMNS = ", ".join(ENTRY_COLUMNS)
+# What the entries table holds beyond an entry's fields, to keep the file small: `title` is
+# NULL when it is the one the body gives (title_from_text), `source` is NULL when it holds no
+# more than `session`, and instead of the normalised title the table keeps its 64-bit hash
+# (`title_hash`), which is all the index of merge candidates needs; the normalised title itself
+# is computed from the stored text where a filter needs it (`memory_title_norm`). So a change
+# to what `title_from_text` makes of a body would change stored titles: it needs a schema
+# version whose upgrade stores the old titles first.
+_TITLE_HASH = "memory_title_hash"
+_TITLE_NORM = "memory_title_norm"
+# The entries table names each scope by a number (`memory_scopes`): a workspace id is a path,
+# which every index of the table would otherwise repeat for every entry.
+_SCOPE_ID = "(SELECT id FROM memory_scopes WHERE name = ?)"
+_SCOPE_NAME = "(SELECT name FROM memory_scopes WHERE id = {column})"
+_COLUMNS = ", ".join(
+    {
+        "scope": _SCOPE_NAME.format(column="scope"),
+        "source": "COALESCE(source, json_object('session', session))",
+    }.get(name, name)
+    for name in ENTRY_COLUMNS
+)
+_TITLE_COLUMN = ENTRY_COLUMNS.index("title")
+_BODY_COLUMN = ENTRY_COLUMNS.index("body")
 # Entries indexed per call while the index is rebuilt (bounds what one call holds in memory).
 _REBUILD_BATCH = 1_000
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS memory_entries (
+_ENTRIES_TABLE = """CREATE TABLE IF NOT EXISTS {name} (
         seq INTEGER PRIMARY KEY,
         id TEXT NOT NULL UNIQUE,
-        scope TEXT NOT NULL,
+        scope INTEGER NOT NULL,
         kind TEXT NOT NULL,
         key TEXT,
-        title TEXT NOT NULL,
-        title_norm TEXT NOT NULL,
+        title TEXT,
+        title_hash INTEGER NOT NULL,
         body TEXT NOT NULL,
         context TEXT NOT NULL,
         tags TEXT NOT NULL,
@@ -96,22 +121,30 @@ _SCHEMA = (
         year TEXT NOT NULL,
         archived INTEGER NOT NULL,
         archive_reason TEXT,
-        source TEXT NOT NULL,
+        source TEXT,
         archive_ref TEXT NOT NULL,
         reinforce_count INTEGER NOT NULL,
         superseded_by TEXT,
         session TEXT,
         previous_seq INTEGER,
         next_seq INTEGER
-    )""",
-    "CREATE UNIQUE INDEX IF NOT EXISTS memory_entries_active_key "
-    "ON memory_entries (scope, key) WHERE key IS NOT NULL AND archived = 0",
+    )"""
+_SCOPES_TABLE = """CREATE TABLE IF NOT EXISTS memory_scopes (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE
+    )"""
+_SCHEMA = (
+    _SCOPES_TABLE,
+    _ENTRIES_TABLE.format(name="memory_entries"),
+    # Every version of a key (history), and at most one active one: an archived version's
+    # third column is its own seq, an active one's is 0.
+    "CREATE UNIQUE INDEX IF NOT EXISTS memory_entries_key ON memory_entries "
+    "(scope, key, CASE WHEN archived = 0 THEN 0 ELSE seq END) WHERE key IS NOT NULL",
     "CREATE UNIQUE INDEX IF NOT EXISTS memory_entries_active_summary "
     "ON memory_entries (scope, level, bucket) WHERE kind = 'summary' AND archived = 0",
-    "CREATE INDEX IF NOT EXISTS memory_entries_title "
-    "ON memory_entries (scope, kind, title_norm) WHERE archived = 0",
-    "CREATE INDEX IF NOT EXISTS memory_entries_key ON memory_entries (scope, key) "
-    "WHERE key IS NOT NULL",
+    # Merge candidates (service.py): unkeyed entries, by kind and title.
+    "CREATE INDEX IF NOT EXISTS memory_entries_title ON memory_entries "
+    "(scope, kind, title_hash) WHERE key IS NULL",
     "CREATE INDEX IF NOT EXISTS memory_entries_updated "
     "ON memory_entries (scope, archived, updated_at)",
     "CREATE INDEX IF NOT EXISTS memory_entries_event ON memory_entries (scope, event_time)",
@@ -121,24 +154,6 @@ _SCHEMA = (
         scope TEXT PRIMARY KEY,
         active INTEGER NOT NULL
     ) WITHOUT ROWID""",
-    """CREATE TRIGGER IF NOT EXISTS memory_entries_counted_insert
-    AFTER INSERT ON memory_entries WHEN NEW.archived = 0 BEGIN
-        INSERT INTO memory_scope_counts (scope, active) VALUES (NEW.scope, 1)
-        ON CONFLICT (scope) DO UPDATE SET active = active + 1;
-    END""",
-    """CREATE TRIGGER IF NOT EXISTS memory_entries_counted_delete
-    AFTER DELETE ON memory_entries WHEN OLD.archived = 0 BEGIN
-        UPDATE memory_scope_counts SET active = active - 1 WHERE scope = OLD.scope;
-    END""",
-    """CREATE TRIGGER IF NOT EXISTS memory_entries_counted_update
-    AFTER UPDATE OF archived, scope ON memory_entries
-    WHEN OLD.archived != NEW.archived OR OLD.scope != NEW.scope BEGIN
-        UPDATE memory_scope_counts SET active = active - 1
-        WHERE scope = OLD.scope AND OLD.archived = 0;
-        INSERT INTO memory_scope_counts (scope, active)
-        SELECT NEW.scope, 1 WHERE NEW.archived = 0
-        ON CONFLICT (scope) DO UPDATE SET active = active + 1;
-    END""",
     """CREATE TABLE IF NOT EXISTS memory_session_tails (
         scope TEXT NOT NULL,
         session TEXT NOT NULL,
@@ -156,11 +171,11 @@ _SCHEMA = (
     )""",
 )
 _DIMENSIONS: dict[str, str] = {
-    "scope": "scope",
+    "scope": _SCOPE_NAME.format(column="scope"),
     "kind": "kind",
     "level": "level",
     "archived": "CAST(archived AS TEXT)",
-    "title_norm": "title_norm",
+    "title_norm": f"{_TITLE_NORM}(title, body)",
     "day": "day",
     "week": "week",
     "month": "month",
@@ -268,8 +283,9 @@ class SqliteStore:
     def scopes(self) -> list[ScopeCount]:
         with self._reading() as connection:
             rows = connection.execute(
-                "SELECT scope, SUM(archived = 0), SUM(archived = 1) FROM memory_entries "
-                "GROUP BY scope ORDER BY scope"
+                "SELECT s.name, SUM(e.archived = 0), SUM(e.archived = 1) "
+                "FROM memory_entries AS e JOIN memory_scopes AS s ON s.id = e.scope "
+                "GROUP BY e.scope ORDER BY s.name"
             ).fetchall()
         return [ScopeCount(scope, int(active), int(archived)) for scope, active, archived in rows]
 
@@ -303,8 +319,9 @@ class SqliteStore:
             entries = connection.execute("SELECT COUNT(*) FROM memory_entries").fetchone()[0]
             problems.extend(sqlite_postings.problems(connection, int(entries)))
             miscounted = connection.execute(
-                "SELECT COUNT(*) FROM (SELECT scope, SUM(archived = 0) AS active "
-                "FROM memory_entries GROUP BY scope) AS actual "
+                "SELECT COUNT(*) FROM (SELECT s.name AS scope, SUM(e.archived = 0) AS active "
+                "FROM memory_entries AS e JOIN memory_scopes AS s ON s.id = e.scope "
+                "GROUP BY e.scope) AS actual "
                 "LEFT JOIN memory_scope_counts AS kept USING (scope) "
                 "WHERE actual.active != COALESCE(kept.active, 0)"
             ).fetchone()[0]
@@ -327,7 +344,7 @@ class SqliteStore:
                     _write_touches(connection, pending)
                     transaction = _Transaction(connection, self.analyzer)
                     yield transaction
-                    transaction.flush()
+                    transaction.finish()
             except BaseException:
                 self._touches.restore(pending)
                 raise
@@ -357,7 +374,7 @@ class SqliteStore:
             rows = connection.execute(
                 "SELECT e.id, v.digest, v.vector FROM memory_vectors AS v "
                 "JOIN memory_entries AS e ON e.seq = v.seq "
-                f"WHERE v.model = ? AND e.scope IN ({_marks(scopes)}) "
+                f"WHERE v.model = ? AND e.scope IN {_scope_ids(scopes)} "
                 f"AND e.id IN ({_marks(list(digests))})",
                 [model, *scopes, *digests],
             ).fetchall()
@@ -376,7 +393,7 @@ class SqliteStore:
             connection.executemany(
                 "INSERT OR REPLACE INTO memory_vectors (seq, model, digest, vector) "
                 "SELECT seq, ?, ?, ? FROM memory_entries WHERE id = ? "
-                f"AND scope IN ({_marks(scopes)})",
+                f"AND scope IN {_scope_ids(scopes)}",
                 [
                     [model, digest, pack_vector(vector), identifier, *scopes]
                     for identifier, (digest, vector) in vectors.items()
@@ -423,15 +440,26 @@ class SqliteStore:
                     version = _stored_version(connection)
                     if version == "1":
                         _leave_version_1(connection)
-                    if version in _MIGRATED_VERSIONS:
+                    if version in _FTS5_VERSIONS:
                         _leave_fts5(connection)
+                    if version in _MIGRATED_VERSIONS:
+                        _leave_version_3(connection)
                     for statement in _SCHEMA:
                         connection.execute(statement)
                     if version == "1":
                         _link_sessions(connection)
-                    if version in _MIGRATED_VERSIONS:
+                    if version in _FTS5_VERSIONS:
                         _rebuild(connection, self.analyzer)
+                    elif version in _MIGRATED_VERSIONS:
+                        # The text index refers to the same seqs and scopes, and holds the same
+                        # terms.
+                        connection.execute(
+                            "UPDATE memory_meta SET value = ? WHERE name = 'schema'",
+                            (SCHEMA_VERSION,),
+                        )
                     self._prepare_index(connection)
+                if version in _MIGRATED_VERSIONS:
+                    _give_back_free_pages(connection)
             except BaseException:
                 connection.close()
                 raise
@@ -476,7 +504,12 @@ class SqliteStore:
 
 
 class _Transaction:
-    """The StoreTransaction of a SqliteStore: runs on its connection inside BEGIN IMMEDIATE."""
+    """The StoreTransaction of a SqliteStore: runs on its connection inside BEGIN IMMEDIATE.
+
+    It keeps the change of each scope's active-entry count and the latest entries it wrote of
+    each (scope, session), so the turns of a batch link to each other and take their context
+    from each other without reading them back; it writes each count and each session's new
+    tail once, at the end (`finish`)."""
 
     def __init__(self, connection: sqlite3.Connection, analyzer: Analyzer) -> None:
         self._connection = connection
@@ -484,10 +517,48 @@ class _Transaction:
         # Inserted entries wait here to be indexed together (one add for a whole batch),
         # before anything reads or changes the index and before the commit.
         self._unindexed: list[sqlite_postings.IndexedEntry] = []
+        # (scope, session) → (seq, body) of its latest entries, nearest first.
+        self._recent: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        self._tails: dict[tuple[str, str], int] = {}
+        # scope → how many more active entries it holds than memory_scope_counts says.
+        self._counted: dict[str, int] = {}
+        self._scope_ids: dict[str, int] = {}
+
+    def _scope_id(self, scope: str) -> int:
+        """The number of a scope in the entries table, given to it at its first entry."""
+        known = self._scope_ids.get(scope)
+        if known is None:
+            self._connection.execute(
+                "INSERT INTO memory_scopes (name) VALUES (?) ON CONFLICT (name) DO NOTHING",
+                (scope,),
+            )
+            row = self._connection.execute(
+                "SELECT id FROM memory_scopes WHERE name = ?", (scope,)
+            ).fetchone()
+            known = self._scope_ids[scope] = int(row[0])
+        return known
 
     def flush(self) -> None:
+        """Index the entries inserted since the last flush."""
         sqlite_postings.add(self._connection, self._unindexed)
         self._unindexed = []
+
+    def finish(self) -> None:
+        """Write what the transaction kept back (the index of its inserts, counts, sessions'
+        tails): before it commits."""
+        self.flush()
+        self._connection.executemany(
+            "INSERT INTO memory_scope_counts (scope, active) VALUES (?, ?) "
+            "ON CONFLICT (scope) DO UPDATE SET active = active + excluded.active",
+            [(scope, change) for scope, change in self._counted.items() if change],
+        )
+        self._counted.clear()
+        self._connection.executemany(
+            "INSERT INTO memory_session_tails (scope, session, seq) VALUES (?, ?, ?) "
+            "ON CONFLICT (scope, session) DO UPDATE SET seq = excluded.seq",
+            [(scope, session, seq) for (scope, session), seq in self._tails.items()],
+        )
+        self._tails.clear()
 
     def select(
         self,
@@ -512,53 +583,80 @@ class _Transaction:
         row = self._connection.execute(
             "SELECT active FROM memory_scope_counts WHERE scope = ?", (scope,)
         ).fetchone()
-        return int(row[0]) if row else 0
+        return (int(row[0]) if row else 0) + self._counted.get(scope, 0)
+
+    def _count(self, scope: str, change: int) -> None:
+        self._counted[scope] = self._counted.get(scope, 0) + change
 
     def insert(self, entry: Entry) -> None:
-        values = entry_row(entry, json_list)
+        values = _row(entry, self._scope_id(entry.scope))
         session = entry.source.session if entry.kind == "episodic" else None
+        recent: list[tuple[int, str]] = []
         if session is not None:
-            tail = self._connection.execute(
-                "SELECT seq FROM memory_session_tails WHERE scope = ? AND session = ?",
-                (entry.scope, session),
-            ).fetchone()
-            values["previous_seq"] = tail[0] if tail else None
+            recent = self._session_recent(entry.scope, session)
+            values["previous_seq"] = recent[0][0] if recent else None
         with _conflicts(entry):
             cursor = self._connection.execute(
                 f"INSERT INTO memory_entries ({', '.join(values)}) VALUES ({_marks(list(values))})",
                 list(values.values()),
             )
         seq = cast(int, cursor.lastrowid)
+        self._count(entry.scope, int(entry.active))
         if session is not None:
-            if values["previous_seq"] is not None:
+            if recent:
                 self._connection.execute(
-                    "UPDATE memory_entries SET next_seq = ? WHERE seq = ? AND +scope = ?",
-                    (seq, values["previous_seq"], entry.scope),
+                    "UPDATE memory_entries SET next_seq = ? WHERE seq = ?", (seq, recent[0][0])
                 )
-            self._connection.execute(
-                "INSERT INTO memory_session_tails (scope, session, seq) VALUES (?, ?, ?) "
-                "ON CONFLICT (scope, session) DO UPDATE SET seq = excluded.seq",
-                (entry.scope, session, seq),
-            )
-        context = _linked_context(self._connection, entry, seq, {})
-        self._unindexed.append(_indexed(seq, entry.evolve(context=context), [], self._analyzer))
+            self._recent[(entry.scope, session)] = [(seq, entry.body), *recent][
+                :LINKED_CONTEXT_TURNS
+            ]
+            self._tails[(entry.scope, session)] = seq
+        before = [body for _, body in recent]
+        self._unindexed.append(_indexed(seq, entry, before, self._analyzer))
+
+    def _session_recent(self, scope: str, session: str) -> list[tuple[int, str]]:
+        """The latest entries of a session, nearest first: kept by this transaction, or
+        read from its stored tail back along the links."""
+        known = self._recent.get((scope, session))
+        if known is not None:
+            return known
+        found: list[tuple[int, str]] = []
+        row = self._connection.execute(
+            "SELECT seq FROM memory_session_tails WHERE scope = ? AND session = ?",
+            (scope, session),
+        ).fetchone()
+        current: int | None = row[0] if row else None
+        while current is not None and len(found) < LINKED_CONTEXT_TURNS:
+            link = self._connection.execute(
+                "SELECT previous_seq, body FROM memory_entries "
+                f"WHERE seq = ? AND +scope = {_SCOPE_ID}",
+                (current, scope),
+            ).fetchone()
+            if link is None:
+                break
+            found.append((current, link[1]))
+            current = link[0]
+        return found
 
     def replace(self, entry: Entry) -> None:
         self.flush()
         found = self._connection.execute(
-            f"SELECT seq, {_COLUMNS} FROM memory_entries WHERE id = ? AND +scope = ?",
+            f"SELECT seq, {_COLUMNS} FROM memory_entries WHERE id = ? AND +scope = {_SCOPE_ID}",
             (entry.id, entry.scope),
         ).fetchone()
         if found is None:
             raise StoreConflict(f"entry {entry.id} does not exist in scope {entry.scope}")
         seq, previous = int(found[0]), _entry_of(found[1:])
-        values = entry_row(entry, json_list)
+        values = _row(entry, self._scope_id(entry.scope))
+        for recent in self._recent.values():
+            recent[:] = [(known, entry.body if known == seq else body) for known, body in recent]
         with _conflicts(entry):
             self._connection.execute(
                 f"UPDATE memory_entries SET {', '.join(f'{name} = ?' for name in values)} "
                 "WHERE seq = ?",
                 [*values.values(), seq],
             )
+        self._count(entry.scope, int(entry.active) - int(previous.active))
         if indexed_text(previous) != indexed_text(entry):
             # The entries after it in its session have its body in their linked context.
             later = (
@@ -571,7 +669,7 @@ class _Transaction:
             _unindex(self._connection, seq, previous, self._analyzer)
             self._connection.execute(
                 "DELETE FROM memory_vectors WHERE seq IN "
-                "(SELECT seq FROM memory_entries WHERE seq = ? AND +scope = ?)",
+                f"(SELECT seq FROM memory_entries WHERE seq = ? AND +scope = {_SCOPE_ID})",
                 (seq, entry.scope),
             )
             _index(self._connection, seq, entry, self._analyzer)
@@ -581,21 +679,25 @@ class _Transaction:
     def delete(self, scope: str, ids: tuple[str, ...]) -> int:
         if not ids:
             return 0
-        self.flush()
+        # Deleting relinks sessions in the table: write what was kept back first, forget the
+        # sessions' latest entries.
+        self.finish()
+        self._recent.clear()
         doomed = self._connection.execute(
-            f"SELECT seq, {_COLUMNS} FROM memory_entries WHERE +scope = ? "
+            f"SELECT seq, {_COLUMNS} FROM memory_entries WHERE +scope = {_SCOPE_ID} "
             f"AND id IN ({_marks(ids)})",
             [scope, *ids],
         ).fetchall()
         for row in doomed:
-            seq = int(row[0])
+            seq, entry = int(row[0]), _entry_of(row[1:])
             later = _later(self._connection, scope, seq)
             for other in later:
                 _unindex_at(self._connection, scope, other, self._analyzer)
-            _unindex(self._connection, seq, _entry_of(row[1:]), self._analyzer)
+            _unindex(self._connection, seq, entry, self._analyzer)
             _unlink(self._connection, scope, seq)
             self._connection.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
             self._connection.execute("DELETE FROM memory_entries WHERE seq = ?", (seq,))
+            self._count(scope, -int(entry.active))
             for other in later:
                 _index_at(self._connection, scope, other, self._analyzer)
         return len(doomed)
@@ -606,6 +708,8 @@ class _Transaction:
 
 def _connect(path: Path) -> sqlite3.Connection:
     connection = connect(path, "FULL")
+    connection.create_function(_TITLE_NORM, 2, _stored_title_norm, deterministic=True)
+    connection.create_function(_TITLE_HASH, 1, title_hash, deterministic=True)
     # Freed pages are zeroed, so a purged entry's text does not linger in the file.
     connection.execute("PRAGMA secure_delete=ON")
     return connection
@@ -636,12 +740,49 @@ def _leave_fts5(connection: sqlite3.Connection) -> None:
     connection.execute("DROP TABLE IF EXISTS memory_terms")
 
 
+def _leave_version_3(connection: sqlite3.Connection) -> None:
+    """The move from schema 3 (or 1 and 2, once the steps before ran): the entries are copied
+    into the leaner table (numbered scopes, see `_TITLE_HASH`) under the same seqs, which the
+    text index, the vectors and the session links refer to; the new indexes are made by the
+    schema."""
+    connection.create_function("memory_derived_title", 1, _derived_title, deterministic=True)
+    connection.execute(_SCOPES_TABLE)
+    connection.execute(
+        "INSERT INTO memory_scopes (name) SELECT DISTINCT scope FROM memory_entries ORDER BY scope"
+    )
+    connection.execute(_ENTRIES_TABLE.format(name="memory_entries_4"))
+    kept = [name for name in ENTRY_COLUMNS if name not in ("scope", "title", "source")]
+    kept += ["day", "week", "month", "year", "session", "previous_seq", "next_seq"]
+    connection.execute(
+        f"INSERT INTO memory_entries_4 (seq, {', '.join(kept)}, scope, title, title_hash, source) "
+        f"SELECT seq, {', '.join(kept)}, "
+        "(SELECT id FROM memory_scopes WHERE name = memory_entries.scope), "
+        "CASE WHEN title = memory_derived_title(body) THEN NULL ELSE title END, "
+        f"{_TITLE_HASH}(title_norm), "
+        "CASE WHEN json_remove(source, '$.session') = '{}' THEN NULL ELSE source END "
+        "FROM memory_entries ORDER BY seq"
+    )
+    connection.execute("DROP TABLE memory_entries")
+    connection.execute("ALTER TABLE memory_entries_4 RENAME TO memory_entries")
+
+
+def _give_back_free_pages(connection: sqlite3.Connection) -> None:
+    """After an upgrade the old table's pages are free: give them back to the file system
+    rather than keep a file a third larger than it needs to be. Best effort: the upgrade has
+    committed, and a file that another process keeps busy past the timeout stays as large, its
+    free pages reused by later writes."""
+    try:
+        connection.execute("VACUUM")
+    except sqlite3.OperationalError:
+        return
+
+
 def _link_sessions(connection: sqlite3.Connection) -> None:
     """Link the episodic entries of each (scope, session) in the order they were written,
     and record each session's last one (an upgrade from schema 1)."""
     tails: dict[tuple[str, str], int] = {}
     rows = connection.execute(
-        "SELECT seq, scope, session FROM memory_entries "
+        f"SELECT seq, {_SCOPE_NAME.format(column='scope')}, session FROM memory_entries "
         "WHERE kind = 'episodic' AND session IS NOT NULL ORDER BY seq"
     ).fetchall()
     for seq, scope, session in rows:
@@ -663,7 +804,8 @@ def _link_sessions(connection: sqlite3.Connection) -> None:
 def _unlink(connection: sqlite3.Connection, scope: str, seq: int) -> None:
     """Take an entry out of its session's chain, joining its neighbours to each other."""
     row = connection.execute(
-        "SELECT previous_seq, next_seq, session FROM memory_entries WHERE seq = ? AND +scope = ?",
+        "SELECT previous_seq, next_seq, session FROM memory_entries "
+        f"WHERE seq = ? AND +scope = {_SCOPE_ID}",
         (seq, scope),
     ).fetchone()
     if row is None:
@@ -671,12 +813,12 @@ def _unlink(connection: sqlite3.Connection, scope: str, seq: int) -> None:
     previous, following, session = row
     if previous is not None:
         connection.execute(
-            "UPDATE memory_entries SET next_seq = ? WHERE seq = ? AND +scope = ?",
+            f"UPDATE memory_entries SET next_seq = ? WHERE seq = ? AND +scope = {_SCOPE_ID}",
             (following, previous, scope),
         )
     if following is not None:
         connection.execute(
-            "UPDATE memory_entries SET previous_seq = ? WHERE seq = ? AND +scope = ?",
+            f"UPDATE memory_entries SET previous_seq = ? WHERE seq = ? AND +scope = {_SCOPE_ID}",
             (previous, following, scope),
         )
     if session is not None:
@@ -698,8 +840,8 @@ def _write_touches(
 ) -> None:
     for (scopes, moment), ids in pending.items():
         connection.execute(
-            f"UPDATE memory_entries SET accessed_at = ? WHERE +scope IN "
-            f"({_marks(scopes)}) AND id IN ({_marks(ids)}) AND accessed_at < ?",
+            f"UPDATE memory_entries SET accessed_at = ? WHERE +scope IN {_scope_ids(scopes)} "
+            f"AND id IN ({_marks(ids)}) AND accessed_at < ?",
             [moment, *scopes, *ids, moment],
         )
 
@@ -764,7 +906,7 @@ def _count_among(
         archived = sum(
             1
             for (seq,) in connection.execute(
-                f"SELECT seq FROM memory_entries WHERE scope IN ({_marks(where.scopes)}) "
+                f"SELECT seq FROM memory_entries WHERE scope IN {_scope_ids(where.scopes)} "
                 "AND archived = 1",
                 where.scopes,
             )
@@ -796,7 +938,8 @@ def _rebuild(connection: sqlite3.Connection, analyzer: Analyzer) -> None:
     connection.execute("DELETE FROM memory_scope_counts")
     connection.execute(
         "INSERT INTO memory_scope_counts (scope, active) "
-        "SELECT scope, SUM(archived = 0) FROM memory_entries GROUP BY scope"
+        "SELECT s.name, SUM(e.archived = 0) FROM memory_entries AS e "
+        "JOIN memory_scopes AS s ON s.id = e.scope GROUP BY e.scope"
     )
     rows = connection.execute(
         f"SELECT seq, previous_seq, {_COLUMNS} FROM memory_entries ORDER BY seq"
@@ -823,7 +966,7 @@ def _conflicts(entry: Entry) -> Iterator[None]:
         yield
     except sqlite3.IntegrityError as error:
         text = str(error)
-        if "memory_entries.scope, memory_entries.key" in text:
+        if "memory_entries_key" in text:
             message = f"scope {entry.scope} already has an active entry with key {entry.key!r}"
         elif "memory_entries.scope, memory_entries.level" in text:
             message = (
@@ -841,6 +984,11 @@ def _marks(values: Sequence[object]) -> str:
     return ", ".join("?" * len(values))
 
 
+def _scope_ids(scopes: Sequence[str]) -> str:
+    """The SQL list of the numbers of these scopes (their names are its parameters)."""
+    return f"(SELECT id FROM memory_scopes WHERE name IN ({_marks(scopes)}))"
+
+
 def _linked_context(
     connection: sqlite3.Connection, entry: Entry, seq: int, bodies: Mapping[int, str]
 ) -> str:
@@ -853,7 +1001,8 @@ def _linked_context(
     for _ in range(LINKED_CONTEXT_TURNS):
         row = connection.execute(
             "SELECT p.seq, p.body FROM memory_entries AS e JOIN memory_entries AS p "
-            "ON p.seq = e.previous_seq WHERE e.seq = ? AND +e.scope = ? AND +p.scope = ?",
+            "ON p.seq = e.previous_seq "
+            f"WHERE e.seq = ? AND +e.scope = {_SCOPE_ID} AND +p.scope = {_SCOPE_ID}",
             (current, entry.scope, entry.scope),
         ).fetchone()
         if row is None:
@@ -869,7 +1018,8 @@ def _later(connection: sqlite3.Connection, scope: str, seq: int) -> list[int]:
     current = seq
     for _ in range(LINKED_CONTEXT_TURNS):
         row = connection.execute(
-            "SELECT next_seq FROM memory_entries WHERE seq = ? AND +scope = ?", (current, scope)
+            f"SELECT next_seq FROM memory_entries WHERE seq = ? AND +scope = {_SCOPE_ID}",
+            (current, scope),
         ).fetchone()
         if row is None or row[0] is None:
             break
@@ -880,7 +1030,8 @@ def _later(connection: sqlite3.Connection, scope: str, seq: int) -> list[int]:
 
 def _stored(connection: sqlite3.Connection, scope: str, seq: int) -> Entry:
     row = connection.execute(
-        f"SELECT {_COLUMNS} FROM memory_entries WHERE seq = ? AND +scope = ?", (seq, scope)
+        f"SELECT {_COLUMNS} FROM memory_entries WHERE seq = ? AND +scope = {_SCOPE_ID}",
+        (seq, scope),
     ).fetchone()
     return _entry_of(row)
 
@@ -929,7 +1080,43 @@ def _indexed(
 
 
 def _entry_of(row: Sequence[Any]) -> Entry:
+    """The entry of a row of `_COLUMNS`, its title taken from its body when not stored."""
+    if row[_TITLE_COLUMN] is None:
+        row = list(row)
+        row[_TITLE_COLUMN] = title_from_text(row[_BODY_COLUMN])
     return entry_from_row(row, json.loads)
+
+
+def _row(entry: Entry, scope_id: int) -> dict[str, Any]:
+    """The column values of an entry whose scope has the number `scope_id`: `entry_row`
+    without what the table derives on read (see `_TITLE_HASH`)."""
+    values = entry_row(entry, json_list)
+    values["scope"] = scope_id
+    values["title_hash"] = title_hash(values.pop("title_norm"))
+    if entry.title == _derived_title(entry.body):
+        values["title"] = None
+    if entry.source.run is None and entry.source.reason is None:
+        values["source"] = None
+    return values
+
+
+def title_hash(title_norm: str) -> int:
+    """The signed 64-bit hash of a normalised title the table keeps in its place."""
+    digest = hashlib.blake2b(title_norm.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _derived_title(body: str) -> str | None:
+    """The title `remember` takes from this body (None for a body without any line)."""
+    try:
+        return title_from_text(body)
+    except MemoryServiceError:
+        return None
+
+
+def _stored_title_norm(title: str | None, body: str) -> str:
+    """The normalised title of a stored row (SQL function `memory_title_norm`)."""
+    return normalise_title(title if title is not None else title_from_text(body))
 
 
 def _where(where: EntryFilter, prefix: str) -> tuple[str, list[Any]]:
@@ -937,7 +1124,7 @@ def _where(where: EntryFilter, prefix: str) -> tuple[str, list[Any]]:
     scope column is written `+scope` so the planner looks the ids up by their unique index
     instead of scanning the scope (the predicate still applies to every row)."""
     column = f"+{prefix}scope" if where.ids is not None else f"{prefix}scope"
-    clauses = [f"{column} IN ({_marks(where.scopes)})"]
+    clauses = [f"{column} IN {_scope_ids(where.scopes)}"]
     parameters: list[Any] = list(where.scopes)
     if where.ids is not None:
         clauses.append(f"{prefix}id IN ({_marks(where.ids)})" if where.ids else "0")
@@ -960,9 +1147,21 @@ def _where(where: EntryFilter, prefix: str) -> tuple[str, list[Any]]:
         parameters.append(where.key)
     if where.keyed is not None:
         clauses.append(f"{prefix}key IS {'NOT ' if where.keyed else ''}NULL")
+    if where.keys is not None:
+        clauses.append(f"{prefix}key IN ({_marks(where.keys)})" if where.keys else "0")
+        parameters.extend(where.keys)
     if where.title_norm is not None:
-        clauses.append(f"{prefix}title_norm = ?")
-        parameters.append(where.title_norm)
+        clauses.append(f"{prefix}title_hash = ? AND {_TITLE_NORM}({prefix}title, {prefix}body) = ?")
+        parameters.extend([title_hash(where.title_norm), where.title_norm])
+    if where.title_norms is not None:
+        norms = where.title_norms
+        clauses.append(
+            f"{prefix}title_hash IN ({_marks(norms)}) AND "
+            f"{_TITLE_NORM}({prefix}title, {prefix}body) IN ({_marks(norms)})"
+            if norms
+            else "0"
+        )
+        parameters.extend([*(title_hash(norm) for norm in norms), *norms])
     if where.since is not None:
         clauses.append(f"{prefix}event_time >= ?")
         parameters.append(where.since)
@@ -974,7 +1173,10 @@ def _where(where: EntryFilter, prefix: str) -> tuple[str, list[Any]]:
         clauses.append(f"{prefix}{_DIMENSIONS[level]} = ?")
         parameters.append(key)
     if where.archived is not None:
-        clauses.append(f"{prefix}archived = ?")
+        # With a list of keys or titles, `+archived` keeps the planner on their index: it
+        # would rather walk the whole scope by (scope, archived) than look a list up.
+        unary = "+" if where.keys is not None or where.title_norms is not None else ""
+        clauses.append(f"{unary}{prefix}archived = ?")
         parameters.append(int(where.archived))
     return " AND ".join(clauses), parameters
 

@@ -79,7 +79,8 @@ class EntryFilter:
     """Which entries an operation concerns. Every field narrows; `scopes` is mandatory.
 
     `levels` may hold None for ordinary entries; `keyed` True/False keeps entries with/without
-    a key; `bucket` is (level, key): entries whose bucket
+    a key; `keys` and `title_norms` keep entries with any of these keys or normalised titles
+    (a batch's lookups); `bucket` is (level, key): entries whose bucket
     at that level is `key`; `since`/`until` bound event_time as a half-open range of stored
     timestamps; `archived` False means active only, True archived only, None both.
     """
@@ -91,7 +92,9 @@ class EntryFilter:
     tags: tuple[str, ...] = ()
     key: str | None = None
     keyed: bool | None = None
+    keys: tuple[str, ...] | None = None
     title_norm: str | None = None
+    title_norms: tuple[str, ...] | None = None
     since: str | None = None
     until: str | None = None
     bucket: tuple[Level, str] | None = None
@@ -213,14 +216,17 @@ def bodies_before(start: int | None, chain: Mapping[int, tuple[int | None, str]]
     return found
 
 
-def index_terms(entry: Entry, analyzer: Analyzer) -> dict[str, list[str]]:
-    """The analysed terms of each indexed field: what a store must index, and nothing else."""
+def index_terms(
+    entry: Entry, analyzer: Analyzer, context: str | None = None
+) -> dict[str, list[str]]:
+    """The analysed terms of each indexed field: what a store must index, and nothing else.
+    `context` stands in for the entry's own (its linked context, see `linked_context`)."""
     return {
         "tags": analyzer.terms(" ".join(entry.tags)),
         "title": analyzer.terms(entry.title),
         "key": analyzer.terms(entry.key or ""),
         "body": analyzer.terms(entry.body),
-        "context": analyzer.terms(entry.context),
+        "context": analyzer.terms(entry.context if context is None else context),
     }
 
 

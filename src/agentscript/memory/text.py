@@ -21,6 +21,9 @@ from functools import lru_cache
 # Hiragana, katakana, CJK ideographs (and extensions), Hangul: scripts written without spaces.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
+# Text without any CJK character (most of it) is split by this simpler, faster pattern.
+_ANY_CJK = re.compile(rf"[{_CJK}]")
+_WORD = re.compile(r"[^\W_]+")
 _APOSTROPHES = re.compile(r"['’ʼ`]")
 
 # English function words, plus the words questions are made of (`what`, `when`, `did`):
@@ -118,24 +121,41 @@ class Analyzer:
 
     def terms(self, text: str) -> list[str]:
         """The terms of `text`, in order, repeats kept (term frequency matters to BM25);
-        joined compounds come last. Remembered for recent texts: a turn's body is analysed
-        again as the linked context of the two turns after it (store.py)."""
-        return list(_analysed(self, text))
+        joined compounds come last. Remembered line by line for recent lines: a line break
+        ends every word, compound and CJK run, so a text's terms are its lines' terms, and a
+        turn's body is analysed again as the linked context of the two turns after it
+        (store.py), and its first line as its title."""
+        if "\n" not in text:
+            words, compounds = _analysed_line(self, text)
+            return [*words, *compounds]
+        lines = [_analysed_line(self, line) for line in text.split("\n")]
+        return [term for words, _ in lines for term in words] + [
+            term for _, compounds in lines for term in compounds
+        ]
 
     def analyse(self, text: str) -> list[str]:
         """`terms`, computed (not remembered)."""
+        words, compounds = self._words_and_compounds(text)
+        return [*words, *compounds]
+
+    def _words_and_compounds(self, text: str) -> tuple[list[str], list[str]]:
+        """The terms of the words of `text`, and those of its joined compounds."""
         folded = _APOSTROPHES.sub("", normalise(text))
         known = _WORD_TERMS.setdefault(self, {})
-        found: list[str] = []
-        for cjk, word in _TOKEN.findall(folded):
-            if cjk:
-                found.extend(self._cjk_terms(cjk))
-            else:
-                found.extend(_remembered_word(self, known, word))
-        if self.compounds:
-            for compound in _COMPOUND.findall(folded):
-                found.extend(_remembered_word(self, known, compound.replace("-", "")))
-        return found
+        if _ANY_CJK.search(folded) is None:
+            found = _remembered_words(self, known, _WORD.findall(folded))
+        else:
+            found = []
+            for cjk, word in _TOKEN.findall(folded):
+                if cjk:
+                    found.extend(self._cjk_terms(cjk))
+                else:
+                    found.extend(_remembered_words(self, known, [word]))
+        joined: list[str] = []
+        if self.compounds and "-" in folded:
+            compounds = [compound.replace("-", "") for compound in _COMPOUND.findall(folded)]
+            joined = _remembered_words(self, known, compounds)
+        return found, joined
 
     def word_terms(self, word: str) -> list[str]:
         """The terms of one word (none for a stopword), computed."""
@@ -317,23 +337,30 @@ def porter_stem(word: str) -> str:
     return word
 
 
-@lru_cache(maxsize=4096)
-def _analysed(analyzer: Analyzer, text: str) -> tuple[str, ...]:
-    return tuple(analyzer.analyse(text))
+@lru_cache(maxsize=8192)
+def _analysed_line(analyzer: Analyzer, line: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    words, compounds = analyzer._words_and_compounds(line)
+    return tuple(words), tuple(compounds)
 
 
-# The terms of the words each analyser has seen, up to _MOST_WORDS of them: a vocabulary
-# repeats far more than texts do. One dict per analyser, looked up once per text, so a word
-# costs one lookup and never hashes the analyser. Callers never mutate the lists.
-_WORD_TERMS: dict[Analyzer, dict[str, list[str]]] = {}
+# The term of each word each analyser has seen ("" for none), up to _MOST_WORDS of them: a
+# vocabulary repeats far more than texts do. One dict per analyser, looked up once per text, so
+# a word costs one lookup and never hashes the analyser.
+_WORD_TERMS: dict[Analyzer, dict[str, str]] = {}
 _MOST_WORDS = 65536
 
 
-def _remembered_word(analyzer: Analyzer, known: dict[str, list[str]], word: str) -> list[str]:
-    terms = known.get(word)
-    if terms is None:
-        terms = analyzer.word_terms(word)
-        if len(known) >= _MOST_WORDS:
-            known.clear()
-        known[word] = terms
-    return terms
+def _remembered_words(analyzer: Analyzer, known: dict[str, str], words: list[str]) -> list[str]:
+    """The terms of these words, in order (a word has at most one term)."""
+    found: list[str] = []
+    for word in words:
+        term = known.get(word)
+        if term is None:
+            terms = analyzer.word_terms(word)
+            term = terms[0] if terms else ""
+            if len(known) >= _MOST_WORDS:
+                known.clear()
+            known[word] = term
+        if term:
+            found.append(term)
+    return found

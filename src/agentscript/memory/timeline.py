@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime, timedelta, tzinfo
+from functools import lru_cache
 from typing import Literal, Protocol
 
 from agentscript.memory.errors import INVALID_ARGUMENT, MemoryServiceError
@@ -106,8 +107,7 @@ def _aware(moment: datetime, zone: tzinfo) -> datetime:
 
 def format_timestamp(moment: datetime) -> str:
     """An aware moment as stored: UTC, milliseconds, `Z` suffix."""
-    utc = moment.astimezone(UTC)
-    return f"{utc:%Y-%m-%dT%H:%M:%S}.{utc.microsecond // 1000:03d}Z"
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").removesuffix("+00:00") + "Z"
 
 
 def parse_timestamp(text: str) -> datetime:
@@ -237,11 +237,13 @@ def bucket_bounds(key: str, clock: Clock) -> tuple[datetime, datetime]:
     )
 
 
+@lru_cache(maxsize=4096)
 def bucket_start_keys(key: str) -> dict[Level, str]:
     """The keys of the buckets that hold this bucket's first day.
 
     A bucket belongs to the parent its first day falls in: week 2026-W01 (which starts on
     2025-12-29) rolls into month 2025-12 and year 2025. Stores index summaries by these keys.
+    Remembered for recent keys (every write asks): callers never change the dict.
     """
     return bucket_keys(_bucket_days(key)[0])
 
