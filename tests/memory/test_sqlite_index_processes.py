@@ -150,11 +150,6 @@ def test_a_recall_reads_one_state_while_another_process_commits(
     assert_index_equals_rebuilt(store_of(reader))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SqliteStore.verify counts memory_entries in one read and the text index "
-    "(sqlite_postings.problems) in another: a commit between them is reported as damage",
-)
 def test_verify_does_not_flag_a_clean_file_another_process_writes_to(
     open_memory: Callable[[], MemoryService], database: Path
 ) -> None:
@@ -319,12 +314,6 @@ def test_a_damaged_block_is_a_store_error_that_rebuild_index_repairs(
     assert memory.recall("pottery")["count"] == 5
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SqliteStore's _Transaction.insert links every episodic entry of a session, so the "
-    "archived copy MemoryService.update keeps of a corrected turn becomes the session's last "
-    "turn and the old text the next turn's linked context",
-)
 def test_a_corrected_turns_old_text_is_not_the_next_turns_context(
     open_memory: Callable[[], MemoryService],
 ) -> None:
@@ -347,12 +336,6 @@ def nonsense_word(n: int) -> str:
     return word
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SqliteStore.scrub only checkpoints the WAL: a b-tree page split leaves stale "
-    "copies of cells (here memory_term_documents' terms) in the unallocated part of a page, "
-    "which secure_delete never zeroes; a VACUUM in scrub removes them",
-)
 def test_purged_terms_leave_every_page_of_a_file_with_interior_pages(
     open_memory: Callable[[], MemoryService],
     database: Path,

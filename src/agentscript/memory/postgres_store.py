@@ -844,7 +844,10 @@ class _Transaction:
         return (int(row[0]) if row else 0) + self.totals.active[scope]
 
     def insert(self, entry: Entry) -> None:
-        session = entry.source.session if entry.kind == "episodic" else None
+        # An archived entry (the old version an update keeps) is no turn of its session: it
+        # joins no chain, so its text is never a later turn's linked context.
+        linked = entry.kind == "episodic" and not entry.archived
+        session = entry.source.session if linked else None
         tail = None
         if session is not None:
             found = self._connection.execute(

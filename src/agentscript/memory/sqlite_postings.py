@@ -259,7 +259,7 @@ def scores(
     Everything is read in one snapshot of the file: another process committing meanwhile must
     not pair one state's totals or shapes with another's postings (a posting naming a shape
     the book has not read, a pack seen half, counts above the entries)."""
-    with _snapshot(connection) as committed:
+    with read_snapshot(connection) as committed:
         return _scores(connection, list(dict.fromkeys(terms)), scopes, weights, book, committed)
 
 
@@ -298,7 +298,7 @@ def problems(connection: sqlite3.Connection, entries: int) -> list[str]:
     with the `entries` the store holds, with the tail or with the postings themselves (how
     many entries hold each term, how many tokens the entries hold), postings held twice, and
     blocks that do not decode, are out of order or name shapes the file does not hold."""
-    with _snapshot(connection):
+    with read_snapshot(connection):
         return _Audit(connection).problems(entries)
 
 
@@ -424,7 +424,7 @@ class _Audit:
 
 
 @contextmanager
-def _snapshot(connection: sqlite3.Connection) -> Iterator[bool]:
+def read_snapshot(connection: sqlite3.Connection) -> Iterator[bool]:
     """Run the reads inside one read transaction, begun here unless the caller is in a
     transaction already (whose own, maybe uncommitted, state the reads then see). Yields
     whether what is read is committed data."""

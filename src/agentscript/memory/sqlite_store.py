@@ -254,7 +254,7 @@ class SqliteStore:
             return _count_among(connection, scored, where)
 
     def term_documents(self, terms: Sequence[str]) -> TermStatistics:
-        with self._reading() as connection:
+        with self._reading() as connection, sqlite_postings.read_snapshot(connection):
             holding = sqlite_postings.documents_holding(connection, terms)
             return TermStatistics(sqlite_postings.totals(connection).documents, holding)
 
@@ -312,7 +312,8 @@ class SqliteStore:
 
     def verify(self) -> list[str]:
         problems: list[str] = []
-        with self._reading() as connection:
+        # One snapshot: a commit between two of these reads must not look like damage.
+        with self._reading() as connection, sqlite_postings.read_snapshot(connection):
             for (result,) in connection.execute("PRAGMA quick_check"):
                 if result != "ok":
                     problems.append(f"SQLite integrity: {result}")
@@ -486,11 +487,14 @@ class SqliteStore:
                 _rebuild(connection, self.analyzer)
 
     def scrub(self) -> None:
-        """Leave no trace of deleted text in the files: the text index forgets a deleted
-        entry's terms as it is deleted and freed pages are zeroed (secure_delete), but the WAL
-        still holds the pages as they were; copy it into the database and empty it."""
+        """Leave no trace of deleted text in the files. Freed pages are zeroed (secure_delete),
+        but a page split leaves stale copies of cells in the unused part of pages it keeps, and
+        the WAL holds pages as they were: rewrite the file (VACUUM), then copy the WAL into it
+        and empty it. Costs a pass over the file: for purges, not for every write."""
         with self._lock, self._errors():
-            self._open().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            connection = self._open()
+            connection.execute("VACUUM")
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -590,7 +594,10 @@ class _Transaction:
 
     def insert(self, entry: Entry) -> None:
         values = _row(entry, self._scope_id(entry.scope))
-        session = entry.source.session if entry.kind == "episodic" else None
+        # An archived entry (the old version an update keeps) is no turn of its session: it
+        # joins no chain, so its text is never a later turn's linked context.
+        linked = entry.kind == "episodic" and not entry.archived
+        session = entry.source.session if linked else None
         recent: list[tuple[int, str]] = []
         if session is not None:
             recent = self._session_recent(entry.scope, session)
