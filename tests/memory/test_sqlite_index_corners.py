@@ -150,11 +150,15 @@ def test_long_entries_any_weights_several_scopes(
         if len(entries) % 2:
             sqlite_postings.pack(twins.ours)
         terms = ["fern", "clay", "kiln"]
-        book = sqlite_postings.ShapeBook()
-        assert twins.scores(terms, scopes, chosen, book) == twins.fts5_scores(terms, scopes, chosen)
-        # The same book, asked with the default weights and then these again, stays exact.
-        assert twins.scores(terms, scopes, book=book) == twins.fts5_scores(terms, scopes)
-        assert twins.scores(terms, scopes, chosen, book) == twins.fts5_scores(terms, scopes, chosen)
+        reader = sqlite_postings.PostingsReader()
+        assert twins.scores(terms, scopes, chosen, reader) == twins.fts5_scores(
+            terms, scopes, chosen
+        )
+        # The same reader, asked with the default weights and then these again, stays exact.
+        assert twins.scores(terms, scopes, reader=reader) == twins.fts5_scores(terms, scopes)
+        assert twins.scores(terms, scopes, chosen, reader) == twins.fts5_scores(
+            terms, scopes, chosen
+        )
     finally:
         twins.close()
 

@@ -31,7 +31,7 @@ entries_strategy = st.lists(
 
 
 # A ShapeBook per postings file, kept across the examples Hypothesis runs on it.
-BOOKS: dict[int, sqlite_postings.ShapeBook] = {}
+READERS: dict[int, sqlite_postings.PostingsReader] = {}
 
 
 @pytest.fixture
@@ -58,7 +58,7 @@ def databases(tmp_path: Path) -> Iterator[tuple[sqlite3.Connection, sqlite3.Conn
         "tokenize = 'ascii')"
     )
     yield ours, fts5
-    BOOKS.pop(id(ours), None)
+    READERS.pop(id(ours), None)
     ours.close()
     fts5.close()
 
@@ -98,9 +98,9 @@ def test_scores_are_fts5_scores_float_for_float(
         fts5.execute("DELETE FROM terms WHERE rowid = ?", (item.seq,))
     ours.execute("COMMIT")
 
-    # The file's own book, kept from example to example: it must follow what the file gains.
-    book = BOOKS.setdefault(id(ours), sqlite_postings.ShapeBook())
-    assert sqlite_postings.scores(ours, terms, scopes, WEIGHTS, book) == fts5_scores(
+    # The file's own reader, kept from example to example: it must follow what the file gains.
+    reader = READERS.setdefault(id(ours), sqlite_postings.PostingsReader())
+    assert sqlite_postings.scores(ours, terms, scopes, WEIGHTS, reader) == fts5_scores(
         fts5, terms, scopes, WEIGHTS
     )
     assert sqlite_postings.problems(ours, len(items) - len(gone)) == []
@@ -126,10 +126,14 @@ def test_the_tail_is_packed_into_blocks_and_blocks_are_merged(
     # At 28 the third block merged all three.
     assert layout() == ([28], 2)
     assert set(
-        sqlite_postings.scores(ours, ["clay"], ("/a",), WEIGHTS, sqlite_postings.ShapeBook())
+        sqlite_postings.scores(ours, ["clay"], ("/a",), WEIGHTS, sqlite_postings.PostingsReader())
     ) == set(range(1, 31))
     assert (
-        set(sqlite_postings.scores(ours, ["clay"], ("/b",), WEIGHTS, sqlite_postings.ShapeBook()))
+        set(
+            sqlite_postings.scores(
+                ours, ["clay"], ("/b",), WEIGHTS, sqlite_postings.PostingsReader()
+            )
+        )
         == set()
     )
 

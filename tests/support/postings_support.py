@@ -51,10 +51,10 @@ class Twins:
         terms: Sequence[str],
         scopes: Sequence[str],
         weights: Sequence[float] = DEFAULT_WEIGHTS,
-        book: sqlite_postings.ShapeBook | None = None,
+        reader: sqlite_postings.PostingsReader | None = None,
     ) -> dict[int, float]:
         return sqlite_postings.scores(
-            self.ours, terms, scopes, weights, book or sqlite_postings.ShapeBook()
+            self.ours, terms, scopes, weights, reader or sqlite_postings.PostingsReader()
         )
 
     def fts5_scores(

@@ -45,7 +45,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import accumulate, groupby, pairwise
+from itertools import accumulate, groupby, islice, pairwise
 
 from agentscript.memory.store import BM25_B, BM25_K1, BM25_MIN_IDF, scope_hash
 
@@ -251,16 +251,16 @@ def scores(
     terms: Sequence[str],
     scopes: Sequence[str],
     weights: Sequence[float],
-    book: ShapeBook,
+    reader: PostingsReader,
 ) -> dict[int, float]:
     """The BM25 score of every entry of `scopes` holding any of `terms` (by seq), as FTS5's
     bm25() with these column weights computes it: the same operations in the same order, so
-    the same float, and so the same ranking as the PostgreSQL store. `book` is the store's.
+    the same float, and so the same ranking as the PostgreSQL store. `reader` is the store's.
     Everything is read in one snapshot of the file: another process committing meanwhile must
     not pair one state's totals or shapes with another's postings (a posting naming a shape
     the book has not read, a pack seen half, counts above the entries)."""
     with read_snapshot(connection) as committed:
-        return _scores(connection, list(dict.fromkeys(terms)), scopes, weights, book, committed)
+        return _scores(connection, list(dict.fromkeys(terms)), scopes, weights, reader, committed)
 
 
 def _scores(
@@ -268,7 +268,7 @@ def _scores(
     wanted: list[str],
     scopes: Sequence[str],
     weights: Sequence[float],
-    book: ShapeBook,
+    reader: PostingsReader,
     committed: bool,
 ) -> dict[int, float]:
     total = totals(connection)
@@ -276,7 +276,7 @@ def _scores(
         return {}
     holding = documents_holding(connection, wanted)
     average = float(total.tokens) / float(total.documents)
-    parts = book.parts(connection, weights, average, committed=committed)
+    parts = reader.shapes.parts(connection, weights, average, committed=committed)
     keys = [scope_hash(scope) for scope in dict.fromkeys(scopes)]
     summed: dict[int, float] = {}
     for term in wanted:
@@ -284,7 +284,17 @@ def _scores(
         if not hits:
             continue
         idf = math.log((total.documents - hits + 0.5) / (hits + 0.5))
-        found = _term_scores(connection, term, keys, idf if idf > 0.0 else BM25_MIN_IDF, parts)
+        postings = reader.postings(connection, term, keys)
+        values = [(idf if idf > 0.0 else BM25_MIN_IDF) * part for part in parts]
+        try:
+            found = dict(
+                zip(postings.seqs, map(values.__getitem__, postings.shape_ids), strict=True)
+            )
+            found.update(
+                zip(postings.tail, map(values.__getitem__, postings.tail.values()), strict=True)
+            )
+        except IndexError as error:
+            raise _damaged(term) from error
         # Terms are added in query order, as FTS5 adds its phrases' scores (maps, so C adds).
         both = list(summed.keys() & found.keys())
         sums = list(map(operator.add, map(summed.__getitem__, both), map(found.__getitem__, both)))
@@ -527,33 +537,65 @@ class ShapeBook:
         return self._parts
 
 
-def _term_scores(
-    connection: sqlite3.Connection, term: str, keys: Sequence[int], idf: float, parts: list[float]
-) -> dict[int, float]:
-    """One term's BM25 score (idf × the shape's part, as FTS5 multiplies) for every entry of
-    the scopes `keys` holding it."""
-    marks = ", ".join("?" * len(keys))
-    values = [idf * part for part in parts]
-    found: dict[int, float] = {}
-    try:
-        for row in connection.execute(
-            f"SELECT first_seq, seqs, shapes FROM memory_postings "
-            f"WHERE term = ? AND scope_key IN ({marks})",
-            (term, *keys),
-        ):
-            seqs, shape_ids = _decode(*row)
-            found.update(zip(seqs, map(values.__getitem__, shape_ids), strict=True))
-        for seq, shape in connection.execute(
-            f"SELECT seq, shape FROM memory_postings_tail WHERE term = ? AND scope_key IN ({marks})",
-            (term, *keys),
-        ):
-            found[seq] = values[shape]
-    except (IndexError, DamagedIndex) as error:
-        raise DamagedIndex(
-            f"the text index has a damaged block of postings of {term!r} "
-            "(SqliteStore.rebuild_index rebuilds it)"
-        ) from error
-    return found
+@dataclass(frozen=True, slots=True)
+class TermPostings:
+    """The postings of one term in some scopes: those packed in blocks (`seqs` ascending, each
+    with its shape id in `shape_ids`) and those waiting in the tail (`tail`: seq → shape id).
+    No seq is in both."""
+
+    seqs: list[int]
+    shape_ids: list[int]
+    tail: dict[int, int]
+
+    def __len__(self) -> int:
+        return len(self.seqs) + len(self.tail)
+
+
+class PostingsReader:
+    """How a store reads its index: the postings of a term and the store's ShapeBook. One per
+    store, kept across calls, so that what it learns of the file (the shapes) is read once."""
+
+    def __init__(self) -> None:
+        self.shapes = ShapeBook()
+
+    def postings(
+        self, connection: sqlite3.Connection, term: str, keys: Sequence[int]
+    ) -> TermPostings:
+        """The postings of `term` in the scopes `keys` (see TermPostings)."""
+        marks = ", ".join("?" * len(keys))
+        seqs: list[int] = []
+        shape_ids: list[int] = []
+        try:
+            for row in connection.execute(
+                f"SELECT first_seq, seqs, shapes FROM memory_postings "
+                f"WHERE term = ? AND scope_key IN ({marks})",
+                (term, *keys),
+            ):
+                block_seqs, block_shapes = _decode(*row)
+                seqs.extend(block_seqs)
+                shape_ids.extend(block_shapes)
+        except DamagedIndex as error:
+            raise _damaged(term) from error
+        # Blocks may overlap (a re-indexed entry packed into a later block), or come from
+        # several scopes.
+        if any(map(operator.gt, seqs, islice(seqs, 1, None))):
+            pairs = sorted(zip(seqs, shape_ids, strict=True))
+            seqs, shape_ids = [seq for seq, _ in pairs], [shape for _, shape in pairs]
+        tail = dict(
+            connection.execute(
+                "SELECT seq, shape FROM memory_postings_tail "
+                f"WHERE term = ? AND scope_key IN ({marks})",
+                (term, *keys),
+            ).fetchall()
+        )
+        return TermPostings(seqs, shape_ids, tail)
+
+
+def _damaged(term: str) -> DamagedIndex:
+    return DamagedIndex(
+        f"the text index has a damaged block of postings of {term!r} "
+        "(SqliteStore.rebuild_index rebuilds it)"
+    )
 
 
 # -------------------------------------------------------------------------------- blocks

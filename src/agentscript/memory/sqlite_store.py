@@ -199,7 +199,7 @@ class SqliteStore:
         self._lock = threading.RLock()
         self._connection: sqlite3.Connection | None = None
         self._touches = PendingTouches()
-        self._shapes = sqlite_postings.ShapeBook()
+        self._index = sqlite_postings.PostingsReader()
         # The last search's scores: ((terms, scopes, file state), weights, scores by seq).
         self._last_scores: (
             tuple[
@@ -276,7 +276,7 @@ class SqliteStore:
         ):
             return last[2]
         used = weights if weights is not None else FieldWeights().as_tuple()
-        scored = sqlite_postings.scores(connection, terms, scopes, used, self._shapes)
+        scored = sqlite_postings.scores(connection, terms, scopes, used, self._index)
         self._last_scores = ((tuple(terms), scopes, state), used, scored)
         return scored
 
