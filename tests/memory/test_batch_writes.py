@@ -429,15 +429,16 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "memory"
 FIXTURE_SCOPE = "/fixture/workspace"
 
 
-@pytest.mark.parametrize("schema", ["schema2", "schema3"])
+@pytest.mark.parametrize("schema", ["schema2", "schema3", "schema4"])
 def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
     tmp_path: Path, schema: str
 ) -> None:
     """tests/fixtures/memory/schema2.db was written by the code of schema 2 (commit 57c2ffd),
     schema3.db by that of schema 3 (the postings index), each by the same calls: merged,
     superseded, titled, forgotten entries, session turns with and without context, two
-    scopes; the .json beside each holds its entries as that code exported them and what its
-    recalls found."""
+    scopes; schema4.db by that of schema 4 (commit d312c0e): schema3.db upgraded, its tail
+    packed into blocks, then three more entries written (in the tail). The .json beside each
+    holds its entries as that code exported them and what its recalls found."""
     path = tmp_path / "memory.db"
     shutil.copy(FIXTURES / f"{schema}.db", path)
     _assert_upgraded_whole(path, schema)
@@ -459,7 +460,9 @@ def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
             {"session": "chat-1", "run": "r-7", "reason": "turn"}
         ]
         stored = connection.execute("SELECT value FROM memory_meta WHERE name = 'schema'")
-        assert stored.fetchone() == ("4",)
+        assert stored.fetchone() == ("5",)
+        tail = {row[1] for row in connection.execute("PRAGMA table_info(memory_postings_tail)")}
+        assert tail == {"seq", "scope_key", "terms", "shapes"}
 
 
 def test_a_schema_1_file_is_upgraded_in_place(tmp_path: Path) -> None:

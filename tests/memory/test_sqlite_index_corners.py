@@ -37,10 +37,9 @@ def twins(tmp_path: Path) -> Iterator[Twins]:
 
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pack every 7 postings, blocks of up to ten 2-byte shape ids, merge at three blocks."""
+    """Pack every 7 postings, blocks of up to ten postings."""
     monkeypatch.setattr(sqlite_postings, "PACK_AT", 7)
-    monkeypatch.setattr(sqlite_postings, "BLOCK_BYTES", 21)
-    monkeypatch.setattr(sqlite_postings, "MERGE_AT", 3)
+    monkeypatch.setattr(sqlite_postings, "BLOCK_POSTINGS", 10)
 
 
 def blocks(twins: Twins, term: str) -> list[tuple[int, int, str, str]]:
@@ -174,7 +173,8 @@ def test_reindexed_entries_make_overlapping_blocks_that_score_and_remove_right(
     }
     sqlite_postings.pack(twins.ours)
     # Re-indexed with new text (a replace, a session neighbour's body changed): same seqs,
-    # new postings in the tail, packed into the last block, whose range then spans the others.
+    # new postings in the tail, packed into a new block (merged with the latest), whose range
+    # then spans the others.
     for seq in (2, 5, 11, 17):
         twins.remove([entries[seq]])
         entries[seq] = twins.add(seq, scopes[seq % 3], body("clay", "clay", "fern"))
@@ -282,11 +282,34 @@ def test_a_damaged_block_is_reported_and_scoring_it_is_a_database_error(
 
 
 def test_a_posting_held_twice_is_reported(packed: Twins) -> None:
+    # Entry 1's postings are in blocks: a tail row of seq 1 holds 'clay' a second time.
+    (shapes,) = packed.ours.execute(
+        "SELECT shapes FROM memory_postings WHERE term = 'clay' AND first_seq = 1"
+    ).fetchone()
     packed.ours.execute(
-        "INSERT INTO memory_postings_tail SELECT term, scope_key, 1, shape "
-        "FROM memory_postings_tail WHERE term = 'clay' LIMIT 1"
+        "INSERT INTO memory_postings_tail (seq, scope_key, terms, shapes) "
+        "SELECT 1, scope_key, 'clay', ? FROM memory_postings_tail LIMIT 1",
+        (shapes[:3],),
     )
     packed.ours.execute("UPDATE memory_index_totals SET tail = tail + 1")
     assert sqlite_postings.problems(packed.ours, 20) == [
         "the text index holds postings twice for 1 terms"
     ]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "terms = terms || ' extra'",  # more terms than shapes
+        "shapes = X'5a0100'",  # an unknown typecode
+        "shapes = CAST(X'48ffff' || substr(shapes, 4) AS BLOB)",  # a shape the file lacks
+        "terms = 7",  # a number, not text
+    ],
+)
+def test_a_damaged_tail_entry_is_reported(packed: Twins, damage: str) -> None:
+    packed.ours.execute(
+        f"UPDATE memory_postings_tail SET {damage} "
+        "WHERE seq = (SELECT MAX(seq) FROM memory_postings_tail)"
+    )
+    problems = sqlite_postings.problems(packed.ours, 20)
+    assert "the text index has 1 damaged entries in its tail" in problems

@@ -231,8 +231,7 @@ def test_a_readers_shape_book_follows_another_processs_writes(
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sqlite_postings, "PACK_AT", 9)
-    monkeypatch.setattr(sqlite_postings, "BLOCK_BYTES", 9)
-    monkeypatch.setattr(sqlite_postings, "MERGE_AT", 3)
+    monkeypatch.setattr(sqlite_postings, "BLOCK_POSTINGS", 4)
 
 
 def turn(text: str, session: str, **more: object) -> dict[str, object]:

@@ -3,8 +3,10 @@ scores, float for float, whatever was added, packed, merged and removed."""
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -36,12 +38,10 @@ READERS: dict[int, sqlite_postings.PostingsReader] = {}
 
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pack every few postings, fill blocks up to ten postings (a 2-byte id each, after the
-    typecode), merge every third block, so a few entries exercise the blocks, the tail and
-    the merges together."""
+    """Pack every few postings, blocks of up to ten postings, so a few entries exercise the
+    blocks, the tail and the merges together."""
     monkeypatch.setattr(sqlite_postings, "PACK_AT", 7)
-    monkeypatch.setattr(sqlite_postings, "BLOCK_BYTES", 21)
-    monkeypatch.setattr(sqlite_postings, "MERGE_AT", 3)
+    monkeypatch.setattr(sqlite_postings, "BLOCK_POSTINGS", 10)
 
 
 @pytest.fixture
@@ -113,18 +113,23 @@ def test_the_tail_is_packed_into_blocks_and_blocks_are_merged(
 
     def layout() -> tuple[list[int], int]:
         blocks = ours.execute(
-            "SELECT (length(shapes) - 1) / 2 FROM memory_postings WHERE term = 'clay' "
-            "ORDER BY first_seq"
+            "SELECT postings FROM memory_postings WHERE term = 'clay' ORDER BY first_seq"
         ).fetchall()
         return [size for (size,) in blocks], sqlite_postings.totals(ours).tail
 
+    layouts = {}
     for seq in range(1, 31):
         sqlite_postings.add(ours, [indexed(seq, "/a", [[], [], [], ["clay"], []])])
-        if seq == 21:
-            # Packed at 7 and 14 into one block (it held fewer than ten), at 21 into a second.
-            assert layout() == ([14, 7], 0)
-    # At 28 the third block merged all three.
-    assert layout() == ([28], 2)
+        layouts[seq] = layout()
+    # Packed at 7 into a block; at 14 with that one (no larger), cut at ten postings; at 21
+    # with the rest (the full block is never merged); at 28 likewise.
+    assert [layouts[seq] for seq in (6, 7, 14, 21, 30)] == [
+        ([], 6),
+        ([7], 0),
+        ([10, 4], 0),
+        ([10, 10, 1], 0),
+        ([10, 10, 8], 2),
+    ]
     assert set(
         sqlite_postings.scores(ours, ["clay"], ("/a",), WEIGHTS, sqlite_postings.PostingsReader())
     ) == set(range(1, 31))
@@ -136,6 +141,40 @@ def test_the_tail_is_packed_into_blocks_and_blocks_are_merged(
         )
         == set()
     )
+
+
+def test_packs_rewrite_each_posting_a_logarithmic_number_of_times(
+    monkeypatch: pytest.MonkeyPatch, databases: tuple[sqlite3.Connection, sqlite3.Connection]
+) -> None:
+    """A term in every entry, packed every few entries: the blocks halve in size from the
+    oldest to the newest, and each posting is written to a block about log2(n) times, not
+    once per pack (as appending to the last block would)."""
+    ours, _ = databases
+    monkeypatch.setattr(sqlite_postings, "PACK_AT", 5)
+    monkeypatch.setattr(sqlite_postings, "BLOCK_POSTINGS", 4_096)
+    written = []
+    write_block = sqlite_postings._write_block
+
+    def counted(connection: sqlite3.Connection, term: str, key: int, postings: list) -> None:
+        written.append(len(postings))
+        write_block(connection, term, key, postings)
+
+    monkeypatch.setattr(sqlite_postings, "_write_block", counted)
+    entries = 2_000
+    for seq in range(1, entries + 1):
+        sqlite_postings.add(ours, [indexed(seq, "/a", [[], [], [], ["clay"], []])])
+    sizes = [
+        size
+        for (size,) in ours.execute(
+            "SELECT postings FROM memory_postings WHERE term = 'clay' ORDER BY first_seq"
+        )
+    ]
+    assert sum(sizes) == entries
+    assert all(earlier > later for earlier, later in pairwise(sizes)), sizes
+    assert len(sizes) <= math.log2(entries) + 1
+    packs = entries // 5
+    assert packs * 5 < sum(written) <= entries * (math.log2(entries) + 1)
+    assert sum(written) < entries * 12  # appending to one block would write ~packs²·5/2
 
 
 def test_a_damaged_block_is_reported(

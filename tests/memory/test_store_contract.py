@@ -212,9 +212,14 @@ def test_purge_removes_text_from_the_index(sqlite_store: SqliteStore, packed: bo
     with sqlite3.connect(sqlite_store.path) as connection:
         terms = {
             term
-            for table in ("memory_postings", "memory_postings_tail", "memory_term_documents")
+            for table in ("memory_postings", "memory_term_documents")
             for (term,) in connection.execute(f"SELECT term FROM {table}")
         }
+        terms.update(
+            term
+            for (waiting,) in connection.execute("SELECT terms FROM memory_postings_tail")
+            for term in waiting.split(" ")
+        )
     assert "4111" not in terms and "1111" not in terms
     assert {"credit", "card", "renew"} <= terms
     assert sqlite_store.verify() == []

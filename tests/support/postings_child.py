@@ -23,14 +23,12 @@ from agentscript.memory import MemoryConfig, MemoryService, sqlite_postings
 
 CONFIG = MemoryConfig(max_entries=100_000)
 PACK_AT = 11
-BLOCK_BYTES = 9
-MERGE_AT = 3
+BLOCK_POSTINGS = 4
 
 
 def shrink_blocks() -> None:
     sqlite_postings.PACK_AT = PACK_AT
-    sqlite_postings.BLOCK_BYTES = BLOCK_BYTES
-    sqlite_postings.MERGE_AT = MERGE_AT
+    sqlite_postings.BLOCK_POSTINGS = BLOCK_POSTINGS
 
 
 def text(worker: int, n: int) -> str:

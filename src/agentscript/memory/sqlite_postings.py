@@ -10,21 +10,35 @@ Here the postings of a term in a scope are a few rows whose blobs decode in C (`
 field) is scored once per query; the per-entry sums are dict operations, also in C, and only
 entries holding two or more of the query's terms pass through Python.
 
+Why the write path looks as it does: a durable commit costs what it writes to the WAL, page by
+page. One row per term per entry, or one counter per term, lands on as many B-tree pages as the
+entry has terms (about 40 for a chat turn). So an entry is written as ONE row of the tail, keyed
+by its seq (so it lands on the table's last page); the counts of the entries holding each term
+are kept for the blocks only, and the tail's are counted by whoever reads it; and a pack (every
+PACK_AT postings) moves the tail into blocks log-structured: every (term, scope) gets a new
+block, merged with its latest blocks while they are no larger than what is being merged, so a
+posting is rewritten O(log BLOCK_POSTINGS) times, never a full block to add a few postings.
+
 Tables (one database, written inside the store's transactions, so crash-safe like the rest):
-- memory_postings: one row per block of postings of a (term, scope): the entries' seqs
-  ascending, as the gaps after `first_seq` (an array of 2, 4 or 8-byte integers, whichever
-  holds the largest gap), and for each the id of its shape (2 or 4 bytes). Each blob starts
-  with its array's typecode.
+- memory_postings: one row per block of postings of a (term, scope): how many it holds, the
+  entries' seqs ascending, as the gaps after `first_seq` (an array of 2, 4 or 8-byte integers,
+  whichever holds the largest gap), and for each the id of its shape (2 or 4 bytes). Each blob
+  starts with its array's typecode. A block holds at most BLOCK_POSTINGS postings; a full one
+  is never merged again.
 - memory_posting_shapes: the shapes ("length c_tags c_title c_key c_body c_context"), each
   once; few, as entries' lengths and counts repeat. Never deleted, so an id always means the
   same shape.
-- memory_postings_tail: postings written since the last pack, one row each. At PACK_AT of
-  them they are packed: appended to their (term, scope)'s last block while its shape ids take
-  fewer than BLOCK_BYTES, else into a new block; a (term, scope) reaching MERGE_AT blocks has them merged
-  into one, so a term's blocks stay few and full.
-- memory_term_documents: how many entries hold each term (BM25's n).
+- memory_postings_tail: the entries indexed since the last pack, one row each: its seq, scope,
+  terms (joined by spaces: no token holds one) and their shape ids (an array as in a block).
+- memory_term_documents: how many entries hold each term in the blocks (BM25's n is this plus
+  the tail's count, see `documents_holding`).
 - memory_index_totals: how many entries the index holds and how many tokens they hold
-  together (BM25's N and average length), and how many postings wait in the tail.
+  together (BM25's N and average length), how many postings wait in the tail, and the
+  generation: a random number drawn anew by every change that is not an entry appended to the
+  tail (a pack, a removal, a clear, an entry added out of seq order). Between two equal
+  generations the blocks are the same and the tail has only grown by higher seqs, which is what
+  lets a PostingsReader keep what it read; random, so a generation a rolled-back write drew
+  never comes back.
 Removing an entry rewrites the blocks that hold it (the store zeroes freed pages), so no term
 of a deleted entry lingers in the index, and the statistics stay exactly FTS5's.
 
@@ -39,9 +53,11 @@ from __future__ import annotations
 import json
 import math
 import operator
+import os
 import sqlite3
 from array import array
 from bisect import bisect_left
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,8 +66,10 @@ from itertools import accumulate, groupby, islice, pairwise
 from agentscript.memory.store import BM25_B, BM25_K1, BM25_MIN_IDF, scope_hash
 
 PACK_AT = 20_000
-BLOCK_BYTES = 8_192
-MERGE_AT = 8
+BLOCK_POSTINGS = 4_096
+# What a PostingsReader keeps of decoded blocks, in postings (about 45 bytes each in memory):
+# the blocks of the terms asked last, least recently asked out first.
+CACHE_POSTINGS = 2_000_000
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS memory_postings (
@@ -59,6 +77,7 @@ SCHEMA = (
         scope_key INTEGER NOT NULL,
         first_seq INTEGER NOT NULL,
         last_seq INTEGER NOT NULL,
+        postings INTEGER NOT NULL,
         seqs BLOB NOT NULL,
         shapes BLOB NOT NULL,
         PRIMARY KEY (term, scope_key, first_seq)
@@ -68,12 +87,11 @@ SCHEMA = (
         shape TEXT NOT NULL UNIQUE
     )""",
     """CREATE TABLE IF NOT EXISTS memory_postings_tail (
-        term TEXT NOT NULL,
+        seq INTEGER PRIMARY KEY,
         scope_key INTEGER NOT NULL,
-        seq INTEGER NOT NULL,
-        shape INTEGER NOT NULL,
-        PRIMARY KEY (term, scope_key, seq)
-    ) WITHOUT ROWID""",
+        terms TEXT NOT NULL,
+        shapes BLOB NOT NULL
+    )""",
     """CREATE TABLE IF NOT EXISTS memory_term_documents (
         term TEXT PRIMARY KEY,
         documents INTEGER NOT NULL
@@ -82,12 +100,16 @@ SCHEMA = (
         only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
         documents INTEGER NOT NULL,
         tokens INTEGER NOT NULL,
-        tail INTEGER NOT NULL
+        tail INTEGER NOT NULL,
+        generation INTEGER NOT NULL DEFAULT 0
     )""",
-    "INSERT OR IGNORE INTO memory_index_totals VALUES (1, 0, 0, 0)",
+    "INSERT OR IGNORE INTO memory_index_totals (only_row, documents, tokens, tail) "
+    "VALUES (1, 0, 0, 0)",
 )
 # Emptied by a rebuild; the shapes stay, so their ids keep their meaning.
 _TABLES = ("memory_postings", "memory_postings_tail", "memory_term_documents")
+# Every table of the index, dropped by an upgrade whose layout differs (`drop`).
+_ALL_TABLES = (*_TABLES, "memory_posting_shapes", "memory_index_totals")
 # The typecodes a block's arrays use, each with the bound of what it holds, smallest first.
 _CODES = {
     "H": 2**16,
@@ -115,6 +137,7 @@ class Totals:
     documents: int
     tokens: int
     tail: int
+    generation: int
 
 
 class DamagedIndex(sqlite3.DatabaseError):
@@ -124,36 +147,37 @@ class DamagedIndex(sqlite3.DatabaseError):
 
 
 def add(connection: sqlite3.Connection, entries: Iterable[IndexedEntry]) -> None:
-    """Index `entries` (inside the caller's write transaction): their postings go to the
-    tail, packed into blocks once enough wait there. One call for many entries costs a few
+    """Index `entries` (inside the caller's write transaction): one tail row each, packed
+    into blocks once enough postings wait there. One call for many entries costs a few
     statements, not a few per entry."""
-    rows: list[tuple[str, int, int, str]] = []
-    holding: dict[str, int] = {}
-    documents = tokens = 0
+    rows: list[tuple[int, int, str, list[str]]] = []
+    documents = tokens = waiting = 0
     for entry in entries:
-        key = scope_hash(entry.scope)
-        prefix = f"{entry.length} "
         documents += 1
         tokens += entry.length
-        for term, counts in entry.counts.items():
-            rows.append((term, key, entry.seq, prefix + " ".join(map(str, counts))))
-            holding[term] = holding.get(term, 0) + 1
+        if entry.counts:
+            prefix = f"{entry.length} "
+            shapes = [prefix + " ".join(map(str, counts)) for counts in entry.counts.values()]
+            rows.append((entry.seq, scope_hash(entry.scope), " ".join(entry.counts), shapes))
+            waiting += len(shapes)
     if not documents:
         return
-    ids = _shape_ids(connection, {row[3] for row in rows})
+    ids = _shape_ids(connection, {shape for *_, shapes in rows for shape in shapes})
+    # A seq below the tail's last is no append: readers that kept the tail must read it anew.
+    seqs = [seq for seq, *_ in rows]
+    last = connection.execute("SELECT MAX(seq) FROM memory_postings_tail").fetchone()[0]
+    appended = all(map(operator.lt, [last or 0, *seqs], seqs))
     connection.executemany(
-        "INSERT INTO memory_postings_tail (term, scope_key, seq, shape) VALUES (?, ?, ?, ?)",
-        [(term, key, seq, ids[shape]) for term, key, seq, shape in rows],
-    )
-    connection.executemany(
-        "INSERT INTO memory_term_documents (term, documents) VALUES (?, ?) "
-        "ON CONFLICT (term) DO UPDATE SET documents = documents + excluded.documents",
-        holding.items(),
+        "INSERT INTO memory_postings_tail (seq, scope_key, terms, shapes) VALUES (?, ?, ?, ?)",
+        [
+            (seq, key, terms, _packed([ids[shape] for shape in shapes]))
+            for seq, key, terms, shapes in rows
+        ],
     )
     waiting = connection.execute(
         "UPDATE memory_index_totals SET documents = documents + ?, tokens = tokens + ?, "
-        "tail = tail + ? RETURNING tail",
-        (documents, tokens, len(rows)),
+        "tail = tail + ?, generation = CASE WHEN ? THEN generation ELSE ? END RETURNING tail",
+        (documents, tokens, waiting, appended, _new_generation()),
     ).fetchone()[0]
     if waiting >= PACK_AT:
         pack(connection)
@@ -168,13 +192,15 @@ def remove(connection: sqlite3.Connection, entries: Iterable[IndexedEntry]) -> N
         key = scope_hash(entry.scope)
         documents += 1
         tokens += entry.length
+        waited = connection.execute(
+            "DELETE FROM memory_postings_tail WHERE seq = ? AND scope_key = ? RETURNING shapes",
+            (entry.seq, key),
+        ).fetchone()
+        if waited is not None:
+            from_tail += len(_array(waited[0]))
+            continue
         for term in entry.counts:
-            deleted = connection.execute(
-                "DELETE FROM memory_postings_tail WHERE term = ? AND scope_key = ? AND seq = ?",
-                (term, key, entry.seq),
-            ).rowcount
-            if deleted or _remove_from_blocks(connection, term, key, entry.seq):
-                from_tail += deleted
+            if _remove_from_blocks(connection, term, key, entry.seq):
                 gone[term] = gone.get(term, 0) + 1
     if not documents:
         return
@@ -188,8 +214,8 @@ def remove(connection: sqlite3.Connection, entries: Iterable[IndexedEntry]) -> N
     )
     connection.execute(
         "UPDATE memory_index_totals SET documents = documents - ?, tokens = tokens - ?, "
-        "tail = tail - ?",
-        (documents, tokens, from_tail),
+        "tail = tail - ?, generation = ?",
+        (documents, tokens, from_tail, _new_generation()),
     )
 
 
@@ -197,44 +223,83 @@ def clear(connection: sqlite3.Connection) -> None:
     """Empty the index (before a rebuild)."""
     for table in _TABLES:
         connection.execute(f"DELETE FROM {table}")
-    connection.execute("UPDATE memory_index_totals SET documents = 0, tokens = 0, tail = 0")
+    connection.execute(
+        "UPDATE memory_index_totals SET documents = 0, tokens = 0, tail = 0, generation = ?",
+        (_new_generation(),),
+    )
+
+
+def drop(connection: sqlite3.Connection) -> None:
+    """Drop every table of the index (an upgrade from a layout this module no longer reads;
+    SCHEMA creates them again, a rebuild fills them)."""
+    for table in _ALL_TABLES:
+        connection.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 def pack(connection: sqlite3.Connection) -> None:
     """Move the tail's postings into blocks (see the module's docstring)."""
-    rows = connection.execute(
-        "SELECT term, scope_key, seq, shape FROM memory_postings_tail ORDER BY term, scope_key, seq"
-    ).fetchall()
-    for (term, key), group in groupby(rows, key=lambda row: (row[0], row[1])):
-        fresh = [(seq, shape) for _, _, seq, shape in group]
-        blocks = connection.execute(
-            "SELECT first_seq, length(shapes) FROM memory_postings "
-            "WHERE term = ? AND scope_key = ? ORDER BY first_seq",
-            (term, key),
-        ).fetchall()
-        if len(blocks) + 1 >= MERGE_AT:
-            joined = [first for first, _ in blocks]
-        elif blocks and blocks[-1][1] < BLOCK_BYTES:
-            joined = [blocks[-1][0]]
-        else:
-            joined = []
-        for first in joined:
-            fresh.extend(_take_block(connection, term, key, first))
-        fresh.sort()
-        _write_block(connection, term, key, fresh)
+    fresh: dict[tuple[str, int], list[Posting]] = {}
+    holding: dict[str, int] = {}
+    for seq, key, terms, shapes in connection.execute(
+        "SELECT seq, scope_key, terms, shapes FROM memory_postings_tail ORDER BY seq"
+    ):
+        for term, shape in _tail_postings(seq, terms, shapes):
+            fresh.setdefault((term, key), []).append((seq, shape))
+            holding[term] = holding.get(term, 0) + 1
+    for (term, key), postings in sorted(fresh.items()):
+        _pack_term(connection, term, key, postings)
+    connection.executemany(
+        "INSERT INTO memory_term_documents (term, documents) VALUES (?, ?) "
+        "ON CONFLICT (term) DO UPDATE SET documents = documents + excluded.documents",
+        sorted(holding.items()),
+    )
     connection.execute("DELETE FROM memory_postings_tail")
-    connection.execute("UPDATE memory_index_totals SET tail = 0")
+    connection.execute(
+        "UPDATE memory_index_totals SET tail = 0, generation = ?", (_new_generation(),)
+    )
+
+
+def _pack_term(
+    connection: sqlite3.Connection, term: str, key: int, postings: list[Posting]
+) -> None:
+    """Write a (term, scope)'s `postings` from the tail (seq ascending) as a new block,
+    merged with the latest blocks while each is no larger than what it joins (so blocks halve
+    in size from the oldest to the newest and a posting is merged about log2(BLOCK_POSTINGS)
+    times); a merge that passes BLOCK_POSTINGS is cut into full blocks and the rest."""
+    merged = len(postings)
+    joined: list[int] = []
+    latest = connection.execute(
+        "SELECT first_seq, postings FROM memory_postings WHERE term = ? AND scope_key = ? "
+        "ORDER BY first_seq DESC",
+        (term, key),
+    )
+    for first, count in latest:
+        if count >= BLOCK_POSTINGS or count > merged:
+            break
+        joined.append(first)
+        merged += count
+    latest.close()
+    for first in joined:
+        postings.extend(_take_block(connection, term, key, first))
+    if joined:
+        postings.sort()
+    for start in range(0, len(postings), BLOCK_POSTINGS):
+        _write_block(connection, term, key, postings[start : start + BLOCK_POSTINGS])
 
 
 def totals(connection: sqlite3.Connection) -> Totals:
-    documents, tokens, tail = connection.execute(
-        "SELECT documents, tokens, tail FROM memory_index_totals"
+    documents, tokens, tail, generation = connection.execute(
+        "SELECT documents, tokens, tail, generation FROM memory_index_totals"
     ).fetchone()
-    return Totals(int(documents), int(tokens), int(tail))
+    return Totals(int(documents), int(tokens), int(tail), int(generation))
 
 
-def documents_holding(connection: sqlite3.Connection, terms: Sequence[str]) -> dict[str, int]:
-    """How many entries hold each of `terms` (0 for a term none holds)."""
+def documents_holding(
+    connection: sqlite3.Connection, terms: Sequence[str], reader: PostingsReader | None = None
+) -> dict[str, int]:
+    """How many entries hold each of `terms` (0 for a term none holds): those of the blocks,
+    counted as they are packed, and those of the tail, counted by `reader` (which keeps what
+    it read of the tail; without one, the tail is read whole)."""
     wanted = list(dict.fromkeys(terms))
     found = dict(
         connection.execute(
@@ -243,7 +308,8 @@ def documents_holding(connection: sqlite3.Connection, terms: Sequence[str]) -> d
             wanted,
         ).fetchall()
     )
-    return {term: int(found.get(term, 0)) for term in wanted}
+    waiting = (reader or PostingsReader()).tail_documents(connection, wanted)
+    return {term: int(found.get(term, 0)) + waiting[term] for term in wanted}
 
 
 def scores(
@@ -274,7 +340,7 @@ def _scores(
     total = totals(connection)
     if not wanted or not total.documents:
         return {}
-    holding = documents_holding(connection, wanted)
+    holding = documents_holding(connection, wanted, reader)
     average = float(total.tokens) / float(total.documents)
     parts = reader.shapes.parts(connection, weights, average, committed=committed)
     keys = [scope_hash(scope) for scope in dict.fromkeys(scopes)]
@@ -324,48 +390,64 @@ class _Audit:
         self.counted = dict(
             connection.execute("SELECT term, documents FROM memory_term_documents").fetchall()
         )
-        self.held: dict[str, int] = {}  # entries holding each term, by its postings
+        self.held: dict[str, int] = {}  # entries holding each term in the blocks
         self.entry_lengths: dict[int, int] = {}  # seq -> length, by its postings' shapes
         self.damaged_terms: set[str] = set()
-        self.damaged = self.doubled = 0
-        tail: dict[tuple[str, int], list[Posting]] = {}
-        self.waiting = 0
-        for term, key, seq, shape in connection.execute(
-            "SELECT term, scope_key, seq, shape FROM memory_postings_tail"
-        ):
-            tail.setdefault((term, key), []).append((seq, shape))
-            self.waiting += 1
+        self.damaged = self.damaged_tail = self.doubled = 0
+        tail = self._tail(connection)
         rows = connection.execute(
-            "SELECT term, scope_key, first_seq, last_seq, CAST(seqs AS BLOB), CAST(shapes AS BLOB) "
-            "FROM memory_postings "
-            "ORDER BY term, scope_key, first_seq"
+            "SELECT term, scope_key, first_seq, last_seq, postings, CAST(seqs AS BLOB), "
+            "CAST(shapes AS BLOB) FROM memory_postings ORDER BY term, scope_key, first_seq"
         )
         for (term, key), group in groupby(rows, key=lambda row: (row[0], row[1])):
             seqs: list[int] = []
             shape_ids: list[int] = []
-            for _, _, first, last, seq_blob, shape_blob in group:
-                block = self._block(first, last, seq_blob, shape_blob)
+            for _, _, first, last, count, seq_blob, shape_blob in group:
+                block = self._block(first, last, count, seq_blob, shape_blob)
                 if block is None:
                     self.damaged_terms.add(term)
                     continue
                 seqs.extend(block[0])
                 shape_ids.extend(block[1])
-            waiting = tail.pop((term, key), [])
-            self._postings(term, seqs + [seq for seq, _ in waiting], shape_ids, waiting)
+            self._postings(term, seqs, shape_ids, tail.pop((term, key), []))
         for (term, _), waiting in tail.items():
-            self._postings(term, [seq for seq, _ in waiting], [], waiting)
+            self._postings(term, [], [], waiting)
+
+    def _tail(self, connection: sqlite3.Connection) -> dict[tuple[str, int], list[Posting]]:
+        """The tail's postings by (term, scope), counting them (`waiting`) and its damaged
+        entries (whose terms' counts are then not checked)."""
+        tail: dict[tuple[str, int], list[Posting]] = {}
+        self.waiting = 0
+        for seq, key, terms, shapes in connection.execute(
+            "SELECT seq, scope_key, terms, CAST(shapes AS BLOB) FROM memory_postings_tail"
+        ):
+            try:
+                postings = list(_tail_postings(seq, terms, shapes))
+            except DamagedIndex:
+                self.damaged_tail += 1
+                self.damaged_terms.update(str(terms).split(" "))
+                continue
+            if any(not 0 < shape < len(self.lengths) for _, shape in postings):
+                self.damaged_tail += 1
+                self.damaged_terms.update(term for term, _ in postings)
+                continue
+            for term, shape in postings:
+                tail.setdefault((term, key), []).append((seq, shape))
+            self.waiting += len(postings)
+        return tail
 
     def _block(
-        self, first: int, last: int, seqs: bytes, shapes: bytes
+        self, first: int, last: int, count: int, seqs: bytes, shapes: bytes
     ) -> tuple[list[int], array[int]] | None:
         """A block's postings, or None (counted as damaged) for one that does not decode,
-        whose seqs do not end at its last_seq, or that names an unknown shape."""
+        whose seqs do not end at its last_seq or are not `count`, or that names an unknown
+        shape."""
         try:
             decoded, shape_ids = _decode(first, seqs, shapes)
         except DamagedIndex:
             decoded, shape_ids = [], array("H")
         known = bool(shape_ids) and min(shape_ids) > 0 and max(shape_ids) < len(self.lengths)
-        if not known or decoded[-1] != last:
+        if not known or decoded[-1] != last or len(decoded) != count:
             self.damaged += 1
             return None
         return decoded, shape_ids
@@ -373,19 +455,19 @@ class _Audit:
     def _postings(
         self, term: str, seqs: list[int], shape_ids: list[int], waiting: list[Posting]
     ) -> None:
-        """Count one (term, scope)'s postings: `seqs` (the blocks' then the tail's), the
-        blocks' `shape_ids`, the tail's `waiting` postings."""
-        tail_ids = [shape for _, shape in waiting]
-        if any(not 0 < shape < len(self.lengths) for shape in tail_ids):
-            self.damaged += 1
-            self.damaged_terms.add(term)
-            return
+        """Count one (term, scope)'s postings: the blocks' `seqs` and `shape_ids`, the tail's
+        `waiting` postings."""
         distinct = len(set(seqs))
-        if distinct != len(seqs):
+        every = seqs + [seq for seq, _ in waiting]
+        if len(set(every)) != len(every):
             self.doubled += 1
         self.held[term] = self.held.get(term, 0) + distinct
         self.entry_lengths.update(
-            zip(seqs, map(self.lengths.__getitem__, shape_ids + tail_ids), strict=True)
+            zip(
+                every,
+                map(self.lengths.__getitem__, shape_ids + [shape for _, shape in waiting]),
+                strict=True,
+            )
         )
 
     def problems(self, entries: int) -> list[str]:
@@ -402,6 +484,8 @@ class _Audit:
             )
         if self.damaged:
             found.append(f"the text index has {self.damaged} damaged blocks of postings")
+        if self.damaged_tail:
+            found.append(f"the text index has {self.damaged_tail} damaged entries in its tail")
         if self.doubled:
             found.append(f"the text index holds postings twice for {self.doubled} terms")
         miscounted = sum(
@@ -433,19 +517,33 @@ class _Audit:
         return [f"the text index counts {tokens} tokens, and its postings hold {held}"]
 
 
+# The connections (by id) inside a read transaction read_snapshot began: what they read is
+# committed data. (A connection takes no weak reference; each is removed when its snapshot
+# ends, so an id here always names a live connection.)
+_SNAPSHOTS: set[int] = set()
+
+
 @contextmanager
 def read_snapshot(connection: sqlite3.Connection) -> Iterator[bool]:
     """Run the reads inside one read transaction, begun here unless the caller is in a
     transaction already (whose own, maybe uncommitted, state the reads then see). Yields
     whether what is read is committed data."""
     if connection.in_transaction:
-        yield False
+        yield id(connection) in _SNAPSHOTS
         return
     connection.execute("BEGIN")
+    _SNAPSHOTS.add(id(connection))
     try:
         yield True
     finally:
+        _SNAPSHOTS.discard(id(connection))
         connection.execute("COMMIT")
+
+
+def _reads_committed(connection: sqlite3.Connection) -> bool:
+    """Whether `connection` sees only committed data: outside any transaction, or inside a
+    read_snapshot's own (not inside a write, which a rollback may undo)."""
+    return not connection.in_transaction or id(connection) in _SNAPSHOTS
 
 
 # ------------------------------------------------------------------------------- scoring
@@ -552,43 +650,152 @@ class TermPostings:
 
 
 class PostingsReader:
-    """How a store reads its index: the postings of a term and the store's ShapeBook. One per
-    store, kept across calls, so that what it learns of the file (the shapes) is read once."""
+    """How a store reads its index: the postings of a term, the store's ShapeBook, and what
+    it keeps of the file between calls. One per store, kept across calls:
+    - the shapes (ShapeBook), read once;
+    - the decoded blocks of the terms asked last (by term and scopes), valid while the file's
+      generation is the one they were read at (see the module's docstring), at most
+      `cache_postings` postings, least recently asked out first. A generation is drawn at
+      random, so blocks read inside a write that is then rolled back are never taken again;
+    - the tail, by term and scope, read on from the last seq it read while the generation
+      stays, so a recall reads only the entries written since the last one. Only a tail read
+      from committed data is kept; inside a write transaction the tail is read whole each time.
+    """
 
-    def __init__(self) -> None:
+    def __init__(self, cache_postings: int | None = None) -> None:
         self.shapes = ShapeBook()
+        self._limit = CACHE_POSTINGS if cache_postings is None else cache_postings
+        self._blocks: OrderedDict[tuple[str, tuple[int, ...]], tuple[int, list[int], list[int]]]
+        self._blocks = OrderedDict()
+        self._cached = 0  # postings held in `_blocks`
+        self._tail = _TailView()
 
     def postings(
         self, connection: sqlite3.Connection, term: str, keys: Sequence[int]
     ) -> TermPostings:
-        """The postings of `term` in the scopes `keys` (see TermPostings)."""
-        marks = ", ".join("?" * len(keys))
-        seqs: list[int] = []
-        shape_ids: list[int] = []
-        try:
-            for row in connection.execute(
-                f"SELECT first_seq, seqs, shapes FROM memory_postings "
-                f"WHERE term = ? AND scope_key IN ({marks})",
-                (term, *keys),
-            ):
-                block_seqs, block_shapes = _decode(*row)
-                seqs.extend(block_seqs)
-                shape_ids.extend(block_shapes)
-        except DamagedIndex as error:
-            raise _damaged(term) from error
-        # Blocks may overlap (a re-indexed entry packed into a later block), or come from
-        # several scopes.
-        if any(map(operator.gt, seqs, islice(seqs, 1, None))):
-            pairs = sorted(zip(seqs, shape_ids, strict=True))
-            seqs, shape_ids = [seq for seq, _ in pairs], [shape for _, shape in pairs]
-        tail = dict(
-            connection.execute(
-                "SELECT seq, shape FROM memory_postings_tail "
-                f"WHERE term = ? AND scope_key IN ({marks})",
-                (term, *keys),
-            ).fetchall()
-        )
+        """The postings of `term` in the scopes `keys` (see TermPostings). The lists may be
+        shared with later calls: do not change them."""
+        generation, waiting = connection.execute(
+            "SELECT generation, tail FROM memory_index_totals"
+        ).fetchone()
+        seqs, shape_ids = self._blocks_of(connection, term, tuple(keys), generation)
+        tail = self._tail_of(connection, generation, waiting).postings(term, keys)
         return TermPostings(seqs, shape_ids, tail)
+
+    def tail_documents(
+        self, connection: sqlite3.Connection, terms: Sequence[str]
+    ) -> dict[str, int]:
+        """How many entries of the tail hold each of `terms` (in every scope)."""
+        generation, waiting = connection.execute(
+            "SELECT generation, tail FROM memory_index_totals"
+        ).fetchone()
+        view = self._tail_of(connection, generation, waiting)
+        return {term: view.documents(term) for term in terms}
+
+    def _tail_of(self, connection: sqlite3.Connection, generation: int, waiting: int) -> _TailView:
+        if not _reads_committed(connection):
+            return _TailView().read(connection, generation, waiting)
+        return self._tail.read(connection, generation, waiting)
+
+    def _blocks_of(
+        self, connection: sqlite3.Connection, term: str, keys: tuple[int, ...], generation: int
+    ) -> tuple[list[int], list[int]]:
+        """The blocks' postings of `term` in `keys`, seq ascending: kept, or read and kept."""
+        known = self._blocks.get((term, keys))
+        if known is not None and known[0] == generation:
+            self._blocks.move_to_end((term, keys))
+            return known[1], known[2]
+        if known is not None:
+            self._forget((term, keys))
+        seqs, shape_ids = _read_blocks(connection, term, keys)
+        if len(seqs) <= self._limit:
+            self._blocks[(term, keys)] = (generation, seqs, shape_ids)
+            self._cached += len(seqs)
+            while self._cached > self._limit:
+                self._forget(next(iter(self._blocks)))
+        return seqs, shape_ids
+
+    def _forget(self, asked: tuple[str, tuple[int, ...]]) -> None:
+        self._cached -= len(self._blocks.pop(asked)[1])
+
+
+class _TailView:
+    """The tail as one reader last read it: term → scope key → seq → shape id, with the
+    generation it belongs to, the last seq read and how many postings were read."""
+
+    def __init__(self) -> None:
+        self._generation: int | None = None
+        self._last_seq = 0
+        self._waiting = 0
+        self._postings: dict[str, dict[int, dict[int, int]]] = {}
+
+    def read(self, connection: sqlite3.Connection, generation: int, waiting: int) -> _TailView:
+        """Bring the view up to the state `connection` sees (whose totals say `generation`
+        and `waiting`): read anew in another generation, else only the entries past the last
+        seq read (within a generation the tail only gains entries of higher seqs)."""
+        if generation != self._generation or waiting < self._waiting:
+            self._generation, self._last_seq, self._waiting = generation, 0, 0
+            self._postings = {}
+        if waiting == self._waiting:
+            return self
+        for seq, key, terms, shapes in connection.execute(
+            "SELECT seq, scope_key, terms, shapes FROM memory_postings_tail WHERE seq > ? "
+            "ORDER BY seq",
+            (self._last_seq,),
+        ):
+            for term, shape in _tail_postings(seq, terms, shapes):
+                self._postings.setdefault(term, {}).setdefault(key, {})[seq] = shape
+                self._waiting += 1
+            self._last_seq = seq
+        return self
+
+    def postings(self, term: str, keys: Sequence[int]) -> dict[int, int]:
+        """seq → shape id of `term`'s tail postings in the scopes `keys` (a new dict)."""
+        scopes = self._postings.get(term)
+        found: dict[int, int] = {}
+        if scopes:
+            for key in keys:
+                found.update(scopes.get(key, {}))
+        return found
+
+    def documents(self, term: str) -> int:
+        return sum(map(len, self._postings.get(term, {}).values()))
+
+
+def _read_blocks(
+    connection: sqlite3.Connection, term: str, keys: tuple[int, ...]
+) -> tuple[list[int], list[int]]:
+    """Decode every block of `term` in the scopes `keys`, seq ascending."""
+    seqs: list[int] = []
+    shape_ids: list[int] = []
+    try:
+        for row in connection.execute(
+            "SELECT first_seq, seqs, shapes FROM memory_postings "
+            f"WHERE term = ? AND scope_key IN ({', '.join('?' * len(keys))}) "
+            "ORDER BY scope_key, first_seq",
+            (term, *keys),
+        ):
+            block_seqs, block_shapes = _decode(*row)
+            seqs.extend(block_seqs)
+            shape_ids.extend(block_shapes)
+    except DamagedIndex as error:
+        raise _damaged(term) from error
+    # Blocks may overlap (a re-indexed entry packed into a later block), or come from several
+    # scopes: sorted runs, which a sort of the positions by seq joins in about linear time.
+    if any(map(operator.gt, seqs, islice(seqs, 1, None))):
+        order = sorted(range(len(seqs)), key=seqs.__getitem__)
+        seqs, shape_ids = [seqs[at] for at in order], [shape_ids[at] for at in order]
+    return seqs, shape_ids
+
+
+def _tail_postings(seq: int, terms: str, shapes: bytes) -> Iterator[tuple[str, int]]:
+    """The (term, shape id) pairs of one tail row. DamagedIndex for a row that does not
+    decode or whose terms and shapes disagree in number."""
+    shape_ids = _array(shapes)
+    names = terms.split(" ") if isinstance(terms, str) else []
+    if len(names) != len(shape_ids) or not shape_ids:
+        raise DamagedIndex(f"the text index has a damaged tail entry (seq {seq})")
+    return zip(names, shape_ids, strict=True)
 
 
 def _damaged(term: str) -> DamagedIndex:
@@ -625,13 +832,15 @@ def _write_block(
         return
     seqs = [seq for seq, _ in postings]
     connection.execute(
-        "INSERT INTO memory_postings (term, scope_key, first_seq, last_seq, seqs, shapes) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO memory_postings "
+        "(term, scope_key, first_seq, last_seq, postings, seqs, shapes) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
         (
             term,
             key,
             seqs[0],
             seqs[-1],
+            len(seqs),
             _packed([later - earlier for earlier, later in pairwise(seqs)]),
             _packed([shape for _, shape in postings]),
         ),
@@ -664,6 +873,11 @@ def _remove_from_blocks(connection: sqlite3.Connection, term: str, key: int, seq
             _write_block(connection, term, key, kept)
             return True
     return False
+
+
+def _new_generation() -> int:
+    """A generation no state of any file had (63 random bits)."""
+    return int.from_bytes(os.urandom(8), "big") >> 1
 
 
 def _decode(first: int, seqs: bytes, shapes: bytes) -> tuple[list[int], array[int]]:

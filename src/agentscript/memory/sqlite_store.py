@@ -65,14 +65,18 @@ from agentscript.memory.store import (
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer, normalise_title
 from agentscript.providers.storage.sqlite_files import connect, write_transaction
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 # Schema 1 had a text index that stored its own copy of the terms and none of the tables kept
 # as entries are written; schema 2 a contentless FTS5 index; schema 3 (the postings of
 # sqlite_postings.py) stored every title (even one taken from the body) and its normalised
-# form, indexed that text, and repeated each scope's name in every index. All are migrated in
-# place on first use (the text index of 1 and 2 is rebuilt from the entries).
-_MIGRATED_VERSIONS = ("1", "2", "3")
+# form, indexed that text, and repeated each scope's name in every index; schemas 3 and 4 kept
+# the postings' tail as one row per term and entry, and counted every term's entries as they
+# were written. All are migrated in place on first use (the text index is rebuilt from the
+# entries).
+_MIGRATED_VERSIONS = ("1", "2", "3", "4")
 _FTS5_VERSIONS = ("1", "2")
+_ENTRIES_BEFORE_4 = ("1", "2", "3")
+_POSTINGS_BEFORE_5 = ("3", "4")
 
 # What the entries table holds beyond an entry's fields, to keep the file small: `title` is
 # NULL when it is the one the body gives (title_from_text), `source` is NULL when it holds no
@@ -255,7 +259,7 @@ class SqliteStore:
 
     def term_documents(self, terms: Sequence[str]) -> TermStatistics:
         with self._reading() as connection, sqlite_postings.read_snapshot(connection):
-            holding = sqlite_postings.documents_holding(connection, terms)
+            holding = sqlite_postings.documents_holding(connection, terms, self._index)
             return TermStatistics(sqlite_postings.totals(connection).documents, holding)
 
     def _scores(
@@ -443,7 +447,7 @@ class SqliteStore:
                         _leave_version_1(connection)
                     if version in _FTS5_VERSIONS:
                         _leave_fts5(connection)
-                    if version in _MIGRATED_VERSIONS:
+                    if version in _ENTRIES_BEFORE_4:
                         _leave_version_3(connection)
                     for statement in _SCHEMA:
                         connection.execute(statement)
@@ -451,13 +455,8 @@ class SqliteStore:
                         _link_sessions(connection)
                     if version in _FTS5_VERSIONS:
                         _rebuild(connection, self.analyzer)
-                    elif version in _MIGRATED_VERSIONS:
-                        # The text index refers to the same seqs and scopes, and holds the same
-                        # terms.
-                        connection.execute(
-                            "UPDATE memory_meta SET value = ? WHERE name = 'schema'",
-                            (SCHEMA_VERSION,),
-                        )
+                    elif version in _POSTINGS_BEFORE_5:
+                        _index_to_5(connection, self.analyzer)
                     self._prepare_index(connection)
                 if version in _MIGRATED_VERSIONS:
                     _give_back_free_pages(connection)
@@ -771,6 +770,17 @@ def _leave_version_3(connection: sqlite3.Connection) -> None:
     )
     connection.execute("DROP TABLE memory_entries")
     connection.execute("ALTER TABLE memory_entries_4 RENAME TO memory_entries")
+
+
+def _index_to_5(connection: sqlite3.Connection, analyzer: Analyzer) -> None:
+    """The text index's part of the move to schema 5 (from 3 or 4, once their entries are
+    in the table of 4): the tail becomes one row per entry, the kept counts cover the blocks
+    only, blocks record how many postings they hold. The old tables go and the index is
+    rebuilt from the entries (which also records the schema version)."""
+    sqlite_postings.drop(connection)
+    for statement in sqlite_postings.SCHEMA:
+        connection.execute(statement)
+    _rebuild(connection, analyzer)
 
 
 def _give_back_free_pages(connection: sqlite3.Connection) -> None:
