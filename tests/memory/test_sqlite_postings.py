@@ -155,9 +155,11 @@ def test_packs_rewrite_each_posting_a_logarithmic_number_of_times(
     written = []
     write_block = sqlite_postings._write_block
 
-    def counted(connection: sqlite3.Connection, term: str, key: int, postings: list) -> None:
-        written.append(len(postings))
-        write_block(connection, term, key, postings)
+    def counted(
+        connection: sqlite3.Connection, term: str, key: int, seqs: list[int], shapes: list[int]
+    ) -> None:
+        written.append(len(seqs))
+        write_block(connection, term, key, seqs, shapes)
 
     monkeypatch.setattr(sqlite_postings, "_write_block", counted)
     entries = 2_000

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentscript.memory.store import ASCII_FOLD, fts5_tokens
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer, normalise_title, porter_stem
 
 
@@ -119,3 +122,20 @@ def test_a_text_has_the_terms_its_lines_have(lines: list[str]) -> None:
     """Terms are remembered line by line; the whole text, analysed at once, agrees."""
     text = "\n".join(lines)
     assert DEFAULT_ANALYZER.terms(text) == DEFAULT_ANALYZER.analyse(text)
+
+
+@given(
+    st.lists(
+        st.text(alphabet=st.sampled_from("abzAZ09 -_.'\t\né中\x7f\x80"), max_size=6), max_size=6
+    )
+)
+def test_fts5_tokens_of_plain_terms_are_the_tokenizers(words: list[str]) -> None:
+    """The shortcut for text that is tokens already (what analysed terms nearly always are)
+    gives exactly what FTS5's `ascii` tokenizer rules give."""
+    text = " ".join(words)
+    expected = [
+        token.translate(ASCII_FOLD)
+        for token in re.split(r"[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+", text)
+        if token
+    ]
+    assert fts5_tokens(text) == expected

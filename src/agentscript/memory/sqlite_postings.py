@@ -61,7 +61,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import accumulate, groupby, islice, pairwise
+from itertools import accumulate, groupby, islice
 
 from agentscript.memory.store import BM25_B, BM25_K1, BM25_MIN_IDF, scope_hash
 
@@ -238,20 +238,24 @@ def drop(connection: sqlite3.Connection) -> None:
 
 def pack(connection: sqlite3.Connection) -> None:
     """Move the tail's postings into blocks (see the module's docstring)."""
-    fresh: dict[tuple[str, int], list[Posting]] = {}
-    holding: dict[str, int] = {}
+    fresh: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
     for seq, key, terms, shapes in connection.execute(
         "SELECT seq, scope_key, terms, shapes FROM memory_postings_tail ORDER BY seq"
     ):
         for term, shape in _tail_postings(seq, terms, shapes):
-            fresh.setdefault((term, key), []).append((seq, shape))
-            holding[term] = holding.get(term, 0) + 1
-    for (term, key), postings in sorted(fresh.items()):
-        _pack_term(connection, term, key, postings)
+            found = fresh.get((term, key))
+            if found is None:
+                found = fresh[(term, key)] = ([], [])
+            found[0].append(seq)
+            found[1].append(shape)
+    holding: dict[str, int] = {}
+    for (term, key), (seqs, shape_ids) in sorted(fresh.items()):
+        _pack_term(connection, term, key, seqs, shape_ids)
+        holding[term] = holding.get(term, 0) + len(seqs)
     connection.executemany(
         "INSERT INTO memory_term_documents (term, documents) VALUES (?, ?) "
         "ON CONFLICT (term) DO UPDATE SET documents = documents + excluded.documents",
-        sorted(holding.items()),
+        holding.items(),
     )
     connection.execute("DELETE FROM memory_postings_tail")
     connection.execute(
@@ -260,13 +264,14 @@ def pack(connection: sqlite3.Connection) -> None:
 
 
 def _pack_term(
-    connection: sqlite3.Connection, term: str, key: int, postings: list[Posting]
+    connection: sqlite3.Connection, term: str, key: int, seqs: list[int], shape_ids: list[int]
 ) -> None:
-    """Write a (term, scope)'s `postings` from the tail (seq ascending) as a new block,
-    merged with the latest blocks while each is no larger than what it joins (so blocks halve
-    in size from the oldest to the newest and a posting is merged about log2(BLOCK_POSTINGS)
-    times); a merge that passes BLOCK_POSTINGS is cut into full blocks and the rest."""
-    merged = len(postings)
+    """Write a (term, scope)'s postings from the tail (`seqs` ascending, with their
+    `shape_ids`) as a new block, merged with the latest blocks while each is no larger than
+    what it joins (so blocks halve in size from the oldest to the newest and a posting is
+    merged about log2(BLOCK_POSTINGS) times); a merge that passes BLOCK_POSTINGS is cut into
+    full blocks and the rest."""
+    merged = len(seqs)
     joined: list[int] = []
     latest = connection.execute(
         "SELECT first_seq, postings FROM memory_postings WHERE term = ? AND scope_key = ? "
@@ -279,12 +284,19 @@ def _pack_term(
         joined.append(first)
         merged += count
     latest.close()
-    for first in joined:
-        postings.extend(_take_block(connection, term, key, first))
     if joined:
-        postings.sort()
-    for start in range(0, len(postings), BLOCK_POSTINGS):
-        _write_block(connection, term, key, postings[start : start + BLOCK_POSTINGS])
+        every: list[int] = []
+        every_shape: list[int] = []
+        for first in reversed(joined):  # oldest first
+            block_seqs, block_shapes = _take_block(connection, term, key, first)
+            every.extend(block_seqs)
+            every_shape.extend(block_shapes)
+        every.extend(seqs)
+        every_shape.extend(shape_ids)
+        seqs, shape_ids = _in_seq_order(every, every_shape)
+    for start in range(0, len(seqs), BLOCK_POSTINGS):
+        end = start + BLOCK_POSTINGS
+        _write_block(connection, term, key, seqs[start:end], shape_ids[start:end])
 
 
 def totals(connection: sqlite3.Connection) -> Totals:
@@ -780,12 +792,7 @@ def _read_blocks(
             shape_ids.extend(block_shapes)
     except DamagedIndex as error:
         raise _damaged(term) from error
-    # Blocks may overlap (a re-indexed entry packed into a later block), or come from several
-    # scopes: sorted runs, which a sort of the positions by seq joins in about linear time.
-    if any(map(operator.gt, seqs, islice(seqs, 1, None))):
-        order = sorted(range(len(seqs)), key=seqs.__getitem__)
-        seqs, shape_ids = [seqs[at] for at in order], [shape_ids[at] for at in order]
-    return seqs, shape_ids
+    return _in_seq_order(seqs, shape_ids)
 
 
 def _tail_postings(seq: int, terms: str, shapes: bytes) -> Iterator[tuple[str, int]]:
@@ -825,12 +832,15 @@ def _shape_ids(connection: sqlite3.Connection, shapes: set[str]) -> dict[str, in
 
 
 def _write_block(
-    connection: sqlite3.Connection, term: str, key: int, postings: list[Posting]
+    connection: sqlite3.Connection,
+    term: str,
+    key: int,
+    seqs: Sequence[int],
+    shape_ids: Sequence[int],
 ) -> None:
-    """Store `postings` (seq ascending) as one block."""
-    if not postings:
+    """Store the postings `seqs` (ascending) with their `shape_ids` as one block."""
+    if not seqs:
         return
-    seqs = [seq for seq, _ in postings]
     connection.execute(
         "INSERT INTO memory_postings "
         "(term, scope_key, first_seq, last_seq, postings, seqs, shapes) "
@@ -841,21 +851,22 @@ def _write_block(
             seqs[0],
             seqs[-1],
             len(seqs),
-            _packed([later - earlier for earlier, later in pairwise(seqs)]),
-            _packed([shape for _, shape in postings]),
+            _packed(list(map(operator.sub, islice(seqs, 1, None), seqs))),
+            _packed(shape_ids),
         ),
     )
 
 
-def _take_block(connection: sqlite3.Connection, term: str, key: int, first: int) -> list[Posting]:
-    """The postings of one block, which is deleted."""
+def _take_block(
+    connection: sqlite3.Connection, term: str, key: int, first: int
+) -> tuple[list[int], array[int]]:
+    """The seqs and shape ids of one block, which is deleted."""
     row = connection.execute(
         "DELETE FROM memory_postings WHERE term = ? AND scope_key = ? AND first_seq = ? "
         "RETURNING first_seq, seqs, shapes",
         (term, key, first),
     ).fetchone()
-    seqs, shape_ids = _decode(*row)
-    return list(zip(seqs, shape_ids, strict=True))
+    return _decode(*row)
 
 
 def _remove_from_blocks(connection: sqlite3.Connection, term: str, key: int, seq: int) -> bool:
@@ -868,11 +879,21 @@ def _remove_from_blocks(connection: sqlite3.Connection, term: str, key: int, seq
         seqs, _ = _decode(first, *row)
         at = bisect_left(seqs, seq)
         if at < len(seqs) and seqs[at] == seq:
-            kept = _take_block(connection, term, key, first)
-            del kept[at]
-            _write_block(connection, term, key, kept)
+            kept, shape_ids = _take_block(connection, term, key, first)
+            del kept[at], shape_ids[at]
+            _write_block(connection, term, key, kept, shape_ids)
             return True
     return False
+
+
+def _in_seq_order(seqs: list[int], shape_ids: list[int]) -> tuple[list[int], list[int]]:
+    """`seqs` with their `shape_ids`, seq ascending: runs of ascending seqs (blocks that
+    overlap, as a re-indexed entry's does, or blocks of several scopes), which a sort of the
+    positions by seq joins in about linear time."""
+    if not any(map(operator.gt, seqs, islice(seqs, 1, None))):
+        return seqs, shape_ids
+    order = sorted(range(len(seqs)), key=seqs.__getitem__)
+    return [seqs[at] for at in order], [shape_ids[at] for at in order]
 
 
 def _new_generation() -> int:

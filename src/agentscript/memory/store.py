@@ -37,6 +37,7 @@ import re
 import string
 import struct
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -165,9 +166,16 @@ _FTS5_SEPARATORS = re.compile(r"[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+")
 ASCII_FOLD = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 
+# Text that is tokens already (lower-case ASCII letters, digits, non-ASCII), one space apart:
+# what analysed terms nearly always are, which FTS5's tokenizer leaves as they are.
+_PLAIN_TOKENS = re.compile(r"[0-9a-z\x80-\U0010ffff]+(?: [0-9a-z\x80-\U0010ffff]+)*")
+
+
 def fts5_tokens(text: str) -> list[str]:
     """The tokens FTS5's `ascii` tokenizer makes of `text`: what the SqliteStore's index holds
     for a field whose analysed terms are joined by spaces (and the PostgreSQL store's postings)."""
+    if _PLAIN_TOKENS.fullmatch(text):
+        return text.split(" ")
     return [token.translate(ASCII_FOLD) for token in _FTS5_SEPARATORS.split(text) if token]
 
 
@@ -179,9 +187,10 @@ def postings(entry: Entry, analyzer: Analyzer) -> tuple[dict[str, list[int]], in
     counts: dict[str, list[int]] = {}
     length = 1
     for position, name in enumerate(INDEXED_FIELDS):
-        for token in fts5_tokens(" ".join(terms[name])):
-            counts.setdefault(token, [0] * len(INDEXED_FIELDS))[position] += 1
-            length += 1
+        tokens = fts5_tokens(" ".join(terms[name]))
+        length += len(tokens)
+        for token, times in Counter(tokens).items():
+            counts.setdefault(token, [0] * len(INDEXED_FIELDS))[position] += times
     return counts, length
 
 
