@@ -37,7 +37,6 @@ import re
 import string
 import struct
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -189,8 +188,11 @@ def postings(entry: Entry, analyzer: Analyzer) -> tuple[dict[str, list[int]], in
     for position, name in enumerate(INDEXED_FIELDS):
         tokens = fts5_tokens(" ".join(terms[name]))
         length += len(tokens)
-        for token, times in Counter(tokens).items():
-            counts.setdefault(token, [0] * len(INDEXED_FIELDS))[position] += times
+        for token in tokens:
+            found = counts.get(token)
+            if found is None:
+                found = counts[token] = [0] * len(INDEXED_FIELDS)
+            found[position] += 1
     return counts, length
 
 
