@@ -11,6 +11,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -182,6 +183,68 @@ def test_a_writer_killed_in_the_middle_of_a_pack_leaves_a_sound_index(
     assert memory.recall("pottery", limit=3)["total"] == len(written)
     assert len(scores(store, "uniq0x0")) == 1
     assert_index_equals_rebuilt(store)
+
+
+def test_a_writer_killed_as_it_commits_leaves_a_sound_index(
+    open_memory: Callable[[], MemoryService], database: Path
+) -> None:
+    died = child("kill-at-commit", database, 25)
+    assert died.returncode == -signal.SIGKILL, died.stderr
+    written = acknowledged(died.stdout)
+    assert len(written) == 25
+    memory = open_memory()
+    store = store_of(memory)
+    assert sorted(entry.id for entry in store.export(("global",))) == sorted(written)
+    assert memory.recall("pottery", limit=3)["total"] == 25
+    assert len(scores(store, "uniq0x25")) == 0
+    assert_index_equals_rebuilt(store)
+
+
+def test_writers_killed_at_any_moment_leave_a_sound_index(
+    open_memory: Callable[[], MemoryService], database: Path
+) -> None:
+    """Writers SIGKILLed after a while, wherever they are (in a remember, a pack, a commit,
+    the WAL's fsync): the next process finds every acknowledged entry and a sound index."""
+    written: list[str] = []
+    for worker, seconds in enumerate((0.9, 1.3, 1.7), 1):
+        writer = spawn("write", database, worker, 100_000)
+        time.sleep(seconds)
+        writer.kill()
+        out, _ = writer.communicate(timeout=PROCESS_TIMEOUT_SECONDS)
+        written += acknowledged(out)
+    assert written, "no writer acknowledged anything before it was killed"
+    memory = open_memory()
+    store = store_of(memory)
+    stored = {entry.id for entry in store.export(("global",))}
+    assert set(written) <= stored and len(stored) <= len(written) + 3
+    assert memory.recall("pottery", limit=3)["total"] == len(stored)
+    assert_index_equals_rebuilt(store)
+
+
+def test_a_kept_reader_follows_another_processs_removals_and_packs(
+    open_memory: Callable[[], MemoryService], database: Path
+) -> None:
+    kept = open_memory()
+    wrote = child("write", database, 1, 30)
+    assert wrote.returncode == 0, wrote.stderr
+    before = all_scores(store_of(kept))  # blocks and tail now kept by this reader
+    forgot = child("forget", database, 4)  # rewrites blocks, takes entries out of the tail
+    assert forgot.returncode == 0, forgot.stderr
+    assert len(forgot.stdout.split("\n")) > 4
+    after_removal = all_scores(store_of(kept))
+    assert after_removal != before
+    wrote = child("write", database, 2, 12)  # appends, packs
+    assert wrote.returncode == 0, wrote.stderr
+    later = all_scores(store_of(kept))
+    fresh = SqliteStore(database)
+    try:
+        assert all_scores(fresh) == later
+        assert fresh.term_documents(["potteri", "glaze"]) == (
+            store_of(kept).term_documents(["potteri", "glaze"])
+        )
+    finally:
+        fresh.close()
+    assert_index_equals_rebuilt(store_of(kept))
 
 
 def test_two_writers_packing_at_once_and_a_reader_lose_nothing(

@@ -189,3 +189,86 @@ def test_a_damaged_block_is_reported(
     ours.execute("UPDATE memory_postings SET shapes = X'05' WHERE term = 'clay'")
     assert sqlite_postings.problems(ours, 1) == ["the text index has 1 damaged blocks of postings"]
     assert sqlite_postings.problems(ours, 2)[0].startswith("the text index holds 1 entries of 2")
+
+
+# ------------------------------------------------------------------- what a reader keeps
+
+
+def _kept_equals_fresh(
+    ours: sqlite3.Connection, reader: sqlite_postings.PostingsReader, terms: list[str]
+) -> None:
+    """The kept reader scores (and counts) as a reader that never read the file before."""
+    for scopes in (("/a",), SCOPES):
+        fresh = sqlite_postings.PostingsReader()
+        assert sqlite_postings.scores(ours, terms, scopes, WEIGHTS, reader) == (
+            sqlite_postings.scores(ours, terms, scopes, WEIGHTS, fresh)
+        )
+    with sqlite_postings.read_snapshot(ours):
+        assert sqlite_postings.documents_holding(ours, terms, reader) == (
+            sqlite_postings.documents_holding(ours, terms)
+        )
+
+
+def test_a_kept_reader_follows_appends_packs_and_removals(
+    small_blocks: None, databases: tuple[sqlite3.Connection, sqlite3.Connection]
+) -> None:
+    ours, _ = databases
+    reader = sqlite_postings.PostingsReader()
+    items = [
+        indexed(seq, SCOPES[seq % 2], [[], [], [], ["clay", WORDS[seq % 8]], []])
+        for seq in range(1, 40)
+    ]
+    for item in items:
+        sqlite_postings.add(ours, [item])  # the tail grows, packs every few entries
+        _kept_equals_fresh(ours, reader, ["clay", "kiln", "fern"])
+    for item in items[::5]:
+        sqlite_postings.remove(ours, [item])  # from blocks and from the tail
+        _kept_equals_fresh(ours, reader, ["clay", "kiln", "fern"])
+    # Re-indexed out of seq order (a replace keeps the seq): a new generation.
+    sqlite_postings.add(ours, [indexed(1, "/a", [[], [], [], ["kiln", "kiln"], []])])
+    _kept_equals_fresh(ours, reader, ["clay", "kiln", "fern"])
+    assert sqlite_postings.problems(ours, len(items) - len(items[::5]) + 1) == []
+
+
+def test_a_reader_keeps_nothing_a_rollback_undoes(
+    small_blocks: None, databases: tuple[sqlite3.Connection, sqlite3.Connection]
+) -> None:
+    """Inside a write the reader sees the write's own postings (packed or in the tail); once
+    it is rolled back, and other entries took the same seqs, it scores only what is there."""
+    ours, _ = databases
+    reader = sqlite_postings.PostingsReader()
+    for seq in range(1, 6):
+        sqlite_postings.add(ours, [indexed(seq, "/a", [[], [], [], ["clay"], []])])
+    _kept_equals_fresh(ours, reader, ["clay", "kiln"])
+    for pack in (False, True):
+        ours.execute("BEGIN IMMEDIATE")
+        for seq in range(6, 9):
+            sqlite_postings.add(ours, [indexed(seq, "/a", [[], [], [], ["kiln"], []])])
+        if pack:
+            sqlite_postings.pack(ours)
+        inside = sqlite_postings.scores(ours, ["kiln"], ("/a",), WEIGHTS, reader)
+        assert set(inside) == {6, 7, 8}
+        ours.execute("ROLLBACK")
+        assert sqlite_postings.scores(ours, ["kiln"], ("/a",), WEIGHTS, reader) == {}
+    for seq in range(6, 9):  # the same seqs, other terms
+        sqlite_postings.add(ours, [indexed(seq, "/a", [[], [], [], ["clay", "fern"], []])])
+    assert set(sqlite_postings.scores(ours, ["clay"], ("/a",), WEIGHTS, reader)) == set(range(1, 9))
+    _kept_equals_fresh(ours, reader, ["clay", "kiln", "fern"])
+
+
+def test_a_reader_keeps_at_most_its_bound_of_postings(
+    databases: tuple[sqlite3.Connection, sqlite3.Connection],
+) -> None:
+    ours, _ = databases
+    sqlite_postings.add(
+        ours,
+        [indexed(seq, "/a", [[], [], [], [WORDS[seq % 8], "clay"], []]) for seq in range(1, 401)],
+    )
+    sqlite_postings.pack(ours)
+    reader = sqlite_postings.PostingsReader(cache_postings=120)
+    for term in WORDS:
+        sqlite_postings.scores(ours, [term], ("/a",), WEIGHTS, reader)
+        assert reader._cached <= 120
+    assert reader._cached == 100  # the last two terms of 50 postings each
+    sqlite_postings.scores(ours, ["clay"], ("/a",), WEIGHTS, reader)  # 400: never kept
+    assert reader._cached == 100

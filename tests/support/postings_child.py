@@ -4,6 +4,8 @@ reads, or dies by SIGKILL in the middle of a pack.
 
     python postings_child.py write DATABASE WORKER COUNT    remember COUNT entries
     python postings_child.py kill-in-pack DATABASE COUNT    remember until a pack is half done
+    python postings_child.py kill-at-commit DATABASE COUNT  remember COUNT, die as the next commits
+    python postings_child.py forget DATABASE COUNT          forget (purge) COUNT entries of pottery
     python postings_child.py read DATABASE SECONDS          recall in a loop, checking counts
 
 A writer prints `ok ID` for each acknowledged entry. Entry n of worker w holds the words
@@ -63,6 +65,29 @@ def kill_in_pack(database: str, count: int) -> None:
     write(database, 0, count)
 
 
+def kill_at_commit(database: str, count: int) -> None:
+    """Remember `count` entries, then die as the next remember's COMMIT starts (its tail row,
+    totals and, every few entries, a pack written but not committed)."""
+    with MemoryService.open(None, database=database, config=CONFIG) as memory:
+        for n in range(count):
+            print("ok", memory.remember(text(0, n))["id"], flush=True)
+        connection = memory.store._connection  # type: ignore[attr-defined]
+
+        def die_at_commit(statement: str) -> None:
+            if statement == "COMMIT":
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        connection.set_trace_callback(die_at_commit)
+        memory.remember(text(0, count))
+
+
+def forget(database: str, count: int) -> None:
+    with MemoryService.open(None, database=database, config=CONFIG) as memory:
+        for hit in memory.recall("pottery", limit=count)["results"]:
+            memory.forget(hit["id"], purge=True)
+            print("forgot", hit["id"], flush=True)
+
+
 def read(database: str, seconds: float) -> None:
     """Recall in a loop with one store (one ShapeBook) while others write: every recall must
     succeed, and the entries holding `pottery` may only grow in number."""
@@ -88,6 +113,10 @@ def main(arguments: list[str]) -> None:
         write(database, int(rest[0]), int(rest[1]))
     elif command == "kill-in-pack":
         kill_in_pack(database, int(rest[0]))
+    elif command == "kill-at-commit":
+        kill_at_commit(database, int(rest[0]))
+    elif command == "forget":
+        forget(database, int(rest[0]))
     elif command == "read":
         read(database, float(rest[0]))
     else:
