@@ -117,6 +117,8 @@ _CODES = {
     "q": 2**63,
 }
 
+# SQLite's largest integer (no seq passes it).
+_LAST_SEQ = 2**63 - 1
 # A posting: an entry's seq and the id of its shape.
 Posting = tuple[int, int]
 
@@ -163,10 +165,16 @@ def add(connection: sqlite3.Connection, entries: Iterable[IndexedEntry]) -> None
     if not documents:
         return
     ids = _shape_ids(connection, {shape for *_, shapes in rows for shape in shapes})
-    # A seq below the tail's last is no append: readers that kept the tail must read it anew.
-    seqs = [seq for seq, *_ in rows]
-    last = connection.execute("SELECT MAX(seq) FROM memory_postings_tail").fetchone()[0]
-    appended = all(map(operator.lt, [last or 0, *seqs], seqs))
+    # Seqs not past the tail's last are no append: readers that kept the tail read it anew.
+    seqs = [seq for seq, *_ in rows] or [_LAST_SEQ]
+    ascending = all(map(operator.lt, seqs, islice(seqs, 1, None)))
+    waiting = connection.execute(
+        "UPDATE memory_index_totals SET documents = documents + ?, tokens = tokens + ?, "
+        "tail = tail + ?, generation = CASE WHEN ? AND "
+        "COALESCE((SELECT MAX(seq) FROM memory_postings_tail), 0) < ? "
+        "THEN generation ELSE ? END RETURNING tail",
+        (documents, tokens, waiting, ascending, seqs[0], _new_generation()),
+    ).fetchone()[0]
     connection.executemany(
         "INSERT INTO memory_postings_tail (seq, scope_key, terms, shapes) VALUES (?, ?, ?, ?)",
         [
@@ -174,11 +182,6 @@ def add(connection: sqlite3.Connection, entries: Iterable[IndexedEntry]) -> None
             for seq, key, terms, shapes in rows
         ],
     )
-    waiting = connection.execute(
-        "UPDATE memory_index_totals SET documents = documents + ?, tokens = tokens + ?, "
-        "tail = tail + ?, generation = CASE WHEN ? THEN generation ELSE ? END RETURNING tail",
-        (documents, tokens, waiting, appended, _new_generation()),
-    ).fetchone()[0]
     if waiting >= PACK_AT:
         pack(connection)
 
@@ -816,19 +819,21 @@ def _damaged(term: str) -> DamagedIndex:
 
 
 def _shape_ids(connection: sqlite3.Connection, shapes: set[str]) -> dict[str, int]:
-    """The ids of `shapes`, adding those the file does not know yet."""
+    """The ids of `shapes`, adding those the file does not know yet (one statement when it
+    knows them all, as it does nearly always)."""
     listed = json.dumps(sorted(shapes))
-    connection.execute(
-        "INSERT OR IGNORE INTO memory_posting_shapes (shape) SELECT value FROM json_each(?)",
-        (listed,),
+    lookup = (
+        "SELECT shape, id FROM memory_posting_shapes WHERE shape IN "
+        "(SELECT value FROM json_each(?))"
     )
-    return dict(
+    known = dict(connection.execute(lookup, (listed,)).fetchall())
+    if len(known) < len(shapes):
         connection.execute(
-            "SELECT shape, id FROM memory_posting_shapes WHERE shape IN "
-            "(SELECT value FROM json_each(?))",
-            (listed,),
-        ).fetchall()
-    )
+            "INSERT OR IGNORE INTO memory_posting_shapes (shape) SELECT value FROM json_each(?)",
+            (json.dumps(sorted(shapes - known.keys())),),
+        )
+        known = dict(connection.execute(lookup, (listed,)).fetchall())
+    return known
 
 
 def _write_block(

@@ -531,13 +531,14 @@ class _Transaction:
         """The number of a scope in the entries table, given to it at its first entry."""
         known = self._scope_ids.get(scope)
         if known is None:
-            self._connection.execute(
-                "INSERT INTO memory_scopes (name) VALUES (?) ON CONFLICT (name) DO NOTHING",
-                (scope,),
+            row = (
+                self._connection.execute(
+                    "SELECT id FROM memory_scopes WHERE name = ?", (scope,)
+                ).fetchone()
+                or self._connection.execute(
+                    "INSERT INTO memory_scopes (name) VALUES (?) RETURNING id", (scope,)
+                ).fetchone()
             )
-            row = self._connection.execute(
-                "SELECT id FROM memory_scopes WHERE name = ?", (scope,)
-            ).fetchone()
             known = self._scope_ids[scope] = int(row[0])
         return known
 
