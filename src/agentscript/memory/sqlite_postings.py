@@ -14,8 +14,9 @@ Why the write path looks as it does: a durable commit costs what it writes to th
 page. One row per term per entry, or one counter per term, lands on as many B-tree pages as the
 entry has terms (about 40 for a chat turn). So an entry is written as ONE row of the tail, keyed
 by its seq (so it lands on the table's last page); the counts of the entries holding each term
-are kept for the blocks only, and the tail's are counted by whoever reads it; and a pack (every
-PACK_AT postings) moves the tail into blocks log-structured: every (term, scope) gets a new
+are kept for the blocks only, and the tail's are counted by whoever reads it. A pack, every
+PACK_AT postings (about 1,500 chat turns; a pack costs per term, so fewer and larger packs cost
+less per entry), moves the tail into blocks log-structured: every (term, scope) gets a new
 block, merged with its latest blocks while they are no larger than what is being merged, so a
 posting is rewritten O(log BLOCK_POSTINGS) times, never a full block to add a few postings.
 
@@ -65,7 +66,7 @@ from itertools import accumulate, groupby, islice
 
 from agentscript.memory.store import BM25_B, BM25_K1, BM25_MIN_IDF, scope_hash
 
-PACK_AT = 20_000
+PACK_AT = 60_000
 BLOCK_POSTINGS = 4_096
 # What a PostingsReader keeps of decoded blocks, in postings (about 45 bytes each in memory):
 # the blocks of the terms asked last, least recently asked out first.
