@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentscript.memory import sqlite_postings
+from agentscript.memory import sqlite_postings, sqlite_ranking
 from agentscript.memory.store import INDEXED_FIELDS
 from postings_support import fts5_scores, indexed, scope_term
 
@@ -100,7 +100,7 @@ def test_scores_are_fts5_scores_float_for_float(
 
     # The file's own reader, kept from example to example: it must follow what the file gains.
     reader = READERS.setdefault(id(ours), sqlite_postings.PostingsReader())
-    assert sqlite_postings.scores(ours, terms, scopes, WEIGHTS, reader) == fts5_scores(
+    assert sqlite_ranking.scores(ours, terms, scopes, WEIGHTS, reader) == fts5_scores(
         fts5, terms, scopes, WEIGHTS
     )
     assert sqlite_postings.problems(ours, len(items) - len(gone)) == []
@@ -131,11 +131,11 @@ def test_the_tail_is_packed_into_blocks_and_blocks_are_merged(
         ([10, 10, 8], 2),
     ]
     assert set(
-        sqlite_postings.scores(ours, ["clay"], ("/a",), WEIGHTS, sqlite_postings.PostingsReader())
+        sqlite_ranking.scores(ours, ["clay"], ("/a",), WEIGHTS, sqlite_postings.PostingsReader())
     ) == set(range(1, 31))
     assert (
         set(
-            sqlite_postings.scores(
+            sqlite_ranking.scores(
                 ours, ["clay"], ("/b",), WEIGHTS, sqlite_postings.PostingsReader()
             )
         )
@@ -200,8 +200,8 @@ def _kept_equals_fresh(
     """The kept reader scores (and counts) as a reader that never read the file before."""
     for scopes in (("/a",), SCOPES):
         fresh = sqlite_postings.PostingsReader()
-        assert sqlite_postings.scores(ours, terms, scopes, WEIGHTS, reader) == (
-            sqlite_postings.scores(ours, terms, scopes, WEIGHTS, fresh)
+        assert sqlite_ranking.scores(ours, terms, scopes, WEIGHTS, reader) == (
+            sqlite_ranking.scores(ours, terms, scopes, WEIGHTS, fresh)
         )
     with sqlite_postings.read_snapshot(ours):
         assert sqlite_postings.documents_holding(ours, terms, reader) == (
@@ -246,13 +246,13 @@ def test_a_reader_keeps_nothing_a_rollback_undoes(
             sqlite_postings.add(ours, [indexed(seq, "/a", [[], [], [], ["kiln"], []])])
         if pack:
             sqlite_postings.pack(ours)
-        inside = sqlite_postings.scores(ours, ["kiln"], ("/a",), WEIGHTS, reader)
+        inside = sqlite_ranking.scores(ours, ["kiln"], ("/a",), WEIGHTS, reader)
         assert set(inside) == {6, 7, 8}
         ours.execute("ROLLBACK")
-        assert sqlite_postings.scores(ours, ["kiln"], ("/a",), WEIGHTS, reader) == {}
+        assert sqlite_ranking.scores(ours, ["kiln"], ("/a",), WEIGHTS, reader) == {}
     for seq in range(6, 9):  # the same seqs, other terms
         sqlite_postings.add(ours, [indexed(seq, "/a", [[], [], [], ["clay", "fern"], []])])
-    assert set(sqlite_postings.scores(ours, ["clay"], ("/a",), WEIGHTS, reader)) == set(range(1, 9))
+    assert set(sqlite_ranking.scores(ours, ["clay"], ("/a",), WEIGHTS, reader)) == set(range(1, 9))
     _kept_equals_fresh(ours, reader, ["clay", "kiln", "fern"])
 
 
@@ -267,8 +267,8 @@ def test_a_reader_keeps_at_most_its_bound_of_postings(
     sqlite_postings.pack(ours)
     reader = sqlite_postings.PostingsReader(cache_postings=120)
     for term in WORDS:
-        sqlite_postings.scores(ours, [term], ("/a",), WEIGHTS, reader)
+        sqlite_ranking.scores(ours, [term], ("/a",), WEIGHTS, reader)
         assert reader._cached <= 120
     assert reader._cached == 100  # the last two terms of 50 postings each
-    sqlite_postings.scores(ours, ["clay"], ("/a",), WEIGHTS, reader)  # 400: never kept
+    sqlite_ranking.scores(ours, ["clay"], ("/a",), WEIGHTS, reader)  # 400: never kept
     assert reader._cached == 100
