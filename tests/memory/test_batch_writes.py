@@ -429,7 +429,14 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "memory"
 FIXTURE_SCOPE = "/fixture/workspace"
 
 
-@pytest.mark.parametrize("schema", ["schema2", "schema3"])
+# What the fixtures hold beyond what the body and the session give: explicit titles, sources.
+STORED_TITLES = {"Release notes", "deploys go through make release"}
+STORED_SOURCES = [{"session": "chat-1", "run": "r-7", "reason": "turn"}]
+SCHEMA_4_TITLES = {"Week of code reviews"}
+SCHEMA_4_SOURCES = [{"reason": "compaction"}]
+
+
+@pytest.mark.parametrize("schema", ["schema2", "schema3", "schema4"])
 def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
     tmp_path: Path, schema: str
 ) -> None:
@@ -437,7 +444,10 @@ def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
     schema3.db by that of schema 3 (the postings index), each by the same calls: merged,
     superseded, titled, forgotten entries, session turns with and without context, two
     scopes; the .json beside each holds its entries as that code exported them and what its
-    recalls found."""
+    recalls found. schema4.db was written by the store of schema 4 (commit d312c0e): the
+    entries of schema3.json inserted in order through its transaction, then two more of the
+    global scope (a week summary with sources, tags and later update and access times; an
+    entry whose local-day bucket is not its UTC day), a cached vector, and the recalls."""
     path = tmp_path / "memory.db"
     shutil.copy(FIXTURES / f"{schema}.db", path)
     _assert_upgraded_whole(path, schema)
@@ -449,15 +459,12 @@ def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
         # Only what the body and the session do not give is stored: the explicit title, the
         # one the merge after the upgrade gave (not its new body's first line), one source.
         titles = connection.execute("SELECT title FROM memory_entries WHERE title IS NOT NULL")
-        assert {title for (title,) in titles} == {
-            "Release notes",
-            "deploys go through make release",
-        }
+        extra_titles = SCHEMA_4_TITLES if schema == "schema4" else set()
+        assert {title for (title,) in titles} == STORED_TITLES | extra_titles
         assert connection.execute("PRAGMA freelist_count").fetchone() == (0,)  # vacuumed
         sources = connection.execute("SELECT source FROM memory_entries WHERE source IS NOT NULL")
-        assert [json.loads(source) for (source,) in sources] == [
-            {"session": "chat-1", "run": "r-7", "reason": "turn"}
-        ]
+        extra_sources = SCHEMA_4_SOURCES if schema == "schema4" else []
+        assert [json.loads(source) for (source,) in sources] == STORED_SOURCES + extra_sources
         stored = connection.execute("SELECT value FROM memory_meta WHERE name = 'schema'")
         assert stored.fetchone() == ("4",)
 
