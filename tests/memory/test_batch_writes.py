@@ -466,7 +466,17 @@ def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
         extra_sources = SCHEMA_4_SOURCES if schema == "schema4" else []
         assert [json.loads(source) for (source,) in sources] == STORED_SOURCES + extra_sources
         stored = connection.execute("SELECT value FROM memory_meta WHERE name = 'schema'")
-        assert stored.fetchone() == ("4",)
+        assert stored.fetchone() == ("5",)
+        # Schema 5's forms: UUIDs as 16 bytes, times as integers (a time equal to the one it
+        # defaults to not stored), a bucket as its first day, session names numbered.
+        assert not {"bucket", "day", "week", "month", "year"} & columns
+        forms = connection.execute(
+            "SELECT DISTINCT typeof(id), typeof(kind), typeof(created_at), typeof(bucket_day) "
+            "FROM memory_entries"
+        )
+        assert forms.fetchall() == [("blob", "integer", "integer", "integer")]
+        sessions = connection.execute("SELECT name FROM memory_sessions ORDER BY id")
+        assert [name for (name,) in sessions] == ["chat-1", "chat-2"]
 
 
 def test_a_schema_1_file_is_upgraded_in_place(tmp_path: Path) -> None:
