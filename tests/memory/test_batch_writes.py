@@ -479,6 +479,41 @@ def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
         assert [name for (name,) in sessions] == ["chat-1", "chat-2"]
 
 
+# A child that upgrades a file and is SIGKILLed once the entries are moved, before the commit;
+# a one-page cache makes SQLite write the moved pages to the WAL before then.
+KILLED_UPGRADE = """
+import os, signal, sys
+from agentscript.memory import sqlite_store
+moved = sqlite_store._entries_to_5
+def killed(connection):
+    connection.execute("PRAGMA cache_size=1")
+    moved(connection)
+    connection.execute("CREATE TABLE spilled AS SELECT * FROM memory_entries")
+    os.kill(os.getpid(), signal.SIGKILL)
+sqlite_store._entries_to_5 = killed
+sqlite_store.SqliteStore(sys.argv[1]).count(sqlite_store.EntryFilter(scopes=("global",)))
+"""
+
+
+def test_an_upgrade_killed_before_it_commits_leaves_the_old_file_usable(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    shutil.copy(FIXTURES / "schema4.db", path)
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_UPGRADE, str(path)],
+        capture_output=True,
+        timeout=PROCESS_TIMEOUT_SECONDS,
+        check=False,
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    assert Path(f"{path}-wal").stat().st_size > 0  # the killed upgrade had written pages
+    with sqlite3.connect(path) as connection:
+        stored = connection.execute("SELECT value FROM memory_meta WHERE name = 'schema'")
+        assert stored.fetchone() == ("4",)
+        columns = {row[1] for row in connection.execute("PRAGMA table_info(memory_entries)")}
+        assert "day" in columns and "bucket_day" not in columns
+    _assert_upgraded_whole(path, "schema4")
+
+
 def test_a_schema_1_file_is_upgraded_in_place(tmp_path: Path) -> None:
     """A file as schema 1 left it (a text index holding its own copy of the terms, no kept
     counts, no session links) is upgraded on first use and loses nothing."""

@@ -34,8 +34,17 @@ KIND_NAMES: dict[int, Kind] = {code: kind for kind, code in KIND_CODES.items()}
 @lru_cache(maxsize=4096)
 def stamp_text(milliseconds: int) -> str:
     """A stored time as the Entry holds it (`2026-05-03T09:15:00.000Z`)."""
+    return _text_of(milliseconds)
+
+
+def _text_of(milliseconds: int) -> str:
     moment = _EPOCH + timedelta(milliseconds=milliseconds)
     return moment.isoformat(timespec="milliseconds") + "Z"
+
+
+# The first and last moments a stored timestamp can name (years 1 to 9999).
+_FIRST = (datetime.min - _EPOCH) // _ONE_MS
+_LAST = (datetime.max - _EPOCH) // _ONE_MS
 
 
 @lru_cache(maxsize=4096)
@@ -55,8 +64,23 @@ def stamp_milliseconds(text: str, field: str = "timestamp") -> int:
 
 
 def bound_milliseconds(text: str) -> int:
-    """A `since`/`until` bound as a stored time: stored timestamps compare as the text did."""
-    return stamp_milliseconds(text, "since/until")
+    """A `since`/`until` bound, which filters compare as text with the stored timestamps
+    (`2026-05-01` is a bound too), as the first stored time whose text is not below it: a
+    timestamp is at or after `text` exactly when its time is at or after this one. Stored
+    timestamps all have the same length, so their text grows with their time and the first
+    one is found by bisection."""
+    try:
+        return stamp_milliseconds(text)
+    except MemoryServiceError:
+        pass
+    low, high = _FIRST, _LAST + 1
+    while low < high:
+        middle = (low + high) // 2
+        if _text_of(middle) >= text:
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 def _not_stored(field: str, text: object) -> MemoryServiceError:
