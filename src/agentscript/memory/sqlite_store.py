@@ -620,12 +620,13 @@ class _Transaction:
         at its first entry."""
         known = self._numbers.get((table, name))
         if known is None:
-            self._connection.execute(
-                f"INSERT INTO {table} (name) VALUES (?) ON CONFLICT (name) DO NOTHING", (name,)
-            )
             row = self._connection.execute(
                 f"SELECT id FROM {table} WHERE name = ?", (name,)
             ).fetchone()
+            if row is None:
+                row = self._connection.execute(
+                    f"INSERT INTO {table} (name) VALUES (?) RETURNING id", (name,)
+                ).fetchone()
             known = self._numbers[(table, name)] = int(row[0])
         return known
 

@@ -15,7 +15,7 @@ Entry's own and read back as exactly the same values.
 
 from __future__ import annotations
 
-import uuid
+import re
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
@@ -23,6 +23,9 @@ from agentscript.memory.entries import Kind
 from agentscript.memory.errors import INVALID_ARGUMENT, MemoryServiceError
 from agentscript.memory.timeline import Level, bucket_days, bucket_keys, bucket_level, bucket_of
 
+# A UUID as `str(uuid.UUID(...))` writes it; ids of any other form are kept as text.
+_UUID_TEXT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_UUID_LENGTH = 36
 _EPOCH = datetime(1970, 1, 1)
 _EPOCH_DAY = date(1970, 1, 1)
 _ONE_MS = timedelta(milliseconds=1)
@@ -93,15 +96,16 @@ def _not_stored(field: str, text: object) -> MemoryServiceError:
 
 def stored_id(identifier: str) -> bytes | str:
     """An id as stored: a UUID's 16 bytes, any other id as it is."""
-    try:
-        parsed = uuid.UUID(identifier)
-    except ValueError:
-        return identifier
-    return parsed.bytes if str(parsed) == identifier else identifier
+    if len(identifier) == _UUID_LENGTH and _UUID_TEXT.fullmatch(identifier):
+        return bytes.fromhex(identifier.replace("-", ""))
+    return identifier
 
 
 def id_text(stored: bytes | str) -> str:
-    return str(uuid.UUID(bytes=stored)) if isinstance(stored, bytes) else stored
+    if not isinstance(stored, bytes):
+        return stored
+    digits = stored.hex()
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 
 def id_text_sql(column: str) -> str:
@@ -114,6 +118,7 @@ def id_text_sql(column: str) -> str:
     return f"(CASE WHEN typeof({column}) = 'blob' THEN {parts} ELSE {column} END)"
 
 
+@lru_cache(maxsize=4096)
 def bucket_day(bucket: str, level: Level | None) -> int:
     """The stored form of an entry's bucket: the number of its first day. The bucket must be
     of the entry's level (a day for every entry but a summary)."""
