@@ -1,6 +1,7 @@
 """The default store: one SQLite file (`~/.agentscript/memory.db` unless told otherwise).
 
-Entries live in `memory_entries`; their analysed terms in the text index of
+Entries live in `memory_entries`, their values in the small forms of sqlite_values.py (times
+as integers, UUIDs as bytes, buckets as days); their analysed terms in the text index of
 sqlite_postings.py: postings per (term, scope) packed in blocks, ranked by BM25 exactly as
 FTS5's bm25() ranks them (which schema 2 used, and which the PostgreSQL store computes too), at
 a fraction of FTS5's cost per hit. The index holds no text: the entries do, and an entry is
