@@ -260,8 +260,13 @@ _ORDERS: dict[str, str] = {
     "event": _EVENT.format(p=""),
     "created": "created_at",
 }
+# Listings break ties by id text. UUIDs (the service's ids) order as bytes as they do as text;
+# once the file holds an id of another form (an import's), which orders apart from bytes in
+# SQLite, memory_meta says so and the text is computed (much slower over many ties).
+_TEXT_IDS = "text_ids"
 _ID_ORDER = id_text_sql("id")
-# What a search hit carries (see Match), `{score}` being the score expression; `_hit` reads it.
+# What a search hit carries (see Match), `{score}` being the score expression; `_rows_of` reads
+# it.
 _MATCH_COLUMNS = (
     f"e.id, {{score}} AS score, {_SESSION_NAME.format(column='e.session')}, "
     f"CASE WHEN e.kind IN ({_EPISODIC}, {_SUMMARY}) THEN {_EVENT.format(p='e.')} "
@@ -411,6 +416,12 @@ class SqliteStore:
                     f"the active-entry counts of {miscounted} scopes disagree with the entries "
                     "(SqliteStore.rebuild_index recounts them)"
                 )
+            unnamed = connection.execute(
+                "SELECT COUNT(*) FROM memory_entries WHERE session IS NOT NULL "
+                "AND session NOT IN (SELECT id FROM memory_sessions)"
+            ).fetchone()[0]
+            if unnamed:
+                problems.append(f"{unnamed} entries name a source session that is not stored")
         return problems
 
     # ---------------------------------------------------------------------------- writes
@@ -705,6 +716,8 @@ class _Transaction:
                 list(values.values()),
             )
         seq = cast(int, cursor.lastrowid)
+        if isinstance(values["id"], str):
+            _note_text_ids(self._connection)
         self._count(entry.scope, int(entry.active))
         if session is not None:
             if recent:
@@ -932,6 +945,10 @@ def _entries_to_5(connection: sqlite3.Connection) -> None:
         f"INSERT INTO memory_entries_5 ({', '.join([*same, *converted])}) "
         f"SELECT {', '.join([*same, *converted.values()])} FROM memory_entries ORDER BY seq"
     )
+    if connection.execute(
+        "SELECT 1 FROM memory_entries_5 WHERE typeof(id) = 'text' LIMIT 1"
+    ).fetchone():
+        _note_text_ids(connection)
     connection.execute("DROP TABLE memory_entries")
     connection.execute("ALTER TABLE memory_entries_5 RENAME TO memory_entries")
 
@@ -1431,6 +1448,17 @@ def _title_clause(norms: tuple[str, ...], keyed: bool | None, prefix: str) -> tu
     ]
 
 
+def _id_order(connection: sqlite3.Connection) -> str:
+    known = connection.execute("SELECT 1 FROM memory_meta WHERE name = ?", (_TEXT_IDS,))
+    return _ID_ORDER if known.fetchone() else "id"
+
+
+def _note_text_ids(connection: sqlite3.Connection) -> None:
+    connection.execute(
+        "INSERT OR IGNORE INTO memory_meta (name, value) VALUES (?, '1')", (_TEXT_IDS,)
+    )
+
+
 def _select(
     connection: sqlite3.Connection,
     where: EntryFilter,
@@ -1443,7 +1471,8 @@ def _select(
     direction = "DESC" if descending else "ASC"
     statement = (
         f"SELECT {_COLUMNS} FROM memory_entries WHERE {clause} "
-        f"ORDER BY {_ORDERS[order]} {direction}, {_ID_ORDER} {direction} LIMIT ? OFFSET ?"
+        f"ORDER BY {_ORDERS[order]} {direction}, {_id_order(connection)} {direction} "
+        "LIMIT ? OFFSET ?"
     )
     rows = connection.execute(statement, [*parameters, -1 if limit is None else limit, offset])
     return [_entry_of(row) for row in rows.fetchall()]
