@@ -26,7 +26,13 @@ from agentscript.memory.sqlite_values import (
     stamp_text,
     stored_id,
 )
-from agentscript.memory.timeline import LEVELS, bucket_keys, bucket_of, format_timestamp
+from agentscript.memory.timeline import (
+    LEVELS,
+    Level,
+    bucket_keys,
+    bucket_of,
+    format_timestamp,
+)
 
 moments = st.datetimes(
     min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)
@@ -95,11 +101,11 @@ def test_every_kind_has_a_code_that_reads_back() -> None:
 
 
 @given(st.dates(min_value=date(2, 1, 1), max_value=date(9998, 1, 1)), st.sampled_from(LEVELS))
-def test_a_bucket_is_its_first_day(day: date, level: str) -> None:
-    key = bucket_of(level, day)  # type: ignore[arg-type]
+def test_a_bucket_is_its_first_day(day: date, level: Level) -> None:
+    key = bucket_of(level, day)
     entry_level = None if level == "day" else level
-    first = bucket_day(key, entry_level)  # type: ignore[arg-type]
-    assert bucket_text(first, entry_level) == key  # type: ignore[arg-type]
+    first = bucket_day(key, entry_level)
+    assert bucket_text(first, entry_level) == key
     # The buckets holding its first day, and the range of first days each bucket holds.
     assert day_keys(first) == bucket_keys(date(1970, 1, 1) + timedelta(days=first))
     for parent in LEVELS:
