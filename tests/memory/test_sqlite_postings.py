@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentscript.memory import sqlite_postings
+from agentscript.memory import sqlite_postings, sqlite_ranking
 from agentscript.memory.store import INDEXED_FIELDS
 from postings_support import fts5_scores, indexed, scope_term
 
@@ -100,7 +100,7 @@ def test_scores_are_fts5_scores_float_for_float(
 
     # The file's own reader, kept from example to example: it must follow what the file gains.
     reader = READERS.setdefault(id(ours), sqlite_postings.PostingsReader())
-    assert sqlite_postings.scores(ours, terms, scopes, WEIGHTS, reader) == fts5_scores(
+    assert sqlite_ranking.scores(ours, terms, scopes, WEIGHTS, reader) == fts5_scores(
         fts5, terms, scopes, WEIGHTS
     )
     assert sqlite_postings.problems(ours, len(items) - len(gone)) == []
@@ -126,11 +126,11 @@ def test_the_tail_is_packed_into_blocks_and_blocks_are_merged(
     # At 28 the third block merged all three.
     assert layout() == ([28], 2)
     assert set(
-        sqlite_postings.scores(ours, ["clay"], ("/a",), WEIGHTS, sqlite_postings.PostingsReader())
+        sqlite_ranking.scores(ours, ["clay"], ("/a",), WEIGHTS, sqlite_postings.PostingsReader())
     ) == set(range(1, 31))
     assert (
         set(
-            sqlite_postings.scores(
+            sqlite_ranking.scores(
                 ours, ["clay"], ("/b",), WEIGHTS, sqlite_postings.PostingsReader()
             )
         )

@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentscript.memory import sqlite_postings
+from agentscript.memory import sqlite_postings, sqlite_ranking
 from agentscript.memory.sqlite_postings import IndexedEntry
 from agentscript.memory.store import INDEXED_FIELDS, FieldWeights
 
@@ -53,7 +53,7 @@ class Twins:
         weights: Sequence[float] = DEFAULT_WEIGHTS,
         reader: sqlite_postings.PostingsReader | None = None,
     ) -> dict[int, float]:
-        return sqlite_postings.scores(
+        return sqlite_ranking.scores(
             self.ours, terms, scopes, weights, reader or sqlite_postings.PostingsReader()
         )
 

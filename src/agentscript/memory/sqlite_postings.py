@@ -37,7 +37,6 @@ not decode is a DamagedIndex (a sqlite3.DatabaseError, so the store reports it a
 from __future__ import annotations
 
 import json
-import math
 import operator
 import sqlite3
 from array import array
@@ -47,7 +46,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import accumulate, groupby, islice, pairwise
 
-from agentscript.memory.store import BM25_B, BM25_K1, BM25_MIN_IDF, scope_hash
+from agentscript.memory.store import BM25_B, BM25_K1, scope_hash
 
 PACK_AT = 20_000
 BLOCK_BYTES = 8_192
@@ -244,63 +243,6 @@ def documents_holding(connection: sqlite3.Connection, terms: Sequence[str]) -> d
         ).fetchall()
     )
     return {term: int(found.get(term, 0)) for term in wanted}
-
-
-def scores(
-    connection: sqlite3.Connection,
-    terms: Sequence[str],
-    scopes: Sequence[str],
-    weights: Sequence[float],
-    reader: PostingsReader,
-) -> dict[int, float]:
-    """The BM25 score of every entry of `scopes` holding any of `terms` (by seq), as FTS5's
-    bm25() with these column weights computes it: the same operations in the same order, so
-    the same float, and so the same ranking as the PostgreSQL store. `reader` is the store's.
-    Everything is read in one snapshot of the file: another process committing meanwhile must
-    not pair one state's totals or shapes with another's postings (a posting naming a shape
-    the book has not read, a pack seen half, counts above the entries)."""
-    with read_snapshot(connection) as committed:
-        return _scores(connection, list(dict.fromkeys(terms)), scopes, weights, reader, committed)
-
-
-def _scores(
-    connection: sqlite3.Connection,
-    wanted: list[str],
-    scopes: Sequence[str],
-    weights: Sequence[float],
-    reader: PostingsReader,
-    committed: bool,
-) -> dict[int, float]:
-    total = totals(connection)
-    if not wanted or not total.documents:
-        return {}
-    holding = documents_holding(connection, wanted)
-    average = float(total.tokens) / float(total.documents)
-    parts = reader.shapes.parts(connection, weights, average, committed=committed)
-    keys = [scope_hash(scope) for scope in dict.fromkeys(scopes)]
-    summed: dict[int, float] = {}
-    for term in wanted:
-        hits = holding[term]
-        if not hits:
-            continue
-        idf = math.log((total.documents - hits + 0.5) / (hits + 0.5))
-        postings = reader.postings(connection, term, keys)
-        values = [(idf if idf > 0.0 else BM25_MIN_IDF) * part for part in parts]
-        try:
-            found = dict(
-                zip(postings.seqs, map(values.__getitem__, postings.shape_ids), strict=True)
-            )
-            found.update(
-                zip(postings.tail, map(values.__getitem__, postings.tail.values()), strict=True)
-            )
-        except IndexError as error:
-            raise _damaged(term) from error
-        # Terms are added in query order, as FTS5 adds its phrases' scores (maps, so C adds).
-        both = list(summed.keys() & found.keys())
-        sums = list(map(operator.add, map(summed.__getitem__, both), map(found.__getitem__, both)))
-        summed.update(found)
-        summed.update(zip(both, sums, strict=True))
-    return summed
 
 
 def problems(connection: sqlite3.Connection, entries: int) -> list[str]:

@@ -37,7 +37,7 @@ from itertools import compress
 from pathlib import Path
 from typing import Any, cast
 
-from agentscript.memory import sqlite_postings
+from agentscript.memory import sqlite_postings, sqlite_ranking
 from agentscript.memory.entries import Entry, require_storable, title_from_text
 from agentscript.memory.errors import STORE_FAILURE, MemoryServiceError
 from agentscript.memory.sqlite_values import (
@@ -59,7 +59,6 @@ from agentscript.memory.store import (
     LINKED_CONTEXT_TURNS,
     Dimension,
     EntryFilter,
-    FieldWeights,
     Match,
     Order,
     PendingTouches,
@@ -285,15 +284,6 @@ class SqliteStore:
         self._connection: sqlite3.Connection | None = None
         self._touches = PendingTouches()
         self._index = sqlite_postings.PostingsReader()
-        # The last search's scores: ((terms, scopes, file state), weights, scores by seq).
-        self._last_scores: (
-            tuple[
-                tuple[tuple[str, ...], tuple[str, ...], tuple[int, int]],
-                tuple[float, ...],
-                dict[int, float],
-            ]
-            | None
-        ) = None
 
     # ----------------------------------------------------------------------------- reads
 
@@ -324,46 +314,32 @@ class SqliteStore:
         terms = _searchable(query)
         if not terms or limit <= 0:
             return []
+        weights = query.weights.as_tuple()
+        wanted = limit
         with self._reading() as connection:
-            scored = self._scores(connection, terms, where.scopes, query.weights.as_tuple())
-            best = _best(connection, scored, where, limit)
-        return [_match(row, scored[int(row[1])], self._touches) for row in best]
+            while True:
+                found = sqlite_ranking.best(
+                    connection, terms, where.scopes, weights, self._index, wanted=wanted
+                )
+                best = _best(connection, found.scores, where, limit)
+                # The filter may turn some of the best away: then look further down.
+                if len(best) >= limit or found.every:
+                    break
+                wanted *= 4
+        return [_match(row, found.scores[int(row[1])], self._touches) for row in best]
 
     def count_matches(self, query: TextQuery, where: EntryFilter) -> int:
         terms = _searchable(query)
         if not terms:
             return 0
         with self._reading() as connection:
-            # Which entries match does not depend on the weights: a search's scores serve.
-            scored = self._scores(connection, terms, where.scopes, None)
-            return _count_among(connection, scored, where)
+            seqs = sqlite_ranking.matched(connection, terms, where.scopes, self._index)
+            return _count_among(connection, seqs, where)
 
     def term_documents(self, terms: Sequence[str]) -> TermStatistics:
         with self._reading() as connection, sqlite_postings.read_snapshot(connection):
             holding = sqlite_postings.documents_holding(connection, terms)
             return TermStatistics(sqlite_postings.totals(connection).documents, holding)
-
-    def _scores(
-        self,
-        connection: sqlite3.Connection,
-        terms: list[str],
-        scopes: tuple[str, ...],
-        weights: tuple[float, ...] | None,
-    ) -> dict[int, float]:
-        """sqlite_postings.scores, remembered for the next call while the file is unchanged:
-        a recall asks for the best entries, then how many matched, over the same terms."""
-        state = (connection.total_changes, _data_version(connection))
-        last = self._last_scores
-        if (
-            last is not None
-            and last[0] == (tuple(terms), scopes, state)
-            and (weights is None or weights == last[1])
-        ):
-            return last[2]
-        used = weights if weights is not None else FieldWeights().as_tuple()
-        scored = sqlite_postings.scores(connection, terms, scopes, used, self._index)
-        self._last_scores = ((tuple(terms), scopes, state), used, scored)
-        return scored
 
     def scopes(self) -> list[ScopeCount]:
         with self._reading() as connection:
@@ -1063,11 +1039,6 @@ def _searchable(query: TextQuery) -> list[str]:
     return list(dict.fromkeys(term for term in query.terms if term.isalnum()))
 
 
-def _data_version(connection: sqlite3.Connection) -> int:
-    """Changes whenever another connection commits to the file."""
-    return int(connection.execute("PRAGMA data_version").fetchone()[0])
-
-
 def _best(
     connection: sqlite3.Connection, scored: dict[int, float], where: EntryFilter, limit: int
 ) -> list[Sequence[Any]]:
@@ -1109,10 +1080,8 @@ def _rows_of(
     ]
 
 
-def _count_among(
-    connection: sqlite3.Connection, scored: dict[int, float], where: EntryFilter
-) -> int:
-    """How many of the entries `scored` holds pass `where`. They are all in the filter's
+def _count_among(connection: sqlite3.Connection, scored: set[int], where: EntryFilter) -> int:
+    """How many of the entries `scored` pass `where`. They are all in the filter's
     scopes already, so a filter on nothing but the archived flag needs only the scopes'
     archived entries, few as a rule; any other filter checks every match."""
     if not scored:
