@@ -260,8 +260,9 @@ _ORDERS: dict[str, str] = {
     "created": "created_at",
 }
 # Listings break ties by id text. UUIDs (the service's ids) order as bytes as they do as text;
-# once the file holds an id of another form (an import's), which orders apart from bytes in
-# SQLite, memory_meta says so and the text is computed (much slower over many ties).
+# once the file holds an id of another form (an import's), kept as text, which SQLite orders
+# before every blob, memory_meta says so and the text of each id is computed (ten times slower
+# over many ties).
 _TEXT_IDS = "text_ids"
 _ID_ORDER = id_text_sql("id")
 # What a search hit carries (see Match), `{score}` being the score expression; `_rows_of` reads
@@ -560,9 +561,10 @@ class SqliteStore:
     def scrub(self) -> None:
         """Leave no trace of deleted text in the files. The names of sessions no entry refers to
         any more go (a delete leaves them, as finding out would scan the entries). Freed pages
-        are zeroed (secure_delete), but a page split leaves stale copies of cells in the unused part of pages it keeps, and
-        the WAL holds pages as they were: rewrite the file (VACUUM), then copy the WAL into it
-        and empty it. Costs a pass over the file: for purges, not for every write."""
+        are zeroed (secure_delete), but a page split leaves stale copies of cells in the unused
+        part of pages it keeps, and the WAL holds pages as they were: rewrite the file
+        (VACUUM), then copy the WAL into it and empty it. Costs a pass over the file: for
+        purges, not for every write."""
         with self._lock, self._errors():
             connection = self._open()
             with write_transaction(connection):
@@ -1409,12 +1411,10 @@ def _title_clause(norms: tuple[str, ...], keyed: bool | None, prefix: str) -> tu
         return "0", []
     titles = f"{_TITLE_NORM}({prefix}title, {prefix}body) IN ({_marks(norms)})"
     hashes = f"{prefix}title_hash IN ({_marks(norms)})"
+    parameters = [*map(title_hash, norms), *norms]
     if keyed is False:
-        return f"{hashes} AND {titles}", [*map(title_hash, norms), *norms]
-    return f"({hashes} OR {prefix}key IS NOT NULL) AND {titles}", [
-        *map(title_hash, norms),
-        *norms,
-    ]
+        return f"{hashes} AND {titles}", parameters
+    return f"({hashes} OR {prefix}key IS NOT NULL) AND {titles}", parameters
 
 
 def _id_order(connection: sqlite3.Connection) -> str:
