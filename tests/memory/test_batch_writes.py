@@ -429,6 +429,13 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "memory"
 FIXTURE_SCOPE = "/fixture/workspace"
 
 
+# What the fixtures hold beyond what the body and the session give: explicit titles, sources.
+STORED_TITLES = {"Release notes", "deploys go through make release"}
+STORED_SOURCES = [{"session": "chat-1", "run": "r-7", "reason": "turn"}]
+SCHEMA_4_TITLES = {"Week of code reviews"}
+SCHEMA_4_SOURCES = [{"reason": "compaction"}]
+
+
 @pytest.mark.parametrize("schema", ["schema2", "schema3", "schema4"])
 def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
     tmp_path: Path, schema: str
@@ -436,9 +443,11 @@ def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
     """tests/fixtures/memory/schema2.db was written by the code of schema 2 (commit 57c2ffd),
     schema3.db by that of schema 3 (the postings index), each by the same calls: merged,
     superseded, titled, forgotten entries, session turns with and without context, two
-    scopes; schema4.db by that of schema 4 (commit d312c0e): schema3.db upgraded, its tail
-    packed into blocks, then three more entries written (in the tail). The .json beside each
-    holds its entries as that code exported them and what its recalls found."""
+    scopes; the .json beside each holds its entries as that code exported them and what its
+    recalls found. schema4.db was written by the store of schema 4 (commit d312c0e): the
+    entries of schema3.json inserted in order through its transaction, then two more of the
+    global scope (a week summary with sources, tags and later update and access times; an
+    entry whose local-day bucket is not its UTC day), a cached vector, and the recalls."""
     path = tmp_path / "memory.db"
     shutil.copy(FIXTURES / f"{schema}.db", path)
     _assert_upgraded_whole(path, schema)
@@ -450,19 +459,79 @@ def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
         # Only what the body and the session do not give is stored: the explicit title, the
         # one the merge after the upgrade gave (not its new body's first line), one source.
         titles = connection.execute("SELECT title FROM memory_entries WHERE title IS NOT NULL")
-        assert {title for (title,) in titles} == {
-            "Release notes",
-            "deploys go through make release",
-        }
+        extra_titles = SCHEMA_4_TITLES if schema == "schema4" else set()
+        assert {title for (title,) in titles} == STORED_TITLES | extra_titles
         assert connection.execute("PRAGMA freelist_count").fetchone() == (0,)  # vacuumed
         sources = connection.execute("SELECT source FROM memory_entries WHERE source IS NOT NULL")
-        assert [json.loads(source) for (source,) in sources] == [
-            {"session": "chat-1", "run": "r-7", "reason": "turn"}
-        ]
+        extra_sources = SCHEMA_4_SOURCES if schema == "schema4" else []
+        assert [json.loads(source) for (source,) in sources] == STORED_SOURCES + extra_sources
         stored = connection.execute("SELECT value FROM memory_meta WHERE name = 'schema'")
         assert stored.fetchone() == ("5",)
+        # Schema 5's forms: UUIDs as 16 bytes, times as integers (a time equal to the one it
+        # defaults to not stored), a bucket as its first day, session names numbered.
+        assert not {"bucket", "day", "week", "month", "year"} & columns
+        forms = connection.execute(
+            "SELECT DISTINCT typeof(id), typeof(kind), typeof(created_at), typeof(bucket_day) "
+            "FROM memory_entries"
+        )
+        assert forms.fetchall() == [("blob", "integer", "integer", "integer")]
+        sessions = connection.execute("SELECT name FROM memory_sessions ORDER BY id")
+        assert [name for (name,) in sessions] == ["chat-1", "chat-2"]
+        # Schema 5's text index: a tail row per entry.
         tail = {row[1] for row in connection.execute("PRAGMA table_info(memory_postings_tail)")}
         assert tail == {"seq", "scope_key", "terms", "shapes"}
+
+
+def test_a_schema_4_index_with_blocks_and_a_tail_is_rebuilt_in_schema_5(tmp_path: Path) -> None:
+    """tests/fixtures/memory/schema4_packed.db was written by the code of schema 4 (commit
+    d312c0e): schema3.db upgraded, its tail packed into blocks, then three more entries of the
+    global scope (in the tail, one row per term); schema4_packed.json holds its export and
+    what its recalls found. The upgrade rebuilds the index in schema 5's layout."""
+    path = tmp_path / "memory.db"
+    shutil.copy(FIXTURES / "schema4_packed.db", path)
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("SELECT COUNT(*) FROM memory_postings").fetchone()[0] > 0
+        assert connection.execute("SELECT COUNT(*) FROM memory_postings_tail").fetchone()[0] > 0
+    _assert_upgraded_whole(path, "schema4_packed")
+    with sqlite3.connect(path) as connection:
+        counted = connection.execute("SELECT COUNT(*) FROM memory_entries").fetchone()[0]
+        rows = connection.execute("SELECT COUNT(*) FROM memory_postings_tail").fetchone()[0]
+        assert 0 < rows <= counted  # one row per entry (each has terms), none per term
+
+
+# A child that upgrades a file and is SIGKILLed once the entries are moved, before the commit;
+# a one-page cache makes SQLite write the moved pages to the WAL before then.
+KILLED_UPGRADE = """
+import os, signal, sys
+from agentscript.memory import sqlite_store
+moved = sqlite_store._entries_to_5
+def killed(connection):
+    connection.execute("PRAGMA cache_size=1")
+    moved(connection)
+    connection.execute("CREATE TABLE spilled AS SELECT * FROM memory_entries")
+    os.kill(os.getpid(), signal.SIGKILL)
+sqlite_store._entries_to_5 = killed
+sqlite_store.SqliteStore(sys.argv[1]).count(sqlite_store.EntryFilter(scopes=("global",)))
+"""
+
+
+def test_an_upgrade_killed_before_it_commits_leaves_the_old_file_usable(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    shutil.copy(FIXTURES / "schema4.db", path)
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_UPGRADE, str(path)],
+        capture_output=True,
+        timeout=PROCESS_TIMEOUT_SECONDS,
+        check=False,
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    assert Path(f"{path}-wal").stat().st_size > 0  # the killed upgrade had written pages
+    with sqlite3.connect(path) as connection:
+        stored = connection.execute("SELECT value FROM memory_meta WHERE name = 'schema'")
+        assert stored.fetchone() == ("4",)
+        columns = {row[1] for row in connection.execute("PRAGMA table_info(memory_entries)")}
+        assert "day" in columns and "bucket_day" not in columns
+    _assert_upgraded_whole(path, "schema4")
 
 
 def test_a_schema_1_file_is_upgraded_in_place(tmp_path: Path) -> None:

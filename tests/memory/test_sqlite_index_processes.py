@@ -211,7 +211,7 @@ def test_writers_killed_at_any_moment_leave_a_sound_index(
         time.sleep(seconds)
         writer.kill()
         out, _ = writer.communicate(timeout=PROCESS_TIMEOUT_SECONDS)
-        written += acknowledged(out)
+        written += acknowledged(out[: out.rfind("\n") + 1])  # a line cut by the kill is none
     assert written, "no writer acknowledged anything before it was killed"
     memory = open_memory()
     store = store_of(memory)

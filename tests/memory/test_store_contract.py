@@ -17,6 +17,7 @@ from agentscript.memory import (
     FixedClock,
     MemoryService,
     MemoryServiceError,
+    Source,
     SqliteStore,
     StoreConflict,
     sqlite_postings,
@@ -372,3 +373,41 @@ def test_summaries_cannot_be_remembered_or_updated(
         memory.update(summary["id"], text="edited")
     with pytest.raises(MemoryServiceError):
         memory.remember("fake summary", kind="summary")
+
+
+def test_ties_in_a_listing_go_by_id_text_whatever_form_the_ids_have(store: MemoryStore) -> None:
+    """The SQLite store keeps a UUID as bytes and any other id as text; a listing of equal
+    times still orders them all by their text, as PostgreSQL does."""
+    uuids = [str(uuid.uuid4()) for _ in range(6)]
+    with store.transaction() as tx:
+        for identifier in uuids:
+            tx.insert(entry(id=identifier, title=identifier))
+    assert [e.id for e in store.select(EntryFilter(scopes=("/w",)))] == sorted(uuids)[::-1]
+    others = ["0-imported", "9", "b-imported", "zz", "Upper"]
+    with store.transaction() as tx:
+        for identifier in others:
+            tx.insert(entry(id=identifier, title=identifier))
+    everything = sorted(uuids + others)
+    listed = store.select(EntryFilter(scopes=("/w",)), order="event", descending=False)
+    assert [e.id for e in listed] == everything
+    assert [e.id for e in store.select(EntryFilter(scopes=("/w",)))] == everything[::-1]
+
+
+def test_a_deleted_turn_s_session_name_goes_with_scrub_and_a_lost_one_is_reported(
+    sqlite_store: SqliteStore,
+) -> None:
+    """Session names are stored once for all their turns: scrub drops those no entry names
+    any more, so a purge leaves none behind; verify reports an entry whose name is lost."""
+    kept = entry(kind="episodic", source=Source(session="kept-session"))
+    gone = entry(kind="episodic", source=Source(session="secret-session-name"))
+    with sqlite_store.transaction() as tx:
+        tx.insert(kept)
+        tx.insert(gone)
+    with sqlite_store.transaction() as tx:
+        tx.delete("/w", (gone.id,))
+    sqlite_store.scrub()
+    sqlite_store.close()
+    assert b"secret-session-name" not in sqlite_store.path.read_bytes()
+    with sqlite3.connect(sqlite_store.path) as connection:
+        connection.execute("DELETE FROM memory_sessions")
+    assert sqlite_store.verify() == ["1 entries name a source session that is not stored"]

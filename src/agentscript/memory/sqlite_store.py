@@ -1,6 +1,7 @@
 """The default store: one SQLite file (`~/.agentscript/memory.db` unless told otherwise).
 
-Entries live in `memory_entries`; their analysed terms in the text index of
+Entries live in `memory_entries`, their values in the small forms of sqlite_values.py (times
+as integers, UUIDs as bytes, buckets as days); their analysed terms in the text index of
 sqlite_postings.py: postings per (term, scope) packed in blocks, ranked by BM25 exactly as
 FTS5's bm25() ranks them (which schema 2 used, and which the PostgreSQL store computes too), at
 a fraction of FTS5's cost per hit. The index holds no text: the entries do, and an entry is
@@ -37,8 +38,22 @@ from pathlib import Path
 from typing import Any, cast
 
 from agentscript.memory import sqlite_postings, sqlite_ranking
-from agentscript.memory.entries import Entry, title_from_text
+from agentscript.memory.entries import Entry, require_storable, title_from_text
 from agentscript.memory.errors import STORE_FAILURE, MemoryServiceError
+from agentscript.memory.sqlite_values import (
+    KIND_CODES,
+    KIND_NAMES,
+    bound_milliseconds,
+    bucket_day,
+    bucket_range,
+    bucket_text,
+    day_keys,
+    id_text,
+    id_text_sql,
+    stamp_milliseconds,
+    stamp_text,
+    stored_id,
+)
 from agentscript.memory.store import (
     ENTRY_COLUMNS,
     LINKED_CONTEXT_TURNS,
@@ -53,7 +68,6 @@ from agentscript.memory.store import (
     TextQuery,
     bodies_before,
     entry_from_row,
-    entry_row,
     indexed_text,
     json_list,
     linked_context,
@@ -62,19 +76,21 @@ from agentscript.memory.store import (
     postings,
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer, normalise_title
+from agentscript.memory.timeline import Level
 from agentscript.providers.storage.sqlite_files import connect, write_transaction
 
 SCHEMA_VERSION = "5"
 # Schema 1 had a text index that stored its own copy of the terms and none of the tables kept
 # as entries are written; schema 2 a contentless FTS5 index; schema 3 (the postings of
 # sqlite_postings.py) stored every title (even one taken from the body) and its normalised
-# form, indexed that text, and repeated each scope's name in every index; schemas 3 and 4 kept
-# the postings' tail as one row per term and entry, and counted every term's entries as they
-# were written. All are migrated in place on first use (the text index is rebuilt from the
-# entries).
+# form, indexed that text, and repeated each scope's name in every index; schema 4 stored
+# times, ids, kinds and session names as text, and each entry's bucket keys at every level.
+# Schemas 3 and 4 kept the postings' tail as one row per term and entry and counted every
+# term's entries as they were written. All are migrated in place on first use (the text index
+# is rebuilt from the entries).
 _MIGRATED_VERSIONS = ("1", "2", "3", "4")
+_BEFORE_4 = ("1", "2", "3")
 _FTS5_VERSIONS = ("1", "2")
-_ENTRIES_BEFORE_4 = ("1", "2", "3")
 _POSTINGS_BEFORE_5 = ("3", "4")
 
 # What the entries table holds beyond an entry's fields, to keep the file small: `title` is
@@ -86,22 +102,41 @@ _POSTINGS_BEFORE_5 = ("3", "4")
 # version whose upgrade stores the old titles first.
 _TITLE_HASH = "memory_title_hash"
 _TITLE_NORM = "memory_title_norm"
-# The entries table names each scope by a number (`memory_scopes`): a workspace id is a path,
-# which every index of the table would otherwise repeat for every entry.
+# The entries table names each scope and each source session by a number (`memory_scopes`,
+# `memory_sessions`): a workspace id is a path, which every index of the table would otherwise
+# repeat for every entry, and a session's name is repeated by each of its turns. The other
+# values take the smaller forms of sqlite_values.py, and what a row can give is not stored:
+# `updated_at` is NULL when it is `created_at`, `accessed_at` when it is the update time,
+# `event_time` when it is `created_at`, `tags` and `archive_ref` when empty, `title_hash`
+# for a keyed entry (which never merges by title).
 _SCOPE_ID = "(SELECT id FROM memory_scopes WHERE name = ?)"
 _SCOPE_NAME = "(SELECT name FROM memory_scopes WHERE id = {column})"
+_SESSION_NAME = "(SELECT name FROM memory_sessions WHERE id = {column})"
+_UPDATED = "COALESCE({p}updated_at, {p}created_at)"
+_ACCESSED = "COALESCE({p}accessed_at, {p}updated_at, {p}created_at)"
+_EVENT = "COALESCE({p}event_time, {p}created_at)"
+_EPISODIC = KIND_CODES["episodic"]
+_SUMMARY = KIND_CODES["summary"]
+# What a row of the table is read as (`_entry_of`), in the order of ENTRY_COLUMNS but for the
+# bucket, which is its first day and the level.
 _COLUMNS = ", ".join(
     {
         "scope": _SCOPE_NAME.format(column="scope"),
-        "source": "COALESCE(source, json_object('session', session))",
+        "updated_at": _UPDATED.format(p=""),
+        "accessed_at": _ACCESSED.format(p=""),
+        "event_time": _EVENT.format(p=""),
+        "bucket": "bucket_day",
+        "source": "COALESCE(source, json_object('session', "
+        f"{_SESSION_NAME.format(column='session')}))",
     }.get(name, name)
     for name in ENTRY_COLUMNS
 )
-_TITLE_COLUMN = ENTRY_COLUMNS.index("title")
-_BODY_COLUMN = ENTRY_COLUMNS.index("body")
+_COLUMN = {name: index for index, name in enumerate(ENTRY_COLUMNS)}
 # Entries indexed per call while the index is rebuilt (bounds what one call holds in memory).
 _REBUILD_BATCH = 1_000
-_ENTRIES_TABLE = """CREATE TABLE IF NOT EXISTS {name} (
+# The entries table of schema 4, which the upgrades from older schemas copy the entries into
+# before `_entries_to_5` moves them on.
+_ENTRIES_TABLE_4 = """CREATE TABLE IF NOT EXISTS {name} (
         seq INTEGER PRIMARY KEY,
         id TEXT NOT NULL UNIQUE,
         scope INTEGER NOT NULL,
@@ -132,26 +167,61 @@ _ENTRIES_TABLE = """CREATE TABLE IF NOT EXISTS {name} (
         previous_seq INTEGER,
         next_seq INTEGER
     )"""
+_ENTRIES_TABLE = """CREATE TABLE IF NOT EXISTS {name} (
+        seq INTEGER PRIMARY KEY,
+        id BLOB NOT NULL UNIQUE,
+        scope INTEGER NOT NULL,
+        kind INTEGER NOT NULL,
+        key TEXT,
+        title TEXT,
+        title_hash INTEGER,
+        body TEXT NOT NULL,
+        context TEXT NOT NULL,
+        tags TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER,
+        accessed_at INTEGER,
+        event_time INTEGER,
+        level TEXT,
+        bucket_day INTEGER NOT NULL,
+        archived INTEGER NOT NULL,
+        archive_reason TEXT,
+        source TEXT,
+        archive_ref TEXT,
+        reinforce_count INTEGER NOT NULL,
+        superseded_by TEXT,
+        session INTEGER,
+        previous_seq INTEGER,
+        next_seq INTEGER
+    )"""
 _SCOPES_TABLE = """CREATE TABLE IF NOT EXISTS memory_scopes (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE
+    )"""
+_SESSIONS_TABLE = """CREATE TABLE IF NOT EXISTS memory_sessions (
         id INTEGER PRIMARY KEY,
         name TEXT NOT NULL UNIQUE
     )"""
 _SCHEMA = (
     _SCOPES_TABLE,
+    _SESSIONS_TABLE,
     _ENTRIES_TABLE.format(name="memory_entries"),
     # Every version of a key (history), and at most one active one: an archived version's
     # third column is its own seq, an active one's is 0.
     "CREATE UNIQUE INDEX IF NOT EXISTS memory_entries_key ON memory_entries "
     "(scope, key, CASE WHEN archived = 0 THEN 0 ELSE seq END) WHERE key IS NOT NULL",
     "CREATE UNIQUE INDEX IF NOT EXISTS memory_entries_active_summary "
-    "ON memory_entries (scope, level, bucket) WHERE kind = 'summary' AND archived = 0",
+    f"ON memory_entries (scope, level, bucket_day) WHERE kind = {_SUMMARY} AND archived = 0",
     # Merge candidates (service.py): unkeyed entries, by kind and title.
     "CREATE INDEX IF NOT EXISTS memory_entries_title ON memory_entries "
     "(scope, kind, title_hash) WHERE key IS NULL",
+    # The orderings (browse, digest, history), time windows, and a bucket's entries at any
+    # level (a range of first days): timeline, compaction, stats.
     "CREATE INDEX IF NOT EXISTS memory_entries_updated "
-    "ON memory_entries (scope, archived, updated_at)",
-    "CREATE INDEX IF NOT EXISTS memory_entries_event ON memory_entries (scope, event_time)",
-    "CREATE INDEX IF NOT EXISTS memory_entries_day ON memory_entries (scope, kind, day)",
+    f"ON memory_entries (scope, archived, {_UPDATED.format(p='')})",
+    "CREATE INDEX IF NOT EXISTS memory_entries_event "
+    f"ON memory_entries (scope, {_EVENT.format(p='')})",
+    "CREATE INDEX IF NOT EXISTS memory_entries_bucket ON memory_entries (scope, kind, bucket_day)",
     *sqlite_postings.SCHEMA,
     """CREATE TABLE IF NOT EXISTS memory_scope_counts (
         scope TEXT PRIMARY KEY,
@@ -173,22 +243,36 @@ _SCHEMA = (
         PRIMARY KEY (seq, model)
     )""",
 )
+# What `tally` groups by for each dimension, and how a group's value reads (a bucket level's
+# groups are first days, merged into that level's buckets).
 _DIMENSIONS: dict[str, str] = {
     "scope": _SCOPE_NAME.format(column="scope"),
     "kind": "kind",
     "level": "level",
     "archived": "CAST(archived AS TEXT)",
     "title_norm": f"{_TITLE_NORM}(title, body)",
-    "day": "day",
-    "week": "week",
-    "month": "month",
-    "year": "year",
+    "day": "bucket_day",
+    "week": "bucket_day",
+    "month": "bucket_day",
+    "year": "bucket_day",
 }
-_ORDERS: dict[str, str] = {"updated": "updated_at", "event": "event_time", "created": "created_at"}
-# What a search hit carries (see Match), `{score}` being the score expression.
+_ORDERS: dict[str, str] = {
+    "updated": _UPDATED.format(p=""),
+    "event": _EVENT.format(p=""),
+    "created": "created_at",
+}
+# Listings break ties by id text. UUIDs (the service's ids) order as bytes as they do as text;
+# once the file holds an id of another form (an import's), kept as text, which SQLite orders
+# before every blob, memory_meta says so and the text of each id is computed (ten times slower
+# over many ties).
+_TEXT_IDS = "text_ids"
+_ID_ORDER = id_text_sql("id")
+# What a search hit carries (see Match), `{score}` being the score expression; `_rows_of` reads
+# it.
 _MATCH_COLUMNS = (
-    "e.id, {score} AS score, e.session, CASE WHEN e.kind IN ('episodic', 'summary') "
-    "THEN e.event_time ELSE e.updated_at END, e.bucket, e.accessed_at"
+    f"e.id, {{score}} AS score, {_SESSION_NAME.format(column='e.session')}, "
+    f"CASE WHEN e.kind IN ({_EPISODIC}, {_SUMMARY}) THEN {_EVENT.format(p='e.')} "
+    f"ELSE {_UPDATED.format(p='e.')} END, e.level, e.bucket_day, {_ACCESSED.format(p='e.')}"
 )
 
 
@@ -311,6 +395,12 @@ class SqliteStore:
                     f"the active-entry counts of {miscounted} scopes disagree with the entries "
                     "(SqliteStore.rebuild_index recounts them)"
                 )
+            unnamed = connection.execute(
+                "SELECT COUNT(*) FROM memory_entries WHERE session IS NOT NULL "
+                "AND session NOT IN (SELECT id FROM memory_sessions)"
+            ).fetchone()[0]
+            if unnamed:
+                problems.append(f"{unnamed} entries name a source session that is not stored")
         return problems
 
     # ---------------------------------------------------------------------------- writes
@@ -357,9 +447,11 @@ class SqliteStore:
                 "JOIN memory_entries AS e ON e.seq = v.seq "
                 f"WHERE v.model = ? AND e.scope IN {_scope_ids(scopes)} "
                 f"AND e.id IN ({_marks(list(digests))})",
-                [model, *scopes, *digests],
+                [model, *scopes, *map(stored_id, digests)],
             ).fetchall()
-        return matching_vectors(rows, digests)
+        return matching_vectors(
+            [(id_text(identifier), digest, vector) for identifier, digest, vector in rows], digests
+        )
 
     def save_vectors(
         self,
@@ -376,7 +468,7 @@ class SqliteStore:
                 "SELECT seq, ?, ?, ? FROM memory_entries WHERE id = ? "
                 f"AND scope IN {_scope_ids(scopes)}",
                 [
-                    [model, digest, pack_vector(vector), identifier, *scopes]
+                    [model, digest, pack_vector(vector), stored_id(identifier), *scopes]
                     for identifier, (digest, vector) in vectors.items()
                 ],
             )
@@ -423,8 +515,10 @@ class SqliteStore:
                         _leave_version_1(connection)
                     if version in _FTS5_VERSIONS:
                         _leave_fts5(connection)
-                    if version in _ENTRIES_BEFORE_4:
+                    if version in _BEFORE_4:
                         _leave_version_3(connection)
+                    if version in _MIGRATED_VERSIONS:
+                        _entries_to_5(connection)
                     for statement in _SCHEMA:
                         connection.execute(statement)
                     if version == "1":
@@ -462,12 +556,16 @@ class SqliteStore:
                 _rebuild(connection, self.analyzer)
 
     def scrub(self) -> None:
-        """Leave no trace of deleted text in the files. Freed pages are zeroed (secure_delete),
-        but a page split leaves stale copies of cells in the unused part of pages it keeps, and
-        the WAL holds pages as they were: rewrite the file (VACUUM), then copy the WAL into it
-        and empty it. Costs a pass over the file: for purges, not for every write."""
+        """Leave no trace of deleted text in the files. The names of sessions no entry refers to
+        any more go (a delete leaves them, as finding out would scan the entries). Freed pages
+        are zeroed (secure_delete), but a page split leaves stale copies of cells in the unused
+        part of pages it keeps, and the WAL holds pages as they were: rewrite the file
+        (VACUUM), then copy the WAL into it and empty it. Costs a pass over the file: for
+        purges, not for every write."""
         with self._lock, self._errors():
             connection = self._open()
+            with write_transaction(connection):
+                _forget_unused_sessions(connection)
             connection.execute("VACUUM")
             connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
@@ -501,22 +599,31 @@ class _Transaction:
         self._tails: dict[tuple[str, str], int] = {}
         # scope → how many more active entries it holds than memory_scope_counts says.
         self._counted: dict[str, int] = {}
-        self._scope_ids: dict[str, int] = {}
+        # (table, name) → the number the table gives the name.
+        self._numbers: dict[tuple[str, str], int] = {}
 
-    def _scope_id(self, scope: str) -> int:
-        """The number of a scope in the entries table, given to it at its first entry."""
-        known = self._scope_ids.get(scope)
+    def _number(self, table: str, name: str) -> int:
+        """The number of a scope or session name (`table`) in the entries table, given to it
+        at its first entry."""
+        known = self._numbers.get((table, name))
         if known is None:
-            row = (
-                self._connection.execute(
-                    "SELECT id FROM memory_scopes WHERE name = ?", (scope,)
+            row = self._connection.execute(
+                f"SELECT id FROM {table} WHERE name = ?", (name,)
+            ).fetchone()
+            if row is None:
+                row = self._connection.execute(
+                    f"INSERT INTO {table} (name) VALUES (?) RETURNING id", (name,)
                 ).fetchone()
-                or self._connection.execute(
-                    "INSERT INTO memory_scopes (name) VALUES (?) RETURNING id", (scope,)
-                ).fetchone()
-            )
-            known = self._scope_ids[scope] = int(row[0])
+            known = self._numbers[(table, name)] = int(row[0])
         return known
+
+    def _values(self, entry: Entry) -> dict[str, Any]:
+        session = entry.source.session
+        return _row(
+            entry,
+            self._number("memory_scopes", entry.scope),
+            None if session is None else self._number("memory_sessions", session),
+        )
 
     def flush(self) -> None:
         """Index the entries inserted since the last flush."""
@@ -569,7 +676,7 @@ class _Transaction:
         self._counted[scope] = self._counted.get(scope, 0) + change
 
     def insert(self, entry: Entry) -> None:
-        values = _row(entry, self._scope_id(entry.scope))
+        values = self._values(entry)
         # An archived entry (the old version an update keeps) is no turn of its session: it
         # joins no chain, so its text is never a later turn's linked context.
         linked = entry.kind == "episodic" and not entry.archived
@@ -584,6 +691,8 @@ class _Transaction:
                 list(values.values()),
             )
         seq = cast(int, cursor.lastrowid)
+        if isinstance(values["id"], str):
+            _note_text_ids(self._connection)
         self._count(entry.scope, int(entry.active))
         if session is not None:
             if recent:
@@ -625,12 +734,12 @@ class _Transaction:
         self.flush()
         found = self._connection.execute(
             f"SELECT seq, {_COLUMNS} FROM memory_entries WHERE id = ? AND +scope = {_SCOPE_ID}",
-            (entry.id, entry.scope),
+            (stored_id(entry.id), entry.scope),
         ).fetchone()
         if found is None:
             raise StoreConflict(f"entry {entry.id} does not exist in scope {entry.scope}")
         seq, previous = int(found[0]), _entry_of(found[1:])
-        values = _row(entry, self._scope_id(entry.scope))
+        values = self._values(entry)
         for recent in self._recent.values():
             recent[:] = [(known, entry.body if known == seq else body) for known, body in recent]
         with _conflicts(entry):
@@ -669,7 +778,7 @@ class _Transaction:
         doomed = self._connection.execute(
             f"SELECT seq, {_COLUMNS} FROM memory_entries WHERE +scope = {_SCOPE_ID} "
             f"AND id IN ({_marks(ids)})",
-            [scope, *ids],
+            [scope, *map(stored_id, ids)],
         ).fetchall()
         for row in doomed:
             seq, entry = int(row[0]), _entry_of(row[1:])
@@ -724,16 +833,16 @@ def _leave_fts5(connection: sqlite3.Connection) -> None:
 
 
 def _leave_version_3(connection: sqlite3.Connection) -> None:
-    """The move from schema 3 (or 1 and 2, once the steps before ran): the entries are copied
-    into the leaner table (numbered scopes, see `_TITLE_HASH`) under the same seqs, which the
-    text index, the vectors and the session links refer to; the new indexes are made by the
-    schema."""
+    """The move from schema 3 (or 1 and 2, once the steps before ran) to 4: the entries are
+    copied into the leaner table (numbered scopes, see `_TITLE_HASH`) under the same seqs,
+    which the text index, the vectors and the session links refer to; `_entries_to_5` moves
+    them on."""
     connection.create_function("memory_derived_title", 1, _derived_title, deterministic=True)
     connection.execute(_SCOPES_TABLE)
     connection.execute(
         "INSERT INTO memory_scopes (name) SELECT DISTINCT scope FROM memory_entries ORDER BY scope"
     )
-    connection.execute(_ENTRIES_TABLE.format(name="memory_entries_4"))
+    connection.execute(_ENTRIES_TABLE_4.format(name="memory_entries_4"))
     kept = [name for name in ENTRY_COLUMNS if name not in ("scope", "title", "source")]
     kept += ["day", "week", "month", "year", "session", "previous_seq", "next_seq"]
     connection.execute(
@@ -760,6 +869,90 @@ def _index_to_5(connection: sqlite3.Connection, analyzer: Analyzer) -> None:
     _rebuild(connection, analyzer)
 
 
+def _entries_to_5(connection: sqlite3.Connection) -> None:
+    """The move of the entries from schema 4 (or older, once the steps before ran) to 5: they
+    are copied under the same seqs into the table of sqlite_values.py's forms, session names
+    numbered; the indexes are made by the schema. Inside the opening transaction: an upgrade
+    that fails or is killed leaves the file as it was. An entry whose times or bucket cannot
+    take the new forms (none the service wrote) stops it, named."""
+    connection.create_function("memory_milliseconds", 1, _milliseconds_or_none, deterministic=True)
+    connection.create_function("memory_bucket_day", 2, _bucket_day_or_none, deterministic=True)
+    connection.create_function("memory_stored_id", 1, stored_id, deterministic=True)
+    kinds = " ".join(f"WHEN '{kind}' THEN {code}" for kind, code in KIND_CODES.items())
+    unstorable = connection.execute(
+        "SELECT id FROM memory_entries WHERE memory_milliseconds(created_at) IS NULL "
+        "OR memory_milliseconds(updated_at) IS NULL OR memory_milliseconds(accessed_at) IS NULL "
+        "OR memory_milliseconds(event_time) IS NULL OR memory_bucket_day(bucket, level) IS NULL "
+        f"OR kind NOT IN ({', '.join(repr(kind) for kind in KIND_CODES)}) LIMIT 1"
+    ).fetchone()
+    if unstorable is not None:
+        raise MemoryServiceError(
+            STORE_FAILURE,
+            f"entry {unstorable[0]} has a time, bucket or kind that memory schema 5 cannot "
+            "store; the file is left as it was",
+        )
+    connection.execute(_SESSIONS_TABLE)
+    connection.execute(
+        "INSERT INTO memory_sessions (name) SELECT session FROM memory_entries "
+        "WHERE session IS NOT NULL GROUP BY session ORDER BY MIN(seq)"
+    )
+    connection.execute(_ENTRIES_TABLE.format(name="memory_entries_5"))
+    same = [
+        "seq",
+        "scope",
+        "key",
+        "title",
+        "body",
+        "context",
+        "level",
+        "archived",
+        "archive_reason",
+        "source",
+        "reinforce_count",
+        "superseded_by",
+        "previous_seq",
+        "next_seq",
+    ]
+    converted = {
+        "id": "memory_stored_id(id)",
+        "kind": f"CASE kind {kinds} END",
+        "title_hash": "CASE WHEN key IS NULL THEN title_hash END",
+        "tags": "NULLIF(tags, '[]')",
+        "archive_ref": "NULLIF(archive_ref, '[]')",
+        "created_at": "memory_milliseconds(created_at)",
+        "updated_at": "CASE WHEN updated_at != created_at THEN memory_milliseconds(updated_at) END",
+        "accessed_at": "CASE WHEN accessed_at != updated_at "
+        "THEN memory_milliseconds(accessed_at) END",
+        "event_time": "CASE WHEN event_time != created_at THEN memory_milliseconds(event_time) END",
+        "bucket_day": "memory_bucket_day(bucket, level)",
+        "session": "(SELECT id FROM memory_sessions WHERE name = memory_entries.session)",
+    }
+    connection.execute(
+        f"INSERT INTO memory_entries_5 ({', '.join([*same, *converted])}) "
+        f"SELECT {', '.join([*same, *converted.values()])} FROM memory_entries ORDER BY seq"
+    )
+    if connection.execute(
+        "SELECT 1 FROM memory_entries_5 WHERE typeof(id) = 'text' LIMIT 1"
+    ).fetchone():
+        _note_text_ids(connection)
+    connection.execute("DROP TABLE memory_entries")
+    connection.execute("ALTER TABLE memory_entries_5 RENAME TO memory_entries")
+
+
+def _milliseconds_or_none(text: str) -> int | None:
+    try:
+        return stamp_milliseconds(text)
+    except MemoryServiceError:
+        return None
+
+
+def _bucket_day_or_none(bucket: str, level: Level | None) -> int | None:
+    try:
+        return bucket_day(bucket, level)
+    except (MemoryServiceError, ValueError):
+        return None
+
+
 def _give_back_free_pages(connection: sqlite3.Connection) -> None:
     """After an upgrade the old table's pages are free: give them back to the file system
     rather than keep a file a third larger than it needs to be. Best effort: the upgrade has
@@ -776,8 +969,9 @@ def _link_sessions(connection: sqlite3.Connection) -> None:
     and record each session's last one (an upgrade from schema 1)."""
     tails: dict[tuple[str, str], int] = {}
     rows = connection.execute(
-        f"SELECT seq, {_SCOPE_NAME.format(column='scope')}, session FROM memory_entries "
-        "WHERE kind = 'episodic' AND session IS NOT NULL ORDER BY seq"
+        f"SELECT seq, {_SCOPE_NAME.format(column='scope')}, "
+        f"{_SESSION_NAME.format(column='session')} FROM memory_entries "
+        f"WHERE kind = {_EPISODIC} AND session IS NOT NULL ORDER BY seq"
     ).fetchall()
     for seq, scope, session in rows:
         previous = tails.get((scope, session))
@@ -798,8 +992,8 @@ def _link_sessions(connection: sqlite3.Connection) -> None:
 def _unlink(connection: sqlite3.Connection, scope: str, seq: int) -> None:
     """Take an entry out of its session's chain, joining its neighbours to each other."""
     row = connection.execute(
-        "SELECT previous_seq, next_seq, session FROM memory_entries "
-        f"WHERE seq = ? AND +scope = {_SCOPE_ID}",
+        f"SELECT previous_seq, next_seq, {_SESSION_NAME.format(column='session')} "
+        f"FROM memory_entries WHERE seq = ? AND +scope = {_SCOPE_ID}",
         (seq, scope),
     ).fetchone()
     if row is None:
@@ -829,14 +1023,23 @@ def _unlink(connection: sqlite3.Connection, scope: str, seq: int) -> None:
             )
 
 
+def _forget_unused_sessions(connection: sqlite3.Connection) -> None:
+    """Drop the names of sessions no entry refers to (what deletes left)."""
+    connection.execute(
+        "DELETE FROM memory_sessions WHERE id NOT IN "
+        "(SELECT session FROM memory_entries WHERE session IS NOT NULL)"
+    )
+
+
 def _write_touches(
     connection: sqlite3.Connection, pending: dict[tuple[tuple[str, ...], str], list[str]]
 ) -> None:
     for (scopes, moment), ids in pending.items():
+        stamp = stamp_milliseconds(moment, "accessed_at")
         connection.execute(
             f"UPDATE memory_entries SET accessed_at = ? WHERE +scope IN {_scope_ids(scopes)} "
-            f"AND id IN ({_marks(ids)}) AND accessed_at < ?",
-            [moment, *scopes, *ids, moment],
+            f"AND id IN ({_marks(ids)}) AND {_ACCESSED.format(p='')} < ?",
+            [stamp, *scopes, *map(stored_id, ids), stamp],
         )
 
 
@@ -872,13 +1075,19 @@ def _best(
 def _rows_of(
     connection: sqlite3.Connection, seqs: list[int], where: EntryFilter
 ) -> list[Sequence[Any]]:
+    """(id, seq, session, recency, bucket, accessed) of these entries that pass `where`, the
+    id and the bucket as the Entry gives them, the times as stored."""
     clause, parameters = _where(where, "e.")
-    return connection.execute(
+    rows = connection.execute(
         # CROSS JOIN makes the few seqs the outer loop: each is looked up, no scope scanned.
         f"SELECT {_MATCH_COLUMNS.format(score='e.seq')} FROM json_each(?) AS j "
         f"CROSS JOIN memory_entries AS e ON e.seq = j.value WHERE {clause}",
         [json.dumps(seqs), *parameters],
-    ).fetchall()
+    )
+    return [
+        (id_text(identifier), seq, session, recency, bucket_text(day, level), accessed)
+        for identifier, seq, session, recency, level, day, accessed in rows
+    ]
 
 
 def _count_among(connection: sqlite3.Connection, scored: set[int], where: EntryFilter) -> int:
@@ -914,7 +1123,12 @@ def _match(row: Sequence[Any], score: float, touches: PendingTouches) -> Match:
     """The Match of a row of `_MATCH_COLUMNS`, with the accessed_at of a pending touch."""
     identifier, _, session, recency, bucket, accessed = row
     return Match(
-        identifier, score, session, recency, bucket, touches.accessed(identifier, accessed)
+        identifier,
+        score,
+        session,
+        stamp_text(recency),
+        bucket,
+        touches.accessed(identifier, stamp_text(accessed)),
     )
 
 
@@ -1067,24 +1281,57 @@ def _indexed(
 
 
 def _entry_of(row: Sequence[Any]) -> Entry:
-    """The entry of a row of `_COLUMNS`, its title taken from its body when not stored."""
-    if row[_TITLE_COLUMN] is None:
-        row = list(row)
-        row[_TITLE_COLUMN] = title_from_text(row[_BODY_COLUMN])
-    return entry_from_row(row, json.loads)
+    """The entry of a row of `_COLUMNS`: the stored forms read back (sqlite_values.py), the
+    title taken from the body when not stored."""
+    values = list(row)
+    values[_COLUMN["id"]] = id_text(values[_COLUMN["id"]])
+    values[_COLUMN["kind"]] = KIND_NAMES[values[_COLUMN["kind"]]]
+    if values[_COLUMN["title"]] is None:
+        values[_COLUMN["title"]] = title_from_text(values[_COLUMN["body"]])
+    for name in ("tags", "archive_ref"):
+        values[_COLUMN[name]] = values[_COLUMN[name]] or "[]"
+    for name in ("created_at", "updated_at", "accessed_at", "event_time"):
+        values[_COLUMN[name]] = stamp_text(values[_COLUMN[name]])
+    values[_COLUMN["bucket"]] = bucket_text(values[_COLUMN["bucket"]], values[_COLUMN["level"]])
+    return entry_from_row(values, json.loads)
 
 
-def _row(entry: Entry, scope_id: int) -> dict[str, Any]:
-    """The column values of an entry whose scope has the number `scope_id`: `entry_row`
-    without what the table derives on read (see `_TITLE_HASH`)."""
-    values = entry_row(entry, json_list)
-    values["scope"] = scope_id
-    values["title_hash"] = title_hash(values.pop("title_norm"))
-    if entry.title == _derived_title(entry.body):
-        values["title"] = None
-    if entry.source.run is None and entry.source.reason is None:
-        values["source"] = None
-    return values
+def _row(entry: Entry, scope_id: int, session_id: int | None) -> dict[str, Any]:
+    """The column values of an entry whose scope and session have these numbers, in the
+    forms of sqlite_values.py and without what the row gives on read (see `_SESSION_NAME`
+    and `_TITLE_HASH`)."""
+    require_storable(entry)
+    created = stamp_milliseconds(entry.created_at, "created_at")
+    updated = stamp_milliseconds(entry.updated_at, "updated_at")
+    accessed = stamp_milliseconds(entry.accessed_at, "accessed_at")
+    event = stamp_milliseconds(entry.event_time, "event_time")
+    source = entry.source
+    return {
+        "id": stored_id(entry.id),
+        "kind": KIND_CODES[entry.kind],
+        "scope": scope_id,
+        "key": entry.key,
+        "title": None if entry.title == _derived_title(entry.body) else entry.title,
+        "title_hash": title_hash(entry.title_norm) if entry.key is None else None,
+        "body": entry.body,
+        "context": entry.context,
+        "tags": json_list(list(entry.tags)) if entry.tags else None,
+        "created_at": created,
+        "updated_at": None if updated == created else updated,
+        "accessed_at": None if accessed == updated else accessed,
+        "event_time": None if event == created else event,
+        "level": entry.level,
+        "bucket_day": bucket_day(entry.bucket, entry.level),
+        "archived": int(entry.archived),
+        "archive_reason": entry.archive_reason,
+        "source": None
+        if source.run is None and source.reason is None
+        else json.dumps(source.to_dict(), ensure_ascii=False),
+        "archive_ref": json_list(list(entry.archive_ref)) if entry.archive_ref else None,
+        "reinforce_count": entry.reinforce_count,
+        "superseded_by": entry.superseded_by,
+        "session": session_id,
+    }
 
 
 def title_hash(title_norm: str) -> int:
@@ -1115,10 +1362,10 @@ def _where(where: EntryFilter, prefix: str) -> tuple[str, list[Any]]:
     parameters: list[Any] = list(where.scopes)
     if where.ids is not None:
         clauses.append(f"{prefix}id IN ({_marks(where.ids)})" if where.ids else "0")
-        parameters.extend(where.ids)
+        parameters.extend(map(stored_id, where.ids))
     if where.kinds is not None:
         clauses.append(f"{prefix}kind IN ({_marks(where.kinds)})" if where.kinds else "0")
-        parameters.extend(where.kinds)
+        parameters.extend(KIND_CODES[kind] for kind in where.kinds)
     if where.levels is not None:
         named = [level for level in where.levels if level is not None]
         options = [f"{prefix}level IN ({_marks(named)})"] if named else []
@@ -1137,28 +1384,24 @@ def _where(where: EntryFilter, prefix: str) -> tuple[str, list[Any]]:
     if where.keys is not None:
         clauses.append(f"{prefix}key IN ({_marks(where.keys)})" if where.keys else "0")
         parameters.extend(where.keys)
-    if where.title_norm is not None:
-        clauses.append(f"{prefix}title_hash = ? AND {_TITLE_NORM}({prefix}title, {prefix}body) = ?")
-        parameters.extend([title_hash(where.title_norm), where.title_norm])
-    if where.title_norms is not None:
-        norms = where.title_norms
-        clauses.append(
-            f"{prefix}title_hash IN ({_marks(norms)}) AND "
-            f"{_TITLE_NORM}({prefix}title, {prefix}body) IN ({_marks(norms)})"
-            if norms
-            else "0"
-        )
-        parameters.extend([*(title_hash(norm) for norm in norms), *norms])
+    for norms in (
+        None if where.title_norm is None else (where.title_norm,),
+        where.title_norms,
+    ):
+        if norms is not None:
+            clause, values = _title_clause(norms, where.keyed, prefix)
+            clauses.append(clause)
+            parameters.extend(values)
     if where.since is not None:
-        clauses.append(f"{prefix}event_time >= ?")
-        parameters.append(where.since)
+        clauses.append(f"{_EVENT.format(p=prefix)} >= ?")
+        parameters.append(bound_milliseconds(where.since))
     if where.until is not None:
-        clauses.append(f"{prefix}event_time < ?")
-        parameters.append(where.until)
+        clauses.append(f"{_EVENT.format(p=prefix)} < ?")
+        parameters.append(bound_milliseconds(where.until))
     if where.bucket is not None:
-        level, key = where.bucket
-        clauses.append(f"{prefix}{_DIMENSIONS[level]} = ?")
-        parameters.append(key)
+        days = bucket_range(*where.bucket)
+        clauses.append(f"{prefix}bucket_day >= ? AND {prefix}bucket_day < ?" if days else "0")
+        parameters.extend(days or ())
     if where.archived is not None:
         # With a list of keys or titles, `+archived` keeps the planner on their index: it
         # would rather walk the whole scope by (scope, archived) than look a list up.
@@ -1166,6 +1409,31 @@ def _where(where: EntryFilter, prefix: str) -> tuple[str, list[Any]]:
         clauses.append(f"{unary}{prefix}archived = ?")
         parameters.append(int(where.archived))
     return " AND ".join(clauses), parameters
+
+
+def _title_clause(norms: tuple[str, ...], keyed: bool | None, prefix: str) -> tuple[str, list[Any]]:
+    """The condition "the normalised title is one of `norms`". An unkeyed entry is found by
+    its title's hash (indexed), then the title itself; a keyed one keeps no hash, so where
+    keyed entries may match, their titles are compared directly."""
+    if not norms:
+        return "0", []
+    titles = f"{_TITLE_NORM}({prefix}title, {prefix}body) IN ({_marks(norms)})"
+    hashes = f"{prefix}title_hash IN ({_marks(norms)})"
+    parameters = [*map(title_hash, norms), *norms]
+    if keyed is False:
+        return f"{hashes} AND {titles}", parameters
+    return f"({hashes} OR {prefix}key IS NOT NULL) AND {titles}", parameters
+
+
+def _id_order(connection: sqlite3.Connection) -> str:
+    known = connection.execute("SELECT 1 FROM memory_meta WHERE name = ?", (_TEXT_IDS,))
+    return _ID_ORDER if known.fetchone() else "id"
+
+
+def _note_text_ids(connection: sqlite3.Connection) -> None:
+    connection.execute(
+        "INSERT OR IGNORE INTO memory_meta (name, value) VALUES (?, '1')", (_TEXT_IDS,)
+    )
 
 
 def _select(
@@ -1180,7 +1448,8 @@ def _select(
     direction = "DESC" if descending else "ASC"
     statement = (
         f"SELECT {_COLUMNS} FROM memory_entries WHERE {clause} "
-        f"ORDER BY {_ORDERS[order]} {direction}, id {direction} LIMIT ? OFFSET ?"
+        f"ORDER BY {_ORDERS[order]} {direction}, {_id_order(connection)} {direction} "
+        "LIMIT ? OFFSET ?"
     )
     rows = connection.execute(statement, [*parameters, -1 if limit is None else limit, offset])
     return [_entry_of(row) for row in rows.fetchall()]
@@ -1195,12 +1464,31 @@ def _count(connection: sqlite3.Connection, where: EntryFilter) -> int:
 def _tally(
     connection: sqlite3.Connection, where: EntryFilter, by: tuple[Dimension, ...], min_count: int
 ) -> list[tuple[tuple[str | None, ...], int]]:
+    """Grouped by the stored values (a bucket level by first days), each group's values then
+    read as the dimensions give them, the groups that read the same merged (the days of a
+    week), and ordered as SQL orders text descending (None last)."""
     clause, parameters = _where(where, "")
     columns = ", ".join(_DIMENSIONS[dimension] for dimension in by)
-    ordering = ", ".join(f"{index + 1} DESC" for index in range(len(by)))
-    rows = connection.execute(
-        f"SELECT {columns}, COUNT(*) FROM memory_entries WHERE {clause} GROUP BY {columns} "
-        f"HAVING COUNT(*) >= ? ORDER BY {ordering}",
-        [*parameters, min_count],
-    ).fetchall()
-    return [(tuple(row[:-1]), int(row[-1])) for row in rows]
+    totals: dict[tuple[str | None, ...], int] = {}
+    for *values, total in connection.execute(
+        f"SELECT {columns}, COUNT(*) FROM memory_entries WHERE {clause} GROUP BY {columns}",
+        parameters,
+    ):
+        group = tuple(_dimension_value(d, v) for d, v in zip(by, values, strict=True))
+        totals[group] = totals.get(group, 0) + int(total)
+    kept = [(group, total) for group, total in totals.items() if total >= min_count]
+    return sorted(
+        kept,
+        key=lambda item: tuple((value is not None, value or "") for value in item[0]),
+        reverse=True,
+    )
+
+
+def _dimension_value(dimension: Dimension, stored: Any) -> str | None:
+    if stored is None:
+        return None
+    if dimension == "kind":
+        return KIND_NAMES[stored]
+    if dimension in ("day", "week", "month", "year"):
+        return day_keys(stored)[dimension]
+    return cast(str, stored)
