@@ -191,9 +191,7 @@ def _every_score(taken: list[_Term]) -> dict[int, float]:
 def _candidates(taken: list[_Term], wanted: int) -> tuple[list[int], list[dict[int, float]]]:
     """The entries that may be among the best `wanted`, and each term's scores known of them,
     in the query's order (see the module's docstring)."""
-    rarest_first = [
-        taken.index(term) for term in sorted(taken, key=lambda term: len(term.postings))
-    ]
+    rarest_first = sorted(range(len(taken)), key=lambda at: len(taken[at].postings))
     # left[n]: what the terms from the nth (rarest first) on could add at most.
     left = [0.0] * (len(taken) + 1)
     for step in range(len(taken) - 1, -1, -1):
@@ -203,7 +201,9 @@ def _candidates(taken: list[_Term], wanted: int) -> tuple[list[int], list[dict[i
     floor = 0.0
     step = 0
     while step < len(taken):
-        if len(partial) >= wanted:
+        # No partial sum exceeds what the terms taken could add (left[0] - left[step]): until
+        # that passes what the others could, there is no point ranking them.
+        if len(partial) >= wanted and left[0] - left[step] > left[step]:
             floor = _floor(partial, wanted, floor)
             if floor > left[step] * (1.0 + _SLACK):
                 break
