@@ -737,7 +737,7 @@ def _read_blocks(
             seqs.extend(block_seqs)
             shape_ids.extend(block_shapes)
     except DamagedIndex as error:
-        raise _damaged(term) from error
+        raise damaged_postings(term) from error
     return _in_seq_order(seqs, shape_ids)
 
 
@@ -751,7 +751,8 @@ def _tail_postings(seq: int, terms: str, shapes: bytes) -> Iterator[tuple[str, i
     return zip(names, shape_ids, strict=True)
 
 
-def _damaged(term: str) -> DamagedIndex:
+def damaged_postings(term: str) -> DamagedIndex:
+    """The error for postings of `term` that do not decode or name no known shape."""
     return DamagedIndex(
         f"the text index has a damaged block of postings of {term!r} "
         "(SqliteStore.rebuild_index rebuilds it)"

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from itertools import compress
 
 from agentscript.memory import sqlite_postings
-from agentscript.memory.sqlite_postings import DamagedIndex, PostingsReader, TermPostings
+from agentscript.memory.sqlite_postings import PostingsReader, TermPostings, damaged_postings
 from agentscript.memory.store import BM25_MIN_IDF, scope_hash
 
 # Looking one entry up in a term's postings (a bisection) costs about as much as scoring this
@@ -63,7 +63,7 @@ class _Term:
                 )
             )
         except IndexError as error:
-            raise _damaged(self.name) from error
+            raise damaged_postings(self.name) from error
         return found
 
     def scores_of(self, seqs: Collection[int]) -> dict[int, float]:
@@ -86,7 +86,7 @@ class _Term:
                     shape = shape_ids[at]
                 found[seq] = weight * parts[shape]
         except IndexError as error:
-            raise _damaged(self.name) from error
+            raise damaged_postings(self.name) from error
         return found
 
 
@@ -257,10 +257,3 @@ def _summed(entries: Iterable[int], known: list[dict[int, float]]) -> dict[int, 
         if total is not None:
             summed[seq] = total
     return summed
-
-
-def _damaged(term: str) -> DamagedIndex:
-    return DamagedIndex(
-        f"the text index has a damaged block of postings of {term!r} "
-        "(SqliteStore.rebuild_index rebuilds it)"
-    )
