@@ -436,7 +436,7 @@ SCHEMA_4_TITLES = {"Week of code reviews"}
 SCHEMA_4_SOURCES = [{"reason": "compaction"}]
 
 
-@pytest.mark.parametrize("schema", ["schema2", "schema3", "schema4"])
+@pytest.mark.parametrize("schema", ["schema2", "schema3", "schema4", "schema5"])
 def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
     tmp_path: Path, schema: str
 ) -> None:
@@ -447,7 +447,10 @@ def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
     recalls found. schema4.db was written by the store of schema 4 (commit d312c0e): the
     entries of schema3.json inserted in order through its transaction, then two more of the
     global scope (a week summary with sources, tags and later update and access times; an
-    entry whose local-day bucket is not its UTC day), a cached vector, and the recalls."""
+    entry whose local-day bucket is not its UTC day), a cached vector, and the recalls.
+    schema5.db was written by the store of schema 5 (commit 532ea09): schema4.db upgraded,
+    its tail packed into blocks, then three more entries of the global scope (in the tail)
+    and the recalls, whose accessed_at bookkeeping it holds."""
     path = tmp_path / "memory.db"
     shutil.copy(FIXTURES / f"{schema}.db", path)
     _assert_upgraded_whole(path, schema)
@@ -459,11 +462,11 @@ def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
         # Only what the body and the session do not give is stored: the explicit title, the
         # one the merge after the upgrade gave (not its new body's first line), one source.
         titles = connection.execute("SELECT title FROM memory_entries WHERE title IS NOT NULL")
-        extra_titles = SCHEMA_4_TITLES if schema == "schema4" else set()
+        extra_titles = SCHEMA_4_TITLES if schema in ("schema4", "schema5") else set()
         assert {title for (title,) in titles} == STORED_TITLES | extra_titles
         assert connection.execute("PRAGMA freelist_count").fetchone() == (0,)  # vacuumed
         sources = connection.execute("SELECT source FROM memory_entries WHERE source IS NOT NULL")
-        extra_sources = SCHEMA_4_SOURCES if schema == "schema4" else []
+        extra_sources = SCHEMA_4_SOURCES if schema in ("schema4", "schema5") else []
         assert [json.loads(source) for (source,) in sources] == STORED_SOURCES + extra_sources
         stored = connection.execute("SELECT value FROM memory_meta WHERE name = 'schema'")
         assert stored.fetchone() == ("5",)
@@ -476,7 +479,8 @@ def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
         )
         assert forms.fetchall() == [("blob", "integer", "integer", "integer")]
         sessions = connection.execute("SELECT name FROM memory_sessions ORDER BY id")
-        assert [name for (name,) in sessions] == ["chat-1", "chat-2"]
+        extra_sessions = ["studio-9"] if schema == "schema5" else []
+        assert [name for (name,) in sessions] == ["chat-1", "chat-2", *extra_sessions]
         # Schema 5's text index: a tail row per entry.
         tail = {row[1] for row in connection.execute("PRAGMA table_info(memory_postings_tail)")}
         assert tail == {"seq", "scope_key", "terms", "shapes"}
