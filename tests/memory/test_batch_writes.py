@@ -469,7 +469,7 @@ def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
         extra_sources = SCHEMA_4_SOURCES if schema in ("schema4", "schema5") else []
         assert [json.loads(source) for (source,) in sources] == STORED_SOURCES + extra_sources
         stored = connection.execute("SELECT value FROM memory_meta WHERE name = 'schema'")
-        assert stored.fetchone() == ("5",)
+        assert stored.fetchone() == ("6",)
         # Schema 5's forms: UUIDs as 16 bytes, times as integers (a time equal to the one it
         # defaults to not stored), a bucket as its first day, session names numbered.
         assert not {"bucket", "day", "week", "month", "year"} & columns
@@ -484,6 +484,11 @@ def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
         # Schema 5's text index: a tail row per entry.
         tail = {row[1] for row in connection.execute("PRAGMA table_info(memory_postings_tail)")}
         assert tail == {"seq", "scope_key", "terms", "shapes"}
+        # Schema 6's: blocks whose arrays are in their row or in memory_posting_blocks, in a
+        # file that gives back its free pages.
+        blocks = {row[1] for row in connection.execute("PRAGMA table_info(memory_postings)")}
+        assert {"block", "seqs", "shapes"} <= blocks
+        assert connection.execute("PRAGMA auto_vacuum").fetchone() == (2,)
 
 
 def test_a_schema_4_index_with_blocks_and_a_tail_is_rebuilt_in_schema_5(tmp_path: Path) -> None:

@@ -78,10 +78,16 @@ SCHEMA = (
         first_seq INTEGER NOT NULL,
         last_seq INTEGER NOT NULL,
         postings INTEGER NOT NULL,
-        seqs BLOB NOT NULL,
-        shapes BLOB NOT NULL,
+        block INTEGER,
+        seqs BLOB,
+        shapes BLOB,
         PRIMARY KEY (term, scope_key, first_seq)
     ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS memory_posting_blocks (
+        block INTEGER PRIMARY KEY,
+        seqs BLOB NOT NULL,
+        shapes BLOB NOT NULL
+    )""",
     """CREATE TABLE IF NOT EXISTS memory_posting_shapes (
         id INTEGER PRIMARY KEY,
         shape TEXT NOT NULL UNIQUE
@@ -107,16 +113,35 @@ SCHEMA = (
     "VALUES (1, 0, 0, 0)",
 )
 # Emptied by a rebuild; the shapes stay, so their ids keep their meaning.
-_TABLES = ("memory_postings", "memory_postings_tail", "memory_term_documents")
+_TABLES = (
+    "memory_postings",
+    "memory_posting_blocks",
+    "memory_postings_tail",
+    "memory_term_documents",
+)
 # Every table of the index, dropped by an upgrade whose layout differs (`drop`).
 _ALL_TABLES = (*_TABLES, "memory_posting_shapes", "memory_index_totals")
 # The typecodes a block's arrays use, each with the bound of what it holds, smallest first.
 _CODES = {
+    "B": 2**8,
     "H": 2**16,
     next(code for code in "IL" if array(code).itemsize == 4): 2**32,
     "q": 2**63,
 }
 
+# A block's arrays are kept in its row of memory_postings while the row stays within what an
+# index b-tree page holds in place (SQLite's 1,002 bytes less the key and the other columns);
+# a larger block's go to memory_posting_blocks, a rowid table, whose rows hold up to 4,061
+# bytes in place and spill into overflow pages that are filled whole.
+_INLINE_BYTES = 900
+# Where a block's arrays are (in its row or in memory_posting_blocks), as read.
+_BLOCKS = "memory_postings AS p LEFT JOIN memory_posting_blocks AS b ON b.block = p.block"
+_ARRAYS = "COALESCE(p.seqs, b.seqs), COALESCE(p.shapes, b.shapes)"
+# The typecode of a block's shape ids written with a palette (`_packed_shapes`).
+_PALETTE = b"P"
+
+# `PRAGMA auto_vacuum`'s value for incremental auto-vacuum.
+_INCREMENTAL = 2
 # SQLite's largest integer (no seq passes it).
 _LAST_SEQ = 2**63 - 1
 # A posting: an entry's seq and the id of its shape.
@@ -239,6 +264,27 @@ def drop(connection: sqlite3.Connection) -> None:
         connection.execute(f"DROP TABLE IF EXISTS {table}")
 
 
+def relayout(connection: sqlite3.Connection) -> None:
+    """Move the blocks of schema 5's layout (every block's arrays in its row, the shape ids
+    as a plain array) into this one, each re-encoded as `_write_block` writes it (inside the
+    caller's write transaction, which the upgrade runs in). DamagedIndex if a block does not
+    decode: then the index is to be rebuilt from the entries instead."""
+    connection.execute("ALTER TABLE memory_postings RENAME TO memory_postings_5")
+    for statement in SCHEMA:
+        connection.execute(statement)
+    for term, key, first, seqs, shapes in connection.execute(
+        "SELECT term, scope_key, first_seq, seqs, shapes FROM memory_postings_5 "
+        "ORDER BY term, scope_key, first_seq"
+    ).fetchall():
+        try:
+            _write_block(connection, term, key, *_decode(first, seqs, shapes))
+        except DamagedIndex as error:
+            connection.execute("DROP TABLE memory_postings_5")
+            raise damaged_postings(term) from error
+    connection.execute("DROP TABLE memory_postings_5")
+    connection.execute("UPDATE memory_index_totals SET generation = ?", (_new_generation(),))
+
+
 def pack(connection: sqlite3.Connection) -> None:
     """Move the tail's postings into blocks (see the module's docstring)."""
     fresh: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
@@ -264,6 +310,18 @@ def pack(connection: sqlite3.Connection) -> None:
     connection.execute(
         "UPDATE memory_index_totals SET tail = 0, generation = ?", (_new_generation(),)
     )
+    _release_free_pages(connection)
+
+
+def _release_free_pages(connection: sqlite3.Connection) -> None:
+    """A pack frees about as many pages as a full tail fills (the tail's, the merged blocks'):
+    give them back to the file system, in a file made with incremental auto-vacuum (a new
+    one, or one upgraded; in another file the freelist stays, reused by later writes). One
+    page per statement: Python's sqlite3 steps a PRAGMA once, and each step frees one."""
+    (free,) = connection.execute("PRAGMA freelist_count").fetchone()
+    if connection.execute("PRAGMA auto_vacuum").fetchone()[0] == _INCREMENTAL:
+        for _ in range(free):
+            connection.execute("PRAGMA incremental_vacuum(1)")
 
 
 def _pack_term(
@@ -354,8 +412,9 @@ class _Audit:
         self.damaged = self.damaged_tail = self.doubled = 0
         tail = self._tail(connection)
         rows = connection.execute(
-            "SELECT term, scope_key, first_seq, last_seq, postings, CAST(seqs AS BLOB), "
-            "CAST(shapes AS BLOB) FROM memory_postings ORDER BY term, scope_key, first_seq"
+            "SELECT p.term, p.scope_key, p.first_seq, p.last_seq, p.postings, "
+            "CAST(COALESCE(p.seqs, b.seqs) AS BLOB), CAST(COALESCE(p.shapes, b.shapes) AS BLOB) "
+            f"FROM {_BLOCKS} ORDER BY p.term, p.scope_key, p.first_seq"
         )
         for (term, key), group in groupby(rows, key=lambda row: (row[0], row[1])):
             seqs: list[int] = []
@@ -728,9 +787,9 @@ def _read_blocks(
     shape_ids: list[int] = []
     try:
         for row in connection.execute(
-            "SELECT first_seq, seqs, shapes FROM memory_postings "
-            f"WHERE term = ? AND scope_key IN ({', '.join('?' * len(keys))}) "
-            "ORDER BY scope_key, first_seq",
+            f"SELECT p.first_seq, {_ARRAYS} FROM {_BLOCKS} "
+            f"WHERE p.term = ? AND p.scope_key IN ({', '.join('?' * len(keys))}) "
+            "ORDER BY p.scope_key, p.first_seq",
             (term, *keys),
         ):
             block_seqs, block_shapes = _decode(*row)
@@ -787,22 +846,25 @@ def _write_block(
     seqs: Sequence[int],
     shape_ids: Sequence[int],
 ) -> None:
-    """Store the postings `seqs` (ascending) with their `shape_ids` as one block."""
+    """Store the postings `seqs` (ascending) with their `shape_ids` as one block: its arrays
+    in its row, or in memory_posting_blocks when larger than `_INLINE_BYTES`."""
     if not seqs:
         return
+    gaps = _packed(list(map(operator.sub, islice(seqs, 1, None), seqs)))
+    shapes = _packed_shapes(shape_ids)
+    block = None
+    arrays: tuple[bytes, bytes] | tuple[None, None] = (gaps, shapes)
+    if len(gaps) + len(shapes) + len(term.encode("utf-8")) > _INLINE_BYTES:
+        block = connection.execute(
+            "INSERT INTO memory_posting_blocks (seqs, shapes) VALUES (?, ?) RETURNING block",
+            arrays,
+        ).fetchone()[0]
+        arrays = (None, None)
     connection.execute(
         "INSERT INTO memory_postings "
-        "(term, scope_key, first_seq, last_seq, postings, seqs, shapes) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (
-            term,
-            key,
-            seqs[0],
-            seqs[-1],
-            len(seqs),
-            _packed(list(map(operator.sub, islice(seqs, 1, None), seqs))),
-            _packed(shape_ids),
-        ),
+        "(term, scope_key, first_seq, last_seq, postings, block, seqs, shapes) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (term, key, seqs[0], seqs[-1], len(seqs), block, *arrays),
     )
 
 
@@ -810,19 +872,23 @@ def _take_block(
     connection: sqlite3.Connection, term: str, key: int, first: int
 ) -> tuple[list[int], array[int]]:
     """The seqs and shape ids of one block, which is deleted."""
-    row = connection.execute(
+    first, block, *arrays = connection.execute(
         "DELETE FROM memory_postings WHERE term = ? AND scope_key = ? AND first_seq = ? "
-        "RETURNING first_seq, seqs, shapes",
+        "RETURNING first_seq, block, seqs, shapes",
         (term, key, first),
     ).fetchone()
-    return _decode(*row)
+    if block is not None:
+        arrays = connection.execute(
+            "DELETE FROM memory_posting_blocks WHERE block = ? RETURNING seqs, shapes", (block,)
+        ).fetchone() or (None, None)
+    return _decode(first, *arrays)
 
 
 def _remove_from_blocks(connection: sqlite3.Connection, term: str, key: int, seq: int) -> bool:
     """Rewrite the block of (term, scope) holding `seq` without it; False if none does."""
     for first, *row in connection.execute(
-        "SELECT first_seq, seqs, shapes FROM memory_postings "
-        "WHERE term = ? AND scope_key = ? AND first_seq <= ? AND last_seq >= ?",
+        f"SELECT p.first_seq, {_ARRAYS} FROM {_BLOCKS} "
+        "WHERE p.term = ? AND p.scope_key = ? AND p.first_seq <= ? AND p.last_seq >= ?",
         (term, key, seq, seq),
     ).fetchall():
         seqs, _ = _decode(first, *row)
@@ -854,10 +920,35 @@ def _decode(first: int, seqs: bytes, shapes: bytes) -> tuple[list[int], array[in
     """A block's seqs and shape ids. DamagedIndex for blobs that are not a block's."""
     gaps = _array(seqs)
     decoded = list(accumulate(gaps, initial=first))
-    shape_ids = _array(shapes)
+    shape_ids = _shape_array(shapes)
     if len(shape_ids) != len(decoded):
         raise DamagedIndex("a block's arrays disagree in length")
     return decoded, shape_ids
+
+
+def _shape_array(blob: bytes) -> array[int]:
+    """A block's shape ids: a plain array (`_array`) or one written with a palette
+    (`_packed_shapes`): the palette's size less one, the palette (an array), then one index
+    into it per posting, mapped in C: each byte of the palette's items by its own
+    `bytes.translate`, interleaved back into items."""
+    if not isinstance(blob, bytes) or blob[:1] != _PALETTE:
+        return _array(blob)
+    code = blob[2:3].decode("ascii", "replace")
+    if not blob[1:2] or code not in _CODES:
+        raise DamagedIndex("a damaged palette of a block")
+    width = array(code).itemsize
+    end = 3 + (blob[1] + 1) * width
+    palette = _array(blob[2:end])
+    indexes = blob[end:]
+    if len(palette) != blob[1] + 1 or (indexes and max(indexes) >= len(palette)):
+        raise DamagedIndex("a palette of a block that does not hold its indexes")
+    items = palette.tobytes()
+    spread = bytearray(width * len(indexes))
+    for byte in range(width):
+        spread[byte::width] = indexes.translate(items[byte::width].ljust(256, b"\0"))
+    shape_ids = array(code)
+    shape_ids.frombytes(spread)
+    return shape_ids
 
 
 def _array(blob: bytes) -> array[int]:
@@ -880,3 +971,24 @@ def _packed(values: Sequence[int]) -> bytes:
     highest = max(values, default=0)
     code = next(code for code, limit in _CODES.items() if highest < limit)
     return code.encode("ascii") + array(code, values).tobytes()
+
+
+def _packed_shapes(shape_ids: Sequence[int]) -> bytes:
+    """A block's shape ids: as a palette of its distinct ids (an array, `_packed`) and one
+    byte per posting indexing it, when it has at most 256 and that is smaller; else as
+    `_packed`. Shape ids repeat within a term's block (the common lengths and counts), so a
+    palette halves what they take in most blocks."""
+    plain = _packed(shape_ids)
+    distinct = sorted(set(shape_ids))
+    if not 0 < len(distinct) <= 256:
+        return plain
+    palette = _packed(distinct)
+    if 2 + len(palette) + len(shape_ids) >= len(plain):
+        return plain
+    position = {shape: index for index, shape in enumerate(distinct)}
+    return (
+        _PALETTE
+        + bytes([len(distinct) - 1])
+        + palette
+        + bytes(map(position.__getitem__, shape_ids))
+    )
