@@ -55,6 +55,7 @@ import json
 import operator
 import os
 import sqlite3
+import sys
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
@@ -137,8 +138,12 @@ _INLINE_BYTES = 900
 # Where a block's arrays are (in its row or in memory_posting_blocks), as read.
 _BLOCKS = "memory_postings AS p LEFT JOIN memory_posting_blocks AS b ON b.block = p.block"
 _ARRAYS = "COALESCE(p.seqs, b.seqs), COALESCE(p.shapes, b.shapes)"
-# The typecode of a block's shape ids written with a palette (`_packed_shapes`).
+# The typecode of a block's shape ids written with a palette (`_packed_shapes`), and that of
+# its seq gaps written a byte each with the few wider ones apart (`_packed_gaps`).
 _PALETTE = b"P"
+_BYTE_GAPS = b"G"
+# Where the low byte of a 2-byte item is in memory.
+_LOW_BYTE = 0 if sys.byteorder == "little" else 1
 
 # `PRAGMA auto_vacuum`'s value for incremental auto-vacuum.
 _INCREMENTAL = 2
@@ -850,7 +855,7 @@ def _write_block(
     in its row, or in memory_posting_blocks when larger than `_INLINE_BYTES`."""
     if not seqs:
         return
-    gaps = _packed(list(map(operator.sub, islice(seqs, 1, None), seqs)))
+    gaps = _packed_gaps(list(map(operator.sub, islice(seqs, 1, None), seqs)))
     shapes = _packed_shapes(shape_ids)
     block = None
     arrays: tuple[bytes, bytes] | tuple[None, None] = (gaps, shapes)
@@ -918,12 +923,39 @@ def _new_generation() -> int:
 
 def _decode(first: int, seqs: bytes, shapes: bytes) -> tuple[list[int], array[int]]:
     """A block's seqs and shape ids. DamagedIndex for blobs that are not a block's."""
-    gaps = _array(seqs)
+    gaps = _gap_array(seqs)
     decoded = list(accumulate(gaps, initial=first))
     shape_ids = _shape_array(shapes)
     if len(shape_ids) != len(decoded):
         raise DamagedIndex("a block's arrays disagree in length")
     return decoded, shape_ids
+
+
+def _gap_array(blob: bytes) -> array[int]:
+    """A block's seq gaps: a plain array (`_array`) or one written a byte each
+    (`_packed_gaps`): how many gaps are wider (2 bytes), their positions (2 bytes each), their
+    high bytes, then every gap's low byte. The low bytes are spread into 2-byte items in C;
+    only the wider gaps, a few percent, take a step in Python."""
+    if not isinstance(blob, bytes) or blob[:1] != _BYTE_GAPS:
+        return _array(blob)
+    wide = int.from_bytes(blob[1:3], "little")
+    positions = array("H")
+    highs_at = 3 + 2 * wide
+    lows_at = highs_at + wide
+    if len(blob) < lows_at:
+        raise DamagedIndex("a truncated array of a block")
+    positions.frombytes(blob[3:highs_at])
+    lows = blob[lows_at:]
+    spread = bytearray(2 * len(lows))
+    spread[_LOW_BYTE::2] = lows
+    try:
+        for position, high in zip(positions, blob[highs_at:lows_at], strict=True):
+            spread[2 * position + 1 - _LOW_BYTE] = high
+    except IndexError as error:
+        raise DamagedIndex("a wide gap past the end of a block") from error
+    gaps = array("H")
+    gaps.frombytes(spread)
+    return gaps
 
 
 def _shape_array(blob: bytes) -> array[int]:
@@ -991,4 +1023,23 @@ def _packed_shapes(shape_ids: Sequence[int]) -> bytes:
         + bytes([len(distinct) - 1])
         + palette
         + bytes(map(position.__getitem__, shape_ids))
+    )
+
+
+def _packed_gaps(gaps: Sequence[int]) -> bytes:
+    """A block's seq gaps: a byte each, the few wider ones (below 65,536) apart, when some
+    gap needs 2 bytes and that is smaller; else as `_packed`. In a common term's block most
+    gaps are below 256 and a few are not, which would make every gap take 2 bytes."""
+    plain = _packed(gaps)
+    if plain[:1] != b"H" or len(gaps) > 2**16:
+        return plain
+    wide = [at for at, gap in enumerate(gaps) if gap > 255]
+    if 3 + 3 * len(wide) + len(gaps) >= len(plain):
+        return plain
+    return (
+        _BYTE_GAPS
+        + len(wide).to_bytes(2, "little")
+        + array("H", wide).tobytes()
+        + bytes(gaps[at] >> 8 for at in wide)
+        + bytes(gap & 255 for gap in gaps)
     )
