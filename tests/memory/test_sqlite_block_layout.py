@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -97,9 +97,10 @@ def test_repeated_shape_ids_take_a_byte_each_after_their_palette() -> None:
 
 
 def rows_of(twins: Twins, term: str) -> list[tuple[int | None, bytes | None]]:
-    return twins.ours.execute(
+    rows: list[tuple[int | None, bytes | None]] = twins.ours.execute(
         "SELECT block, seqs FROM memory_postings WHERE term = ? ORDER BY first_seq", (term,)
     ).fetchall()
+    return rows
 
 
 def arrays_rows(twins: Twins) -> int:
@@ -174,12 +175,14 @@ def _truncated_wide_gaps(postings: int) -> tuple[str, bytes]:
 @pytest.mark.parametrize(
     "damage", [_palette_past_its_end, _wide_gap_past_the_end, _truncated_wide_gaps]
 )
-def test_a_damaged_compact_array_is_damage(twins: Twins, damage: object) -> None:
+def test_a_damaged_compact_array_is_damage(
+    twins: Twins, damage: Callable[[int], tuple[str, bytes]]
+) -> None:
     for seq in range(1, 31):
         twins.add(seq, "/a", body("clay", f"w{seq}"))
     sqlite_postings.pack(twins.ours)
     assert sqlite_postings.problems(twins.ours, 30) == []
-    column, blob = damage(30)  # type: ignore[operator]
+    column, blob = damage(30)
     twins.ours.execute(f"UPDATE memory_postings SET {column} = ? WHERE term = 'clay'", (blob,))
     assert sqlite_postings.problems(twins.ours, 30) == [
         "the text index has 1 damaged blocks of postings"
