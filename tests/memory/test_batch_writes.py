@@ -543,6 +543,56 @@ def test_an_upgrade_killed_before_it_commits_leaves_the_old_file_usable(tmp_path
     _assert_upgraded_whole(path, "schema4")
 
 
+# The same for the move from schema 5: killed once the blocks are moved, before the commit.
+KILLED_RELAYOUT = """
+import os, signal, sys
+from agentscript.memory import sqlite_postings, sqlite_store
+moved = sqlite_postings.relayout
+def killed(connection):
+    connection.execute("PRAGMA cache_size=1")
+    moved(connection)
+    connection.execute("CREATE TABLE spilled AS SELECT * FROM memory_posting_blocks")
+    os.kill(os.getpid(), signal.SIGKILL)
+sqlite_postings.relayout = killed
+sqlite_store.SqliteStore(sys.argv[1]).count(sqlite_store.EntryFilter(scopes=("global",)))
+"""
+
+
+def test_a_move_from_schema_5_killed_before_it_commits_leaves_the_old_file_usable(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "memory.db"
+    shutil.copy(FIXTURES / "schema5.db", path)
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_RELAYOUT, str(path)],
+        capture_output=True,
+        timeout=PROCESS_TIMEOUT_SECONDS,
+        check=False,
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    assert Path(f"{path}-wal").stat().st_size > 0
+    with sqlite3.connect(path) as connection:
+        stored = connection.execute("SELECT value FROM memory_meta WHERE name = 'schema'")
+        assert stored.fetchone() == ("5",)
+        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master")}
+        assert "memory_posting_blocks" not in tables and "memory_postings_5" not in tables
+    _assert_upgraded_whole(path, "schema5")
+
+
+def test_a_schema_5_file_with_a_damaged_block_is_upgraded_by_a_rebuild(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    shutil.copy(FIXTURES / "schema5.db", path)
+    with sqlite3.connect(path) as connection:
+        connection.execute(
+            "UPDATE memory_postings SET seqs = X'5a01' WHERE term = "
+            "(SELECT term FROM memory_postings ORDER BY term LIMIT 1)"
+        )
+    _assert_upgraded_whole(path, "schema5")
+    with sqlite3.connect(path) as connection:
+        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master")}
+        assert "memory_postings_5" not in tables
+
+
 def test_a_schema_1_file_is_upgraded_in_place(tmp_path: Path) -> None:
     """A file as schema 1 left it (a text index holding its own copy of the terms, no kept
     counts, no session links) is upgraded on first use and loses nothing."""

@@ -68,6 +68,9 @@ from agentscript.memory.store import BM25_B, BM25_K1, scope_hash
 
 PACK_AT = 60_000
 BLOCK_POSTINGS = 4_096
+# Blocks of up to this share of BLOCK_POSTINGS are merged with the new postings of their term
+# whenever the two together stay within it (`_merged_blocks`).
+SMALL_SHARE = 16
 # What a PostingsReader keeps of decoded blocks, in postings (about 45 bytes each in memory):
 # the blocks of the terms asked last, least recently asked out first.
 CACHE_POSTINGS = 2_000_000
@@ -135,6 +138,13 @@ _CODES = {
 # a larger block's go to memory_posting_blocks, a rowid table, whose rows hold up to 4,061
 # bytes in place and spill into overflow pages that are filled whole.
 _INLINE_BYTES = 900
+# SQLite's layout of a rowid table's rows in 4,096-byte pages (what `_page_order` packs): a
+# leaf's room for cells, the most and the least of a row's payload kept in the leaf, and what
+# an overflow page holds.
+_LEAF_ROOM = 4_096 - 8
+_LOCAL_MOST = 4_096 - 35
+_LOCAL_LEAST = (4_096 - 12) * 32 // 255 - 23
+_OVERFLOW_ROOM = 4_096 - 4
 # Where a block's arrays are (in its row or in memory_posting_blocks), as read.
 _BLOCKS = "memory_postings AS p LEFT JOIN memory_posting_blocks AS b ON b.block = p.block"
 _ARRAYS = "COALESCE(p.seqs, b.seqs), COALESCE(p.shapes, b.shapes)"
@@ -151,6 +161,8 @@ _INCREMENTAL = 2
 _LAST_SEQ = 2**63 - 1
 # A posting: an entry's seq and the id of its shape.
 Posting = tuple[int, int]
+# A block to write: its term, scope key, seqs (ascending) and their shape ids.
+_Block = tuple[str, int, Sequence[int], Sequence[int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,9 +315,11 @@ def pack(connection: sqlite3.Connection) -> None:
             found[0].append(seq)
             found[1].append(shape)
     holding: dict[str, int] = {}
+    blocks: list[_Block] = []
     for (term, key), (seqs, shape_ids) in sorted(fresh.items()):
-        _pack_term(connection, term, key, seqs, shape_ids)
+        blocks.extend(_merged_blocks(connection, term, key, seqs, shape_ids))
         holding[term] = holding.get(term, 0) + len(seqs)
+    _write_blocks(connection, blocks)
     connection.executemany(
         "INSERT INTO memory_term_documents (term, documents) VALUES (?, ?) "
         "ON CONFLICT (term) DO UPDATE SET documents = documents + excluded.documents",
@@ -329,14 +343,17 @@ def _release_free_pages(connection: sqlite3.Connection) -> None:
             connection.execute("PRAGMA incremental_vacuum(1)")
 
 
-def _pack_term(
+def _merged_blocks(
     connection: sqlite3.Connection, term: str, key: int, seqs: list[int], shape_ids: list[int]
-) -> None:
-    """Write a (term, scope)'s postings from the tail (`seqs` ascending, with their
-    `shape_ids`) as a new block, merged with the latest blocks while each is no larger than
+) -> list[_Block]:
+    """The new blocks of a (term, scope)'s postings from the tail (`seqs` ascending, with
+    their `shape_ids`): one, merged with the latest blocks (taken out here) while each is no larger than
     what it joins (so blocks halve in size from the oldest to the newest and a posting is
-    merged about log2(BLOCK_POSTINGS) times); a merge that passes BLOCK_POSTINGS is cut into
-    full blocks and the rest."""
+    merged about log2(BLOCK_POSTINGS) times), or while both together stay small (a
+    SMALL_SHARE-th of a full block: a rare term keeps one small block, not one row per pack
+    it was in; rewriting it costs a few hundred bytes);
+    a merge that passes BLOCK_POSTINGS is cut into full blocks and the rest."""
+    small = BLOCK_POSTINGS // SMALL_SHARE
     merged = len(seqs)
     joined: list[int] = []
     latest = connection.execute(
@@ -345,7 +362,7 @@ def _pack_term(
         (term, key),
     )
     for first, count in latest:
-        if count >= BLOCK_POSTINGS or count > merged:
+        if count >= BLOCK_POSTINGS or count > max(merged, small - merged):
             break
         joined.append(first)
         merged += count
@@ -360,9 +377,10 @@ def _pack_term(
         every.extend(seqs)
         every_shape.extend(shape_ids)
         seqs, shape_ids = _in_seq_order(every, every_shape)
-    for start in range(0, len(seqs), BLOCK_POSTINGS):
-        end = start + BLOCK_POSTINGS
-        _write_block(connection, term, key, seqs[start:end], shape_ids[start:end])
+    return [
+        (term, key, seqs[start : start + BLOCK_POSTINGS], shape_ids[start : start + BLOCK_POSTINGS])
+        for start in range(0, len(seqs), BLOCK_POSTINGS)
+    ]
 
 
 def totals(connection: sqlite3.Connection) -> Totals:
@@ -851,26 +869,72 @@ def _write_block(
     seqs: Sequence[int],
     shape_ids: Sequence[int],
 ) -> None:
-    """Store the postings `seqs` (ascending) with their `shape_ids` as one block: its arrays
-    in its row, or in memory_posting_blocks when larger than `_INLINE_BYTES`."""
-    if not seqs:
-        return
-    gaps = _packed_gaps(list(map(operator.sub, islice(seqs, 1, None), seqs)))
-    shapes = _packed_shapes(shape_ids)
-    block = None
-    arrays: tuple[bytes, bytes] | tuple[None, None] = (gaps, shapes)
-    if len(gaps) + len(shapes) + len(term.encode("utf-8")) > _INLINE_BYTES:
-        block = connection.execute(
+    """Store the postings `seqs` (ascending) with their `shape_ids` as one block (none when
+    there are none)."""
+    if seqs:
+        _write_blocks(connection, [(term, key, seqs, shape_ids)])
+
+
+def _write_blocks(connection: sqlite3.Connection, blocks: Sequence[_Block]) -> None:
+    """Store `blocks` (none empty): each one's arrays in its row, or in memory_posting_blocks
+    when larger than `_INLINE_BYTES`, written in the order `_page_order` gives them."""
+    rows: list[tuple[str, int, int, int, int, int | None, bytes | None, bytes | None]] = []
+    apart: list[tuple[_Block, bytes, bytes]] = []
+    for block in blocks:
+        term, key, seqs, shape_ids = block
+        gaps = _packed_gaps(list(map(operator.sub, islice(seqs, 1, None), seqs)))
+        shapes = _packed_shapes(shape_ids)
+        if len(gaps) + len(shapes) + len(term.encode("utf-8")) > _INLINE_BYTES:
+            apart.append((block, gaps, shapes))
+        else:
+            rows.append((term, key, seqs[0], seqs[-1], len(seqs), None, gaps, shapes))
+    for at in _page_order([len(gaps) + len(shapes) for _, gaps, shapes in apart]):
+        (term, key, seqs, _), gaps, shapes = apart[at]
+        (number,) = connection.execute(
             "INSERT INTO memory_posting_blocks (seqs, shapes) VALUES (?, ?) RETURNING block",
-            arrays,
-        ).fetchone()[0]
-        arrays = (None, None)
-    connection.execute(
+            (gaps, shapes),
+        ).fetchone()
+        rows.append((term, key, seqs[0], seqs[-1], len(seqs), number, None, None))
+    connection.executemany(
         "INSERT INTO memory_postings "
         "(term, scope_key, first_seq, last_seq, postings, block, seqs, shapes) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (term, key, seqs[0], seqs[-1], len(seqs), block, *arrays),
+        rows,
     )
+
+
+def _page_order(sizes: Sequence[int]) -> list[int]:
+    """The order to append arrays of these `sizes` to memory_posting_blocks so its leaf
+    pages fill: SQLite appends to the last leaf while a row fits and starts a new one when it
+    does not, so arrays written in arbitrary order leave a quarter of each page empty. This
+    packs them first fit, largest first, into pages as SQLite lays rows out (what of a row
+    stays in the leaf; the rest goes to overflow pages, which are filled whole), and gives
+    the pages' rows one page after the other."""
+    pages: list[list[int]] = []
+    room: list[int] = []
+    for at in sorted(range(len(sizes)), key=lambda at: -sizes[at]):
+        cell = _leaf_cell(sizes[at])
+        for page, left in enumerate(room):
+            if cell <= left:
+                pages[page].append(at)
+                room[page] -= cell
+                break
+        else:
+            pages.append([at])
+            room.append(_LEAF_ROOM - cell)
+    return [at for page in pages for at in page]
+
+
+def _leaf_cell(arrays: int) -> int:
+    """About what a row of memory_posting_blocks holding `arrays` bytes takes in its leaf
+    page: its record's header, the part of its payload SQLite keeps in the leaf (all of it up
+    to 4,061 bytes; else what is left over whole overflow pages, if that fits, else 489), the
+    overflow pointer, the cell's sizes and pointer."""
+    payload = arrays + 6
+    if payload <= _LOCAL_MOST:
+        return payload + 7
+    kept = _LOCAL_LEAST + (payload - _LOCAL_LEAST) % _OVERFLOW_ROOM
+    return (kept if kept <= _LOCAL_MOST else _LOCAL_LEAST) + 4 + 7
 
 
 def _take_block(
