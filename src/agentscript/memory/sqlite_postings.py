@@ -71,6 +71,7 @@ from __future__ import annotations
 import json
 import operator
 import os
+import re
 import sqlite3
 import sys
 from array import array
@@ -169,8 +170,9 @@ _ARRAYS = "COALESCE(p.seqs, b.seqs), COALESCE(p.shapes, b.shapes)"
 # its seq gaps written a byte each with the few wider ones apart (`_packed_gaps`).
 _PALETTE = b"P"
 _BYTE_GAPS = b"G"
-# Where the low byte of a 2-byte item is in memory.
+# Where the low byte of a 2-byte item is in memory, and a byte that is not 0.
 _LOW_BYTE = 0 if sys.byteorder == "little" else 1
+_NOT_ZERO = re.compile(b"[^\x00]")
 
 # `PRAGMA auto_vacuum`'s value for incremental auto-vacuum.
 _INCREMENTAL = 2
@@ -1110,17 +1112,20 @@ def _packed_shapes(shape_ids: Sequence[int]) -> bytes:
 def _packed_gaps(gaps: Sequence[int]) -> bytes:
     """A block's seq gaps: a byte each, the few wider ones (below 65,536) apart, when some
     gap needs 2 bytes and that is smaller; else as `_packed`. In a common term's block most
-    gaps are below 256 and a few are not, which would make every gap take 2 bytes."""
+    gaps are below 256 and a few are not, which would make every gap take 2 bytes. The bytes
+    are taken from the plain array's in C; only the wider gaps take a step in Python."""
     plain = _packed(gaps)
     if plain[:1] != b"H" or len(gaps) > 2**16:
         return plain
-    wide = [at for at, gap in enumerate(gaps) if gap > 255]
-    if 3 + 3 * len(wide) + len(gaps) >= len(plain):
+    highs = plain[2 - _LOW_BYTE :: 2]
+    wide = len(highs) - highs.count(0)
+    if 3 + 3 * wide + len(gaps) >= len(plain):
         return plain
+    positions = [found.start() for found in _NOT_ZERO.finditer(highs)]
     return (
         _BYTE_GAPS
-        + len(wide).to_bytes(2, "little")
-        + array("H", wide).tobytes()
-        + bytes(gaps[at] >> 8 for at in wide)
-        + bytes(gap & 255 for gap in gaps)
+        + wide.to_bytes(2, "little")
+        + array("H", positions).tobytes()
+        + bytes(map(highs.__getitem__, positions))
+        + plain[1 + _LOW_BYTE :: 2]
     )
