@@ -32,7 +32,7 @@ one's go to memory_posting_blocks, a rowid table, appended in the order that fil
 (`_page_order`), whose overflow pages SQLite fills whole. And the arrays are compact, still
 decoded in C: seq gaps a byte each with the few wider ones apart, shape ids as one byte into a
 palette of the block's distinct ids. Schema 5's layout took 21.7 MB for the postings of 100k
-turns, 5.6 MB of it unused space in its pages; schema 6's about 12 MB.
+turns, 5.6 MB of it unused space in its pages; schema 6's 11.4 MB.
 
 Tables (one database, written inside the store's transactions, so crash-safe like the rest):
 - memory_postings: one row per block of postings of a (term, scope): how many it holds, the
