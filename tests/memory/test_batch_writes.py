@@ -436,7 +436,7 @@ SCHEMA_4_TITLES = {"Week of code reviews"}
 SCHEMA_4_SOURCES = [{"reason": "compaction"}]
 
 
-@pytest.mark.parametrize("schema", ["schema2", "schema3", "schema4"])
+@pytest.mark.parametrize("schema", ["schema2", "schema3", "schema4", "schema5"])
 def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
     tmp_path: Path, schema: str
 ) -> None:
@@ -447,7 +447,10 @@ def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
     recalls found. schema4.db was written by the store of schema 4 (commit d312c0e): the
     entries of schema3.json inserted in order through its transaction, then two more of the
     global scope (a week summary with sources, tags and later update and access times; an
-    entry whose local-day bucket is not its UTC day), a cached vector, and the recalls."""
+    entry whose local-day bucket is not its UTC day), a cached vector, and the recalls.
+    schema5.db was written by the store of schema 5 (commit 532ea09): schema4.db upgraded,
+    its tail packed into blocks, then three more entries of the global scope (in the tail)
+    and the recalls, whose accessed_at bookkeeping it holds."""
     path = tmp_path / "memory.db"
     shutil.copy(FIXTURES / f"{schema}.db", path)
     _assert_upgraded_whole(path, schema)
@@ -459,14 +462,14 @@ def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
         # Only what the body and the session do not give is stored: the explicit title, the
         # one the merge after the upgrade gave (not its new body's first line), one source.
         titles = connection.execute("SELECT title FROM memory_entries WHERE title IS NOT NULL")
-        extra_titles = SCHEMA_4_TITLES if schema == "schema4" else set()
+        extra_titles = SCHEMA_4_TITLES if schema in ("schema4", "schema5") else set()
         assert {title for (title,) in titles} == STORED_TITLES | extra_titles
         assert connection.execute("PRAGMA freelist_count").fetchone() == (0,)  # vacuumed
         sources = connection.execute("SELECT source FROM memory_entries WHERE source IS NOT NULL")
-        extra_sources = SCHEMA_4_SOURCES if schema == "schema4" else []
+        extra_sources = SCHEMA_4_SOURCES if schema in ("schema4", "schema5") else []
         assert [json.loads(source) for (source,) in sources] == STORED_SOURCES + extra_sources
         stored = connection.execute("SELECT value FROM memory_meta WHERE name = 'schema'")
-        assert stored.fetchone() == ("5",)
+        assert stored.fetchone() == ("6",)
         # Schema 5's forms: UUIDs as 16 bytes, times as integers (a time equal to the one it
         # defaults to not stored), a bucket as its first day, session names numbered.
         assert not {"bucket", "day", "week", "month", "year"} & columns
@@ -476,10 +479,16 @@ def test_a_file_of_an_older_schema_is_upgraded_in_place_and_loses_nothing(
         )
         assert forms.fetchall() == [("blob", "integer", "integer", "integer")]
         sessions = connection.execute("SELECT name FROM memory_sessions ORDER BY id")
-        assert [name for (name,) in sessions] == ["chat-1", "chat-2"]
+        extra_sessions = ["studio-9"] if schema == "schema5" else []
+        assert [name for (name,) in sessions] == ["chat-1", "chat-2", *extra_sessions]
         # Schema 5's text index: a tail row per entry.
         tail = {row[1] for row in connection.execute("PRAGMA table_info(memory_postings_tail)")}
         assert tail == {"seq", "scope_key", "terms", "shapes"}
+        # Schema 6's: blocks whose arrays are in their row or in memory_posting_blocks, in a
+        # file that gives back its free pages.
+        blocks = {row[1] for row in connection.execute("PRAGMA table_info(memory_postings)")}
+        assert {"block", "seqs", "shapes"} <= blocks
+        assert connection.execute("PRAGMA auto_vacuum").fetchone() == (2,)
 
 
 def test_a_schema_4_index_with_blocks_and_a_tail_is_rebuilt_in_schema_5(tmp_path: Path) -> None:
@@ -532,6 +541,56 @@ def test_an_upgrade_killed_before_it_commits_leaves_the_old_file_usable(tmp_path
         columns = {row[1] for row in connection.execute("PRAGMA table_info(memory_entries)")}
         assert "day" in columns and "bucket_day" not in columns
     _assert_upgraded_whole(path, "schema4")
+
+
+# The same for the move from schema 5: killed once the blocks are moved, before the commit.
+KILLED_RELAYOUT = """
+import os, signal, sys
+from agentscript.memory import sqlite_postings, sqlite_store
+moved = sqlite_postings.relayout
+def killed(connection):
+    connection.execute("PRAGMA cache_size=1")
+    moved(connection)
+    connection.execute("CREATE TABLE spilled AS SELECT * FROM memory_posting_blocks")
+    os.kill(os.getpid(), signal.SIGKILL)
+sqlite_postings.relayout = killed
+sqlite_store.SqliteStore(sys.argv[1]).count(sqlite_store.EntryFilter(scopes=("global",)))
+"""
+
+
+def test_a_move_from_schema_5_killed_before_it_commits_leaves_the_old_file_usable(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "memory.db"
+    shutil.copy(FIXTURES / "schema5.db", path)
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_RELAYOUT, str(path)],
+        capture_output=True,
+        timeout=PROCESS_TIMEOUT_SECONDS,
+        check=False,
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    assert Path(f"{path}-wal").stat().st_size > 0
+    with sqlite3.connect(path) as connection:
+        stored = connection.execute("SELECT value FROM memory_meta WHERE name = 'schema'")
+        assert stored.fetchone() == ("5",)
+        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master")}
+        assert "memory_posting_blocks" not in tables and "memory_postings_5" not in tables
+    _assert_upgraded_whole(path, "schema5")
+
+
+def test_a_schema_5_file_with_a_damaged_block_is_upgraded_by_a_rebuild(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    shutil.copy(FIXTURES / "schema5.db", path)
+    with sqlite3.connect(path) as connection:
+        connection.execute(
+            "UPDATE memory_postings SET seqs = X'5a01' WHERE term = "
+            "(SELECT term FROM memory_postings ORDER BY term LIMIT 1)"
+        )
+    _assert_upgraded_whole(path, "schema5")
+    with sqlite3.connect(path) as connection:
+        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master")}
+        assert "memory_postings_5" not in tables
 
 
 def test_a_schema_1_file_is_upgraded_in_place(tmp_path: Path) -> None:

@@ -130,7 +130,7 @@ def commit_from_another_process_at(
     "marker",
     [
         "FROM memory_posting_shapes WHERE id >=",  # after the totals and counts
-        "FROM memory_postings WHERE",  # after the shapes: new shapes and a pack
+        "FROM memory_postings AS p",  # after the shapes: new shapes and a pack
         "FROM memory_postings_tail WHERE",  # after the blocks: the tail packed away
     ],
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from itertools import pairwise
 from pathlib import Path
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from agentscript.memory import sqlite_postings, sqlite_ranking
 from agentscript.memory.store import INDEXED_FIELDS
-from postings_support import fts5_scores, indexed, scope_term
+from postings_support import Twins, fts5_scores, indexed, scope_term
 
 WORDS = ("apple", "bowl", "clay", "dune", "east", "fern", "glaze", "kiln")
 WEIGHTS = (4.0, 2.0, 2.0, 1.0, 0.35)
@@ -152,16 +152,15 @@ def test_packs_rewrite_each_posting_a_logarithmic_number_of_times(
     ours, _ = databases
     monkeypatch.setattr(sqlite_postings, "PACK_AT", 5)
     monkeypatch.setattr(sqlite_postings, "BLOCK_POSTINGS", 4_096)
+    monkeypatch.setattr(sqlite_postings, "SMALL_SHARE", 2 * 4_096)  # no small blocks here
     written = []
-    write_block = sqlite_postings._write_block
+    write_blocks = sqlite_postings._write_blocks
 
-    def counted(
-        connection: sqlite3.Connection, term: str, key: int, seqs: list[int], shapes: list[int]
-    ) -> None:
-        written.append(len(seqs))
-        write_block(connection, term, key, seqs, shapes)
+    def counted(connection: sqlite3.Connection, blocks: Sequence[sqlite_postings._Block]) -> None:
+        written.extend(len(seqs) for _, _, seqs, _ in blocks)
+        write_blocks(connection, blocks)
 
-    monkeypatch.setattr(sqlite_postings, "_write_block", counted)
+    monkeypatch.setattr(sqlite_postings, "_write_blocks", counted)
     entries = 2_000
     for seq in range(1, entries + 1):
         sqlite_postings.add(ours, [indexed(seq, "/a", [[], [], [], ["clay"], []])])
@@ -177,6 +176,32 @@ def test_packs_rewrite_each_posting_a_logarithmic_number_of_times(
     packs = entries // 5
     assert packs * 5 < sum(written) <= entries * (math.log2(entries) + 1)
     assert sum(written) < entries * 12  # appending to one block would write ~packs²·5/2
+
+
+def test_a_rare_term_keeps_one_small_block_across_packs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A term in one entry of each pack gets one block, merged with the new posting at each
+    pack while they stay within BLOCK_POSTINGS / SMALL_SHARE (here 4), then a new one."""
+    monkeypatch.setattr(sqlite_postings, "PACK_AT", 9)
+    monkeypatch.setattr(sqlite_postings, "BLOCK_POSTINGS", 64)
+    monkeypatch.setattr(sqlite_postings, "SMALL_SHARE", 16)
+    twins = Twins(tmp_path)
+    try:
+        for seq in range(1, 22):
+            twins.add(
+                seq, "/a", [[], [], [], ["rare" if seq % 3 == 0 else f"w{seq}", "x", "y"], []]
+            )
+        sizes = twins.ours.execute(
+            "SELECT postings FROM memory_postings WHERE term = 'rare' ORDER BY first_seq"
+        ).fetchall()
+        # Seven packs: merged into one of 4, then the next three into one of 3 (by halves, as
+        # larger blocks merge, it would be 4, 2 and 1).
+        assert sizes == [(4,), (3,)]
+        assert twins.scores(["rare", "x"], ["/a"]) == twins.fts5_scores(["rare", "x"], ["/a"])
+        assert sqlite_postings.problems(twins.ours, 21) == []
+    finally:
+        twins.close()
 
 
 def test_a_damaged_block_is_reported(

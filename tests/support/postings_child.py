@@ -45,23 +45,23 @@ def write(database: str, worker: int, count: int) -> None:
 
 
 def kill_in_pack(database: str, count: int) -> None:
-    """Remember entries; in the second pack, after it wrote two blocks, die."""
-    writes = {"packs": 0, "blocks": 0}
-    pack, write_block = sqlite_postings.pack, sqlite_postings._write_block
+    """Remember entries; in the second pack, after it wrote half its new blocks, die."""
+    writes = {"packs": 0}
+    pack, write_blocks = sqlite_postings.pack, sqlite_postings._write_blocks
 
     def counted_pack(connection: sqlite3.Connection) -> None:
         writes["packs"] += 1
         pack(connection)
 
-    def dying_write_block(*arguments: Any) -> None:
-        write_block(*arguments)
-        if writes["packs"] == 2:
-            writes["blocks"] += 1
-            if writes["blocks"] == 2:
-                os.kill(os.getpid(), signal.SIGKILL)
+    def dying_write_blocks(connection: sqlite3.Connection, blocks: Any) -> None:
+        if writes["packs"] != 2:
+            write_blocks(connection, blocks)
+            return
+        write_blocks(connection, blocks[: max(1, len(blocks) // 2)])
+        os.kill(os.getpid(), signal.SIGKILL)
 
     sqlite_postings.pack = counted_pack  # type: ignore[assignment]
-    sqlite_postings._write_block = dying_write_block  # type: ignore[assignment]
+    sqlite_postings._write_blocks = dying_write_blocks  # type: ignore[assignment]
     write(database, 0, count)
 
 

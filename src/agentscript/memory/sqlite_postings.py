@@ -18,14 +18,31 @@ are kept for the blocks only, and the tail's are counted by whoever reads it. A 
 PACK_AT postings (about 1,500 chat turns; a pack costs per term, so fewer and larger packs cost
 less per entry), moves the tail into blocks log-structured: every (term, scope) gets a new
 block, merged with its latest blocks while they are no larger than what is being merged, so a
-posting is rewritten O(log BLOCK_POSTINGS) times, never a full block to add a few postings.
+posting is rewritten O(log BLOCK_POSTINGS) times, never a full block to add a few postings;
+and a rare term's small block takes its new postings while it stays small, so it does not
+leave a row behind in every pack. A pack then gives the pages it freed (the tail's, the merged
+blocks') back to the file system (incremental auto-vacuum).
+
+Why the blocks are stored as they are (schema 6; measured at 100k chat turns in one scope):
+every byte of a block is disk, and SQLite wastes pages on large rows of a WITHOUT ROWID table
+(a row past 1,002 bytes spills into overflow pages whose last one is partly empty) and on rows
+of a rowid table appended in arbitrary order (a quarter of each leaf left empty). So a small
+block's arrays stay in its row of memory_postings (the key: term, scope, first seq); a larger
+one's go to memory_posting_blocks, a rowid table, appended in the order that fills its pages
+(`_page_order`), whose overflow pages SQLite fills whole. And the arrays are compact, still
+decoded in C: seq gaps a byte each with the few wider ones apart, shape ids as one byte into a
+palette of the block's distinct ids. Schema 5's layout took 21.7 MB for the postings of 100k
+turns, 5.6 MB of it unused space in its pages; schema 6's 11.4 MB.
 
 Tables (one database, written inside the store's transactions, so crash-safe like the rest):
 - memory_postings: one row per block of postings of a (term, scope): how many it holds, the
-  entries' seqs ascending, as the gaps after `first_seq` (an array of 2, 4 or 8-byte integers,
-  whichever holds the largest gap), and for each the id of its shape (2 or 4 bytes). Each blob
-  starts with its array's typecode. A block holds at most BLOCK_POSTINGS postings; a full one
-  is never merged again.
+  entries' seqs ascending, as the gaps after `first_seq` (`_packed_gaps`: an array of 1, 2, 4
+  or 8-byte integers, whichever holds the largest gap, or bytes with the wider gaps apart),
+  and for each the id of its shape (`_packed_shapes`: an array as the gaps, or a palette and
+  a byte each). Each blob starts with its typecode. The two blobs are in the row, or, for a
+  block larger than `_INLINE_BYTES`, NULL, and the row names its `block` in
+  memory_posting_blocks, which holds them. A block holds at most BLOCK_POSTINGS postings; a
+  full one is never merged again.
 - memory_posting_shapes: the shapes ("length c_tags c_title c_key c_body c_context"), each
   once; few, as entries' lengths and counts repeat. Never deleted, so an id always means the
   same shape.
@@ -54,7 +71,9 @@ from __future__ import annotations
 import json
 import operator
 import os
+import re
 import sqlite3
+import sys
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
@@ -67,6 +86,9 @@ from agentscript.memory.store import BM25_B, BM25_K1, scope_hash
 
 PACK_AT = 60_000
 BLOCK_POSTINGS = 4_096
+# Blocks of up to this share of BLOCK_POSTINGS are merged with the new postings of their term
+# whenever the two together stay within it (`_merged_blocks`).
+SMALL_SHARE = 16
 # What a PostingsReader keeps of decoded blocks, in postings (about 45 bytes each in memory):
 # the blocks of the terms asked last, least recently asked out first.
 CACHE_POSTINGS = 2_000_000
@@ -78,10 +100,16 @@ SCHEMA = (
         first_seq INTEGER NOT NULL,
         last_seq INTEGER NOT NULL,
         postings INTEGER NOT NULL,
-        seqs BLOB NOT NULL,
-        shapes BLOB NOT NULL,
+        block INTEGER,
+        seqs BLOB,
+        shapes BLOB,
         PRIMARY KEY (term, scope_key, first_seq)
     ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS memory_posting_blocks (
+        block INTEGER PRIMARY KEY,
+        seqs BLOB NOT NULL,
+        shapes BLOB NOT NULL
+    )""",
     """CREATE TABLE IF NOT EXISTS memory_posting_shapes (
         id INTEGER PRIMARY KEY,
         shape TEXT NOT NULL UNIQUE
@@ -107,20 +135,53 @@ SCHEMA = (
     "VALUES (1, 0, 0, 0)",
 )
 # Emptied by a rebuild; the shapes stay, so their ids keep their meaning.
-_TABLES = ("memory_postings", "memory_postings_tail", "memory_term_documents")
+_TABLES = (
+    "memory_postings",
+    "memory_posting_blocks",
+    "memory_postings_tail",
+    "memory_term_documents",
+)
 # Every table of the index, dropped by an upgrade whose layout differs (`drop`).
 _ALL_TABLES = (*_TABLES, "memory_posting_shapes", "memory_index_totals")
 # The typecodes a block's arrays use, each with the bound of what it holds, smallest first.
 _CODES = {
+    "B": 2**8,
     "H": 2**16,
     next(code for code in "IL" if array(code).itemsize == 4): 2**32,
     "q": 2**63,
 }
 
+# A block's arrays are kept in its row of memory_postings while the row stays within what an
+# index b-tree page holds in place (SQLite's 1,002 bytes less the key and the other columns);
+# a larger block's go to memory_posting_blocks, a rowid table, whose rows hold up to 4,061
+# bytes in place and spill into overflow pages that are filled whole.
+_INLINE_BYTES = 900
+# SQLite's layout of a rowid table's rows in 4,096-byte pages (what `_page_order` packs): a
+# leaf's room for cells, the most and the least of a row's payload kept in the leaf, and what
+# an overflow page holds.
+_LEAF_ROOM = 4_096 - 8
+_LOCAL_MOST = 4_096 - 35
+_LOCAL_LEAST = (4_096 - 12) * 32 // 255 - 23
+_OVERFLOW_ROOM = 4_096 - 4
+# Where a block's arrays are (in its row or in memory_posting_blocks), as read.
+_BLOCKS = "memory_postings AS p LEFT JOIN memory_posting_blocks AS b ON b.block = p.block"
+_ARRAYS = "COALESCE(p.seqs, b.seqs), COALESCE(p.shapes, b.shapes)"
+# The typecode of a block's shape ids written with a palette (`_packed_shapes`), and that of
+# its seq gaps written a byte each with the few wider ones apart (`_packed_gaps`).
+_PALETTE = b"P"
+_BYTE_GAPS = b"G"
+# Where the low byte of a 2-byte item is in memory, and a byte that is not 0.
+_LOW_BYTE = 0 if sys.byteorder == "little" else 1
+_NOT_ZERO = re.compile(b"[^\x00]")
+
+# `PRAGMA auto_vacuum`'s value for incremental auto-vacuum.
+_INCREMENTAL = 2
 # SQLite's largest integer (no seq passes it).
 _LAST_SEQ = 2**63 - 1
 # A posting: an entry's seq and the id of its shape.
 Posting = tuple[int, int]
+# A block to write: its term, scope key, seqs (ascending) and their shape ids.
+_Block = tuple[str, int, Sequence[int], Sequence[int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +300,27 @@ def drop(connection: sqlite3.Connection) -> None:
         connection.execute(f"DROP TABLE IF EXISTS {table}")
 
 
+def relayout(connection: sqlite3.Connection) -> None:
+    """Move the blocks of schema 5's layout (every block's arrays in its row, the shape ids
+    as a plain array) into this one, each re-encoded as `_write_block` writes it (inside the
+    caller's write transaction, which the upgrade runs in). DamagedIndex if a block does not
+    decode: then the index is to be rebuilt from the entries instead."""
+    connection.execute("ALTER TABLE memory_postings RENAME TO memory_postings_5")
+    for statement in SCHEMA:
+        connection.execute(statement)
+    for term, key, first, seqs, shapes in connection.execute(
+        "SELECT term, scope_key, first_seq, seqs, shapes FROM memory_postings_5 "
+        "ORDER BY term, scope_key, first_seq"
+    ).fetchall():
+        try:
+            _write_block(connection, term, key, *_decode(first, seqs, shapes))
+        except DamagedIndex as error:
+            connection.execute("DROP TABLE memory_postings_5")
+            raise damaged_postings(term) from error
+    connection.execute("DROP TABLE memory_postings_5")
+    connection.execute("UPDATE memory_index_totals SET generation = ?", (_new_generation(),))
+
+
 def pack(connection: sqlite3.Connection) -> None:
     """Move the tail's postings into blocks (see the module's docstring)."""
     fresh: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
@@ -252,9 +334,11 @@ def pack(connection: sqlite3.Connection) -> None:
             found[0].append(seq)
             found[1].append(shape)
     holding: dict[str, int] = {}
+    blocks: list[_Block] = []
     for (term, key), (seqs, shape_ids) in sorted(fresh.items()):
-        _pack_term(connection, term, key, seqs, shape_ids)
+        blocks.extend(_merged_blocks(connection, term, key, seqs, shape_ids))
         holding[term] = holding.get(term, 0) + len(seqs)
+    _write_blocks(connection, blocks)
     connection.executemany(
         "INSERT INTO memory_term_documents (term, documents) VALUES (?, ?) "
         "ON CONFLICT (term) DO UPDATE SET documents = documents + excluded.documents",
@@ -264,16 +348,31 @@ def pack(connection: sqlite3.Connection) -> None:
     connection.execute(
         "UPDATE memory_index_totals SET tail = 0, generation = ?", (_new_generation(),)
     )
+    _release_free_pages(connection)
 
 
-def _pack_term(
+def _release_free_pages(connection: sqlite3.Connection) -> None:
+    """A pack frees about as many pages as a full tail fills (the tail's, the merged blocks'):
+    give them back to the file system, in a file made with incremental auto-vacuum (a new
+    one, or one upgraded; in another file the freelist stays, reused by later writes). One
+    page per statement: Python's sqlite3 steps a PRAGMA once, and each step frees one."""
+    (free,) = connection.execute("PRAGMA freelist_count").fetchone()
+    if connection.execute("PRAGMA auto_vacuum").fetchone()[0] == _INCREMENTAL:
+        for _ in range(free):
+            connection.execute("PRAGMA incremental_vacuum(1)")
+
+
+def _merged_blocks(
     connection: sqlite3.Connection, term: str, key: int, seqs: list[int], shape_ids: list[int]
-) -> None:
-    """Write a (term, scope)'s postings from the tail (`seqs` ascending, with their
-    `shape_ids`) as a new block, merged with the latest blocks while each is no larger than
+) -> list[_Block]:
+    """The new blocks of a (term, scope)'s postings from the tail (`seqs` ascending, with
+    their `shape_ids`): one, merged with the latest blocks (taken out here) while each is no larger than
     what it joins (so blocks halve in size from the oldest to the newest and a posting is
-    merged about log2(BLOCK_POSTINGS) times); a merge that passes BLOCK_POSTINGS is cut into
-    full blocks and the rest."""
+    merged about log2(BLOCK_POSTINGS) times), or while both together stay small (a
+    SMALL_SHARE-th of a full block: a rare term keeps one small block, not one row per pack
+    it was in; rewriting it costs a few hundred bytes);
+    a merge that passes BLOCK_POSTINGS is cut into full blocks and the rest."""
+    small = BLOCK_POSTINGS // SMALL_SHARE
     merged = len(seqs)
     joined: list[int] = []
     latest = connection.execute(
@@ -282,7 +381,7 @@ def _pack_term(
         (term, key),
     )
     for first, count in latest:
-        if count >= BLOCK_POSTINGS or count > merged:
+        if count >= BLOCK_POSTINGS or count > max(merged, small - merged):
             break
         joined.append(first)
         merged += count
@@ -297,9 +396,10 @@ def _pack_term(
         every.extend(seqs)
         every_shape.extend(shape_ids)
         seqs, shape_ids = _in_seq_order(every, every_shape)
-    for start in range(0, len(seqs), BLOCK_POSTINGS):
-        end = start + BLOCK_POSTINGS
-        _write_block(connection, term, key, seqs[start:end], shape_ids[start:end])
+    return [
+        (term, key, seqs[start : start + BLOCK_POSTINGS], shape_ids[start : start + BLOCK_POSTINGS])
+        for start in range(0, len(seqs), BLOCK_POSTINGS)
+    ]
 
 
 def totals(connection: sqlite3.Connection) -> Totals:
@@ -354,8 +454,9 @@ class _Audit:
         self.damaged = self.damaged_tail = self.doubled = 0
         tail = self._tail(connection)
         rows = connection.execute(
-            "SELECT term, scope_key, first_seq, last_seq, postings, CAST(seqs AS BLOB), "
-            "CAST(shapes AS BLOB) FROM memory_postings ORDER BY term, scope_key, first_seq"
+            "SELECT p.term, p.scope_key, p.first_seq, p.last_seq, p.postings, "
+            "CAST(COALESCE(p.seqs, b.seqs) AS BLOB), CAST(COALESCE(p.shapes, b.shapes) AS BLOB) "
+            f"FROM {_BLOCKS} ORDER BY p.term, p.scope_key, p.first_seq"
         )
         for (term, key), group in groupby(rows, key=lambda row: (row[0], row[1])):
             seqs: list[int] = []
@@ -728,9 +829,9 @@ def _read_blocks(
     shape_ids: list[int] = []
     try:
         for row in connection.execute(
-            "SELECT first_seq, seqs, shapes FROM memory_postings "
-            f"WHERE term = ? AND scope_key IN ({', '.join('?' * len(keys))}) "
-            "ORDER BY scope_key, first_seq",
+            f"SELECT p.first_seq, {_ARRAYS} FROM {_BLOCKS} "
+            f"WHERE p.term = ? AND p.scope_key IN ({', '.join('?' * len(keys))}) "
+            "ORDER BY p.scope_key, p.first_seq",
             (term, *keys),
         ):
             block_seqs, block_shapes = _decode(*row)
@@ -787,42 +888,95 @@ def _write_block(
     seqs: Sequence[int],
     shape_ids: Sequence[int],
 ) -> None:
-    """Store the postings `seqs` (ascending) with their `shape_ids` as one block."""
-    if not seqs:
-        return
-    connection.execute(
+    """Store the postings `seqs` (ascending) with their `shape_ids` as one block (none when
+    there are none)."""
+    if seqs:
+        _write_blocks(connection, [(term, key, seqs, shape_ids)])
+
+
+def _write_blocks(connection: sqlite3.Connection, blocks: Sequence[_Block]) -> None:
+    """Store `blocks` (none empty): each one's arrays in its row, or in memory_posting_blocks
+    when larger than `_INLINE_BYTES`, written in the order `_page_order` gives them."""
+    rows: list[tuple[str, int, int, int, int, int | None, bytes | None, bytes | None]] = []
+    apart: list[tuple[_Block, bytes, bytes]] = []
+    for block in blocks:
+        term, key, seqs, shape_ids = block
+        gaps = _packed_gaps(list(map(operator.sub, islice(seqs, 1, None), seqs)))
+        shapes = _packed_shapes(shape_ids)
+        if len(gaps) + len(shapes) + len(term.encode("utf-8")) > _INLINE_BYTES:
+            apart.append((block, gaps, shapes))
+        else:
+            rows.append((term, key, seqs[0], seqs[-1], len(seqs), None, gaps, shapes))
+    for at in _page_order([len(gaps) + len(shapes) for _, gaps, shapes in apart]):
+        (term, key, seqs, _), gaps, shapes = apart[at]
+        (number,) = connection.execute(
+            "INSERT INTO memory_posting_blocks (seqs, shapes) VALUES (?, ?) RETURNING block",
+            (gaps, shapes),
+        ).fetchone()
+        rows.append((term, key, seqs[0], seqs[-1], len(seqs), number, None, None))
+    connection.executemany(
         "INSERT INTO memory_postings "
-        "(term, scope_key, first_seq, last_seq, postings, seqs, shapes) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (
-            term,
-            key,
-            seqs[0],
-            seqs[-1],
-            len(seqs),
-            _packed(list(map(operator.sub, islice(seqs, 1, None), seqs))),
-            _packed(shape_ids),
-        ),
+        "(term, scope_key, first_seq, last_seq, postings, block, seqs, shapes) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
     )
+
+
+def _page_order(sizes: Sequence[int]) -> list[int]:
+    """The order to append arrays of these `sizes` to memory_posting_blocks so its leaf
+    pages fill: SQLite appends to the last leaf while a row fits and starts a new one when it
+    does not, so arrays written in arbitrary order leave a quarter of each page empty. This
+    packs them first fit, largest first, into pages as SQLite lays rows out (what of a row
+    stays in the leaf; the rest goes to overflow pages, which are filled whole), and gives
+    the pages' rows one page after the other."""
+    pages: list[list[int]] = []
+    room: list[int] = []
+    for at in sorted(range(len(sizes)), key=lambda at: -sizes[at]):
+        cell = _leaf_cell(sizes[at])
+        for page, left in enumerate(room):
+            if cell <= left:
+                pages[page].append(at)
+                room[page] -= cell
+                break
+        else:
+            pages.append([at])
+            room.append(_LEAF_ROOM - cell)
+    return [at for page in pages for at in page]
+
+
+def _leaf_cell(arrays: int) -> int:
+    """About what a row of memory_posting_blocks holding `arrays` bytes takes in its leaf
+    page: its record's header, the part of its payload SQLite keeps in the leaf (all of it up
+    to 4,061 bytes; else what is left over whole overflow pages, if that fits, else 489), the
+    overflow pointer, the cell's sizes and pointer."""
+    payload = arrays + 6
+    if payload <= _LOCAL_MOST:
+        return payload + 7
+    kept = _LOCAL_LEAST + (payload - _LOCAL_LEAST) % _OVERFLOW_ROOM
+    return (kept if kept <= _LOCAL_MOST else _LOCAL_LEAST) + 4 + 7
 
 
 def _take_block(
     connection: sqlite3.Connection, term: str, key: int, first: int
 ) -> tuple[list[int], array[int]]:
     """The seqs and shape ids of one block, which is deleted."""
-    row = connection.execute(
+    first, block, *arrays = connection.execute(
         "DELETE FROM memory_postings WHERE term = ? AND scope_key = ? AND first_seq = ? "
-        "RETURNING first_seq, seqs, shapes",
+        "RETURNING first_seq, block, seqs, shapes",
         (term, key, first),
     ).fetchone()
-    return _decode(*row)
+    if block is not None:
+        arrays = connection.execute(
+            "DELETE FROM memory_posting_blocks WHERE block = ? RETURNING seqs, shapes", (block,)
+        ).fetchone() or (None, None)
+    return _decode(first, *arrays)
 
 
 def _remove_from_blocks(connection: sqlite3.Connection, term: str, key: int, seq: int) -> bool:
     """Rewrite the block of (term, scope) holding `seq` without it; False if none does."""
     for first, *row in connection.execute(
-        "SELECT first_seq, seqs, shapes FROM memory_postings "
-        "WHERE term = ? AND scope_key = ? AND first_seq <= ? AND last_seq >= ?",
+        f"SELECT p.first_seq, {_ARRAYS} FROM {_BLOCKS} "
+        "WHERE p.term = ? AND p.scope_key = ? AND p.first_seq <= ? AND p.last_seq >= ?",
         (term, key, seq, seq),
     ).fetchall():
         seqs, _ = _decode(first, *row)
@@ -852,12 +1006,64 @@ def _new_generation() -> int:
 
 def _decode(first: int, seqs: bytes, shapes: bytes) -> tuple[list[int], array[int]]:
     """A block's seqs and shape ids. DamagedIndex for blobs that are not a block's."""
-    gaps = _array(seqs)
+    gaps = _gap_array(seqs)
     decoded = list(accumulate(gaps, initial=first))
-    shape_ids = _array(shapes)
+    shape_ids = _shape_array(shapes)
     if len(shape_ids) != len(decoded):
         raise DamagedIndex("a block's arrays disagree in length")
     return decoded, shape_ids
+
+
+def _gap_array(blob: bytes) -> array[int]:
+    """A block's seq gaps: a plain array (`_array`) or one written a byte each
+    (`_packed_gaps`): how many gaps are wider (2 bytes), their positions (2 bytes each), their
+    high bytes, then every gap's low byte. The low bytes are spread into 2-byte items in C;
+    only the wider gaps, a few percent, take a step in Python."""
+    if not isinstance(blob, bytes) or blob[:1] != _BYTE_GAPS:
+        return _array(blob)
+    wide = int.from_bytes(blob[1:3], "little")
+    positions = array("H")
+    highs_at = 3 + 2 * wide
+    lows_at = highs_at + wide
+    if len(blob) < lows_at:
+        raise DamagedIndex("a truncated array of a block")
+    positions.frombytes(blob[3:highs_at])
+    lows = blob[lows_at:]
+    spread = bytearray(2 * len(lows))
+    spread[_LOW_BYTE::2] = lows
+    try:
+        for position, high in zip(positions, blob[highs_at:lows_at], strict=True):
+            spread[2 * position + 1 - _LOW_BYTE] = high
+    except IndexError as error:
+        raise DamagedIndex("a wide gap past the end of a block") from error
+    gaps = array("H")
+    gaps.frombytes(spread)
+    return gaps
+
+
+def _shape_array(blob: bytes) -> array[int]:
+    """A block's shape ids: a plain array (`_array`) or one written with a palette
+    (`_packed_shapes`): the palette's size less one, the palette (an array), then one index
+    into it per posting, mapped in C: each byte of the palette's items by its own
+    `bytes.translate`, interleaved back into items."""
+    if not isinstance(blob, bytes) or blob[:1] != _PALETTE:
+        return _array(blob)
+    code = blob[2:3].decode("ascii", "replace")
+    if not blob[1:2] or code not in _CODES:
+        raise DamagedIndex("a damaged palette of a block")
+    width = array(code).itemsize
+    end = 3 + (blob[1] + 1) * width
+    palette = _array(blob[2:end])
+    indexes = blob[end:]
+    if len(palette) != blob[1] + 1 or (indexes and max(indexes) >= len(palette)):
+        raise DamagedIndex("a palette of a block that does not hold its indexes")
+    items = palette.tobytes()
+    spread = bytearray(width * len(indexes))
+    for byte in range(width):
+        spread[byte::width] = indexes.translate(items[byte::width].ljust(256, b"\0"))
+    shape_ids = array(code)
+    shape_ids.frombytes(spread)
+    return shape_ids
 
 
 def _array(blob: bytes) -> array[int]:
@@ -880,3 +1086,46 @@ def _packed(values: Sequence[int]) -> bytes:
     highest = max(values, default=0)
     code = next(code for code, limit in _CODES.items() if highest < limit)
     return code.encode("ascii") + array(code, values).tobytes()
+
+
+def _packed_shapes(shape_ids: Sequence[int]) -> bytes:
+    """A block's shape ids: as a palette of its distinct ids (an array, `_packed`) and one
+    byte per posting indexing it, when it has at most 256 and that is smaller; else as
+    `_packed`. Shape ids repeat within a term's block (the common lengths and counts), so a
+    palette halves what they take in most blocks."""
+    plain = _packed(shape_ids)
+    distinct = sorted(set(shape_ids))
+    if not 0 < len(distinct) <= 256:
+        return plain
+    palette = _packed(distinct)
+    if 2 + len(palette) + len(shape_ids) >= len(plain):
+        return plain
+    position = {shape: index for index, shape in enumerate(distinct)}
+    return (
+        _PALETTE
+        + bytes([len(distinct) - 1])
+        + palette
+        + bytes(map(position.__getitem__, shape_ids))
+    )
+
+
+def _packed_gaps(gaps: Sequence[int]) -> bytes:
+    """A block's seq gaps: a byte each, the few wider ones (below 65,536) apart, when some
+    gap needs 2 bytes and that is smaller; else as `_packed`. In a common term's block most
+    gaps are below 256 and a few are not, which would make every gap take 2 bytes. The bytes
+    are taken from the plain array's in C; only the wider gaps take a step in Python."""
+    plain = _packed(gaps)
+    if plain[:1] != b"H" or len(gaps) > 2**16:
+        return plain
+    highs = plain[2 - _LOW_BYTE :: 2]
+    wide = len(highs) - highs.count(0)
+    if 3 + 3 * wide + len(gaps) >= len(plain):
+        return plain
+    positions = [found.start() for found in _NOT_ZERO.finditer(highs)]
+    return (
+        _BYTE_GAPS
+        + wide.to_bytes(2, "little")
+        + array("H", positions).tobytes()
+        + bytes(map(highs.__getitem__, positions))
+        + plain[1 + _LOW_BYTE :: 2]
+    )

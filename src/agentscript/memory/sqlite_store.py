@@ -79,19 +79,22 @@ from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer, normalise_title
 from agentscript.memory.timeline import Level
 from agentscript.providers.storage.sqlite_files import connect, write_transaction
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 # Schema 1 had a text index that stored its own copy of the terms and none of the tables kept
 # as entries are written; schema 2 a contentless FTS5 index; schema 3 (the postings of
 # sqlite_postings.py) stored every title (even one taken from the body) and its normalised
 # form, indexed that text, and repeated each scope's name in every index; schema 4 stored
 # times, ids, kinds and session names as text, and each entry's bucket keys at every level.
 # Schemas 3 and 4 kept the postings' tail as one row per term and entry and counted every
-# term's entries as they were written. All are migrated in place on first use (the text index
-# is rebuilt from the entries).
-_MIGRATED_VERSIONS = ("1", "2", "3", "4")
+# term's entries as they were written. Schema 5 kept every block of postings in one WITHOUT
+# ROWID table, large ones spilling into overflow pages their last partly empty, and each
+# posting's shape id in two bytes. All are migrated in place on first use (from 1 to 4 the
+# text index is rebuilt from the entries, from 5 its blocks are moved).
+_MIGRATED_VERSIONS = ("1", "2", "3", "4", "5")
 _BEFORE_4 = ("1", "2", "3")
 _FTS5_VERSIONS = ("1", "2")
 _POSTINGS_BEFORE_5 = ("3", "4")
+_ENTRIES_BEFORE_5 = ("1", "2", "3", "4")
 
 # What the entries table holds beyond an entry's fields, to keep the file small: `title` is
 # NULL when it is the one the body gives (title_from_text), `source` is NULL when it holds no
@@ -517,7 +520,7 @@ class SqliteStore:
                         _leave_fts5(connection)
                     if version in _BEFORE_4:
                         _leave_version_3(connection)
-                    if version in _MIGRATED_VERSIONS:
+                    if version in _ENTRIES_BEFORE_5:
                         _entries_to_5(connection)
                     for statement in _SCHEMA:
                         connection.execute(statement)
@@ -527,6 +530,8 @@ class SqliteStore:
                         _rebuild(connection, self.analyzer)
                     elif version in _POSTINGS_BEFORE_5:
                         _index_to_5(connection, self.analyzer)
+                    elif version == "5":
+                        _index_to_6(connection, self.analyzer)
                     self._prepare_index(connection)
                 if version in _MIGRATED_VERSIONS:
                     _give_back_free_pages(connection)
@@ -799,7 +804,7 @@ class _Transaction:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    connection = connect(path, "FULL")
+    connection = connect(path, "FULL", incremental_vacuum=True)
     connection.create_function(_TITLE_NORM, 2, _stored_title_norm, deterministic=True)
     connection.create_function(_TITLE_HASH, 1, title_hash, deterministic=True)
     # Freed pages are zeroed, so a purged entry's text does not linger in the file.
@@ -867,6 +872,22 @@ def _index_to_5(connection: sqlite3.Connection, analyzer: Analyzer) -> None:
     for statement in sqlite_postings.SCHEMA:
         connection.execute(statement)
     _rebuild(connection, analyzer)
+
+
+def _index_to_6(connection: sqlite3.Connection, analyzer: Analyzer) -> None:
+    """The move from schema 5 to 6, the text index's blocks only: moved into the layout of
+    sqlite_postings.py (`relayout`); rebuilt from the entries if one of them is damaged."""
+    try:
+        sqlite_postings.relayout(connection)
+    except sqlite_postings.DamagedIndex:
+        sqlite_postings.drop(connection)
+        for statement in sqlite_postings.SCHEMA:
+            connection.execute(statement)
+        _rebuild(connection, analyzer)
+        return
+    connection.execute(
+        "INSERT OR REPLACE INTO memory_meta (name, value) VALUES ('schema', ?)", (SCHEMA_VERSION,)
+    )
 
 
 def _entries_to_5(connection: sqlite3.Connection) -> None:

@@ -24,13 +24,23 @@ BUSY_TIMEOUT_SECONDS = 60.0
 Synchronous = Literal["FULL", "NORMAL"]
 
 
-def connect(path: Path, synchronous: Synchronous = "FULL") -> sqlite3.Connection:
+def connect(
+    path: Path, synchronous: Synchronous = "FULL", *, incremental_vacuum: bool = False
+) -> sqlite3.Connection:
     """A connection in WAL mode with the busy timeout. Transactions are explicit: the module's
-    `write_transaction` for writes, nothing implicit (isolation_level=None)."""
+    `write_transaction` for writes, nothing implicit (isolation_level=None).
+
+    `incremental_vacuum`: a new file is made in SQLite's incremental auto-vacuum mode, so its
+    owner can give free pages back to the file system (`PRAGMA incremental_vacuum`); it has
+    to be chosen before the file's first page is written, i.e. before WAL mode. An existing
+    file keeps its mode until its next VACUUM, which then takes this one (2, incremental)."""
     connection = sqlite3.connect(
         path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
     )
     try:
+        # Set only when not set: setting it again writes the file's header (a commit).
+        if incremental_vacuum and connection.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
+            connection.execute("PRAGMA auto_vacuum=INCREMENTAL")
         _enter_wal_mode(connection)
         connection.execute(f"PRAGMA synchronous={synchronous}")
     except BaseException:
