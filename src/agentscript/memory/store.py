@@ -186,7 +186,7 @@ def postings(entry: Entry, analyzer: Analyzer) -> tuple[dict[str, list[int]], in
     counts: dict[str, list[int]] = {}
     length = 1
     for position, name in enumerate(INDEXED_FIELDS):
-        tokens = fts5_tokens(" ".join(terms[name]))
+        tokens = _fts5_tokens_of_terms(terms[name])
         length += len(tokens)
         for token in tokens:
             found = counts.get(token)
@@ -194,6 +194,14 @@ def postings(entry: Entry, analyzer: Analyzer) -> tuple[dict[str, list[int]], in
                 found = counts[token] = [0] * len(INDEXED_FIELDS)
             found[position] += 1
     return counts, length
+
+
+def _fts5_tokens_of_terms(terms: list[str]) -> list[str]:
+    """fts5_tokens of the terms joined by spaces: nearly always the terms themselves."""
+    if not terms:
+        return terms
+    text = " ".join(terms)
+    return terms if _PLAIN_TOKENS.fullmatch(text) else fts5_tokens(text)
 
 
 def stable_int64(text: str) -> int:
