@@ -164,7 +164,7 @@ def add(
         tokens += entry.length
         if entry.counts:
             prefix = f"{entry.length} "
-            shapes = [prefix + " ".join(map(str, counts)) for counts in entry.counts.values()]
+            shapes = [prefix + _counts_text(counts) for counts in entry.counts.values()]
             rows.append((entry.seq, scope_hash(entry.scope), " ".join(entry.counts), shapes))
             waiting += len(shapes)
     if not documents:
@@ -193,6 +193,22 @@ def add(
     )
     if waiting >= PACK_AT:
         pack(connection)
+
+
+# A term's counts per field as a shape writes them ("0 1 0 2 0"), for the counts seen: few
+# distinct ones recur (most terms occur once or twice in one or two fields).
+_COUNTS_TEXT: dict[tuple[int, ...], str] = {}
+_MOST_COUNTS = 4_096
+
+
+def _counts_text(counts: Sequence[int]) -> str:
+    key = tuple(counts)
+    text = _COUNTS_TEXT.get(key)
+    if text is None:
+        if len(_COUNTS_TEXT) >= _MOST_COUNTS:
+            _COUNTS_TEXT.clear()
+        text = _COUNTS_TEXT[key] = " ".join(map(str, key))
+    return text
 
 
 def remove(connection: sqlite3.Connection, entries: Iterable[IndexedEntry]) -> None:

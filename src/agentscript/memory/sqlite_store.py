@@ -1313,7 +1313,7 @@ def _indexed(
 ) -> sqlite_postings.IndexedEntry:
     """What the index holds of the entry at `seq`, whose session's bodies before it are
     `before` (nearest first; used when it has no context of its own)."""
-    counts, length = postings(entry.evolve(context=linked_context(entry, before)), analyzer)
+    counts, length = postings(entry, analyzer, linked_context(entry, before))
     return sqlite_postings.IndexedEntry(seq, entry.scope, counts, length)
 
 
