@@ -17,7 +17,9 @@ and written once at its end, so the cap on a scope stays exact however many proc
 entry of each (scope, source session) (`memory_session_tails`): an episodic entry of a session
 links to the one written before it (`previous_seq`, `next_seq`), which recall uses for
 neighbour context. The entries holding each term (BM25's document frequency, and recall.py's
-pruning) are kept by the index.
+pruning) are kept by the index. What one write transaction read or wrote of these (and the
+numbers of names) the next one starts from while no other connection has committed
+(sqlite_write_state.py), so a remember asks the file only for its key.
 
 The file runs in WAL mode with `synchronous=FULL` and a long busy timeout; writers take the lock
 first (`BEGIN IMMEDIATE`), so processes queue instead of failing, and an acknowledged write has
