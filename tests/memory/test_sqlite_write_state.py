@@ -119,3 +119,18 @@ def test_a_session_named_again_after_a_scrub_is_stored_again(tmp_path: Path) -> 
         memory.remember(**turn("new turn", session="chat-9"))
         assert [entry.source.session for entry in memory.store.export((SCOPE,))] == ["chat-9"]
         assert_sound(memory, "turn")
+
+
+def test_a_store_opened_again_forgets_what_it_knew(tmp_path: Path) -> None:
+    """data_version is one connection's count: after a close, another process's writes are
+    not hidden by a number the new connection happens to start at."""
+    path = tmp_path / "memory.db"
+    config = MemoryConfig(max_entries=2)
+    with MemoryService.open(None, database=path, config=config) as first:
+        first.remember(**turn("one"))
+        first.store.close()  # the next call opens a new connection
+        with MemoryService.open(None, database=path, config=config) as second:
+            second.remember(**turn("two"))
+        with pytest.raises(MemoryServiceError, match="holds 2 active entries"):
+            first.remember(**turn("three"))
+        assert first.store.verify() == []

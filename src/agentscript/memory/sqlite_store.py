@@ -551,6 +551,8 @@ class SqliteStore:
                 connection.close()
                 raise
             self._connection = connection
+            # data_version counts for one connection only: a new one starts knowing nothing.
+            self._write_state = WriteState()
         return self._connection
 
     def _prepare_index(self, connection: sqlite3.Connection) -> None:

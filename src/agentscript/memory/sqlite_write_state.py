@@ -9,7 +9,7 @@ exactly when another connection (any process) has committed since this one last 
 is read inside the write transaction, after the lock is taken, so no commit can slip in
 between. A transaction that rolls back leaves the state it changed behind (the store drops it),
 and the store's own writes outside transactions that touch what is kept (a rebuild, a scrub)
-drop it too. Each map is bounded; one grown past its bound is emptied when a transaction ends.
+drop it too, as does a new connection (data_version is one connection's count). Each map is bounded; one grown past its bound is emptied when a transaction ends.
 """
 
 from __future__ import annotations
