@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields, replace
+from operator import attrgetter
 from typing import Any, Literal, cast
 
 from agentscript.memory.errors import (
@@ -247,16 +248,23 @@ def require_unicode(text: str, field_name: str) -> str:
 _SCALAR_FIELDS = tuple(
     item.name for item in fields(Entry) if item.name not in ("tags", "archive_ref", "source")
 )
+_SCALARS = attrgetter(*_SCALAR_FIELDS)
 
 
 def require_storable(entry: Entry) -> Entry:
     """`entry`, unless a text field holds a lone surrogate: UTF-8 has none, so no store can
     write one. Every store calls this before it writes, whatever path built the entry (an
     import, a summary); the service's own arguments are refused earlier, by name."""
-    # One search over all the text first: nearly every entry has none.
-    texts = [getattr(entry, name) for name in _SCALAR_FIELDS]
-    texts.extend((*entry.tags, *entry.archive_ref, *entry.source.to_dict().values()))
-    if _LONE_SURROGATE.search("".join(text for text in texts if isinstance(text, str))) is None:
+    # One search over all the text first (other values as their text, which holds no
+    # surrogate): nearly every entry has none.
+    source = entry.source
+    every = (*_SCALARS(entry), *entry.tags, *entry.archive_ref)
+    if (
+        _LONE_SURROGATE.search(
+            "".join(map(str, (*every, source.session, source.run, source.reason)))
+        )
+        is None
+    ):
         return entry
     for item in fields(entry):
         value = getattr(entry, item.name)

@@ -105,6 +105,8 @@ MAX_RECALL_LIMIT = 200
 # Items of one remember_many: one transaction stays short enough not to stall other writers.
 MAX_BATCH_ITEMS = 1000
 DEFAULT_RECALL_LIMIT = 10
+# How many explicit scope arguments a service keeps resolved (see `scopes_for`).
+MAX_PARSED_SCOPES = 256
 DEFAULT_BODY_CHARS = 500
 MAX_PAGE_SIZE = 200
 DIGEST_HEADER = '<memory-digest scope="{scope}">'
@@ -171,6 +173,9 @@ class MemoryService:
         # Secrets no memory may contain: those of this process's environment (by the
         # secret-name rule), and a run's redaction set when a program uses the service.
         self.secret_sets: list[SecretSet] = [SecretSet(environment_secrets(os.environ))]
+        # Explicit scope arguments and the scope each names, resolved once per service (as the
+        # workspace is): resolving a path asks the file system about every directory in it.
+        self._parsed_scopes: dict[str, str] = {}
 
     @classmethod
     def open(
@@ -216,7 +221,14 @@ class MemoryService:
 
     def scopes_for(self, scope: str | None = None) -> ScopePlan:
         """The scopes a call with this `scope` argument reads and writes."""
-        explicit = parse_scope(scope) if scope is not None else None
+        explicit = None
+        if scope is not None:
+            explicit = self._parsed_scopes.get(scope) if isinstance(scope, str) else None
+            if explicit is None:
+                explicit = parse_scope(scope)
+                if len(self._parsed_scopes) >= MAX_PARSED_SCOPES:
+                    self._parsed_scopes.clear()
+                self._parsed_scopes[scope] = explicit
         return route(self.config.scope, self.workspace, explicit)
 
     # ------------------------------------------------------------------------- writing

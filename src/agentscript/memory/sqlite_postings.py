@@ -209,10 +209,15 @@ class DamagedIndex(sqlite3.DatabaseError):
     `SqliteStore.rebuild_index` repairs it."""
 
 
-def add(connection: sqlite3.Connection, entries: Iterable[IndexedEntry]) -> None:
+def add(
+    connection: sqlite3.Connection,
+    entries: Iterable[IndexedEntry],
+    known_shapes: dict[str, int] | None = None,
+) -> None:
     """Index `entries` (inside the caller's write transaction): one tail row each, packed
     into blocks once enough postings wait there. One call for many entries costs a few
-    statements, not a few per entry."""
+    statements, not a few per entry. `known_shapes`: shapes' ids the caller keeps (valid for
+    this file as it is), looked up first and added to."""
     rows: list[tuple[int, int, str, list[str]]] = []
     documents = tokens = waiting = 0
     for entry in entries:
@@ -220,12 +225,16 @@ def add(connection: sqlite3.Connection, entries: Iterable[IndexedEntry]) -> None
         tokens += entry.length
         if entry.counts:
             prefix = f"{entry.length} "
-            shapes = [prefix + " ".join(map(str, counts)) for counts in entry.counts.values()]
+            shapes = [prefix + _counts_text(counts) for counts in entry.counts.values()]
             rows.append((entry.seq, scope_hash(entry.scope), " ".join(entry.counts), shapes))
             waiting += len(shapes)
     if not documents:
         return
-    ids = _shape_ids(connection, {shape for *_, shapes in rows for shape in shapes})
+    ids = _shape_ids(
+        connection,
+        {shape for *_, shapes in rows for shape in shapes},
+        {} if known_shapes is None else known_shapes,
+    )
     # Seqs not past the tail's last are no append: readers that kept the tail read it anew.
     seqs = [seq for seq, *_ in rows] or [_LAST_SEQ]
     ascending = all(map(operator.lt, seqs, islice(seqs, 1, None)))
@@ -245,6 +254,22 @@ def add(connection: sqlite3.Connection, entries: Iterable[IndexedEntry]) -> None
     )
     if waiting >= PACK_AT:
         pack(connection)
+
+
+# A term's counts per field as a shape writes them ("0 1 0 2 0"), for the counts seen: few
+# distinct ones recur (most terms occur once or twice in one or two fields).
+_COUNTS_TEXT: dict[tuple[int, ...], str] = {}
+_MOST_COUNTS = 4_096
+
+
+def _counts_text(counts: Sequence[int]) -> str:
+    key = tuple(counts)
+    text = _COUNTS_TEXT.get(key)
+    if text is None:
+        if len(_COUNTS_TEXT) >= _MOST_COUNTS:
+            _COUNTS_TEXT.clear()
+        text = _COUNTS_TEXT[key] = " ".join(map(str, key))
+    return text
 
 
 def remove(connection: sqlite3.Connection, entries: Iterable[IndexedEntry]) -> None:
@@ -863,21 +888,28 @@ def damaged_postings(term: str) -> DamagedIndex:
 # -------------------------------------------------------------------------------- blocks
 
 
-def _shape_ids(connection: sqlite3.Connection, shapes: set[str]) -> dict[str, int]:
-    """The ids of `shapes`, adding those the file does not know yet (one statement when it
-    knows them all, as it does nearly always)."""
-    listed = json.dumps(sorted(shapes))
+def _shape_ids(
+    connection: sqlite3.Connection, shapes: set[str], known: dict[str, int]
+) -> dict[str, int]:
+    """`known` with the ids of `shapes` added, those the file does not know yet added to it
+    (no statement when `known` has them all, one when the file has them all, as it does
+    nearly always)."""
+    missing = {shape for shape in shapes if shape not in known}  # not `- known.keys()`: O(known)
+    if not missing:
+        return known
+    listed = json.dumps(sorted(missing))
     lookup = (
         "SELECT shape, id FROM memory_posting_shapes WHERE shape IN "
         "(SELECT value FROM json_each(?))"
     )
-    known = dict(connection.execute(lookup, (listed,)).fetchall())
-    if len(known) < len(shapes):
+    found = dict(connection.execute(lookup, (listed,)).fetchall())
+    if len(found) < len(missing):
         connection.execute(
             "INSERT OR IGNORE INTO memory_posting_shapes (shape) SELECT value FROM json_each(?)",
-            (json.dumps(sorted(shapes - known.keys())),),
+            (json.dumps(sorted(missing - found.keys())),),
         )
-        known = dict(connection.execute(lookup, (listed,)).fetchall())
+        found = dict(connection.execute(lookup, (listed,)).fetchall())
+    known.update(found)
     return known
 
 

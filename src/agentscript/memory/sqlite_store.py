@@ -17,7 +17,9 @@ and written once at its end, so the cap on a scope stays exact however many proc
 entry of each (scope, source session) (`memory_session_tails`): an episodic entry of a session
 links to the one written before it (`previous_seq`, `next_seq`), which recall uses for
 neighbour context. The entries holding each term (BM25's document frequency, and recall.py's
-pruning) are kept by the index.
+pruning) are kept by the index. What one write transaction read or wrote of these (and the
+numbers of names) the next one starts from while no other connection has committed
+(sqlite_write_state.py), so a remember asks the file only for its key.
 
 The file runs in WAL mode with `synchronous=FULL` and a long busy timeout; writers take the lock
 first (`BEGIN IMMEDIATE`), so processes queue instead of failing, and an acknowledged write has
@@ -54,6 +56,7 @@ from agentscript.memory.sqlite_values import (
     stamp_text,
     stored_id,
 )
+from agentscript.memory.sqlite_write_state import WriteState
 from agentscript.memory.store import (
     ENTRY_COLUMNS,
     LINKED_CONTEXT_TURNS,
@@ -290,6 +293,8 @@ class SqliteStore:
         self._connection: sqlite3.Connection | None = None
         self._touches = PendingTouches()
         self._index = sqlite_postings.PostingsReader()
+        # What the last write transaction left known (sqlite_write_state.py).
+        self._write_state = WriteState()
 
     # ----------------------------------------------------------------------------- reads
 
@@ -415,13 +420,25 @@ class SqliteStore:
             pending = self._touches.drain()
             try:
                 with write_transaction(connection):
+                    transaction = _Transaction(
+                        connection, self.analyzer, self._known_state(connection)
+                    )
                     _write_touches(connection, pending)
-                    transaction = _Transaction(connection, self.analyzer)
                     yield transaction
                     transaction.finish()
+                self._write_state.trim()
             except BaseException:
                 self._touches.restore(pending)
+                self._write_state = WriteState()
                 raise
+
+    def _known_state(self, connection: sqlite3.Connection) -> WriteState:
+        """What the last transaction left known, unless another connection has committed
+        since (read inside the write transaction: none can commit now)."""
+        version = int(connection.execute("PRAGMA data_version").fetchone()[0])
+        if version != self._write_state.data_version:
+            self._write_state = WriteState(data_version=version)
+        return self._write_state
 
     def touch(self, scopes: tuple[str, ...], ids: tuple[str, ...], moment: str) -> None:
         if not ids:
@@ -539,6 +556,8 @@ class SqliteStore:
                 connection.close()
                 raise
             self._connection = connection
+            # data_version counts for one connection only: a new one starts knowing nothing.
+            self._write_state = WriteState()
         return self._connection
 
     def _prepare_index(self, connection: sqlite3.Connection) -> None:
@@ -557,6 +576,7 @@ class SqliteStore:
         so this is always safe, and it repairs what `verify` reports as damaged."""
         with self._lock, self._errors():
             connection = self._open()
+            self._write_state = WriteState()
             with write_transaction(connection):
                 _rebuild(connection, self.analyzer)
 
@@ -569,6 +589,7 @@ class SqliteStore:
         purges, not for every write."""
         with self._lock, self._errors():
             connection = self._open()
+            self._write_state = WriteState()
             with write_transaction(connection):
                 _forget_unused_sessions(connection)
             connection.execute("VACUUM")
@@ -591,21 +612,25 @@ class _Transaction:
     It keeps the change of each scope's active-entry count and the latest entries it wrote of
     each (scope, session), so the turns of a batch link to each other and take their context
     from each other without reading them back; it writes each count and each session's new
-    tail once, at the end (`finish`)."""
+    tail once, at the end (`finish`). What it learns of the file goes to `state`, which the
+    next transaction starts from while no other connection has written (sqlite_write_state)."""
 
-    def __init__(self, connection: sqlite3.Connection, analyzer: Analyzer) -> None:
+    def __init__(
+        self, connection: sqlite3.Connection, analyzer: Analyzer, state: WriteState
+    ) -> None:
         self._connection = connection
         self._analyzer = analyzer
+        self._state = state
         # Inserted entries wait here to be indexed together (one add for a whole batch),
         # before anything reads or changes the index and before the commit.
         self._unindexed: list[sqlite_postings.IndexedEntry] = []
         # (scope, session) → (seq, body) of its latest entries, nearest first.
-        self._recent: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        self._recent = state.recent
         self._tails: dict[tuple[str, str], int] = {}
         # scope → how many more active entries it holds than memory_scope_counts says.
         self._counted: dict[str, int] = {}
         # (table, name) → the number the table gives the name.
-        self._numbers: dict[tuple[str, str], int] = {}
+        self._numbers = state.numbers
 
     def _number(self, table: str, name: str) -> int:
         """The number of a scope or session name (`table`) in the entries table, given to it
@@ -632,7 +657,7 @@ class _Transaction:
 
     def flush(self) -> None:
         """Index the entries inserted since the last flush."""
-        sqlite_postings.add(self._connection, self._unindexed)
+        sqlite_postings.add(self._connection, self._unindexed, self._state.shapes)
         self._unindexed = []
 
     def finish(self) -> None:
@@ -644,6 +669,10 @@ class _Transaction:
             "ON CONFLICT (scope) DO UPDATE SET active = active + excluded.active",
             [(scope, change) for scope, change in self._counted.items() if change],
         )
+        stored = self._state.active
+        for scope, change in self._counted.items():
+            if scope in stored:
+                stored[scope] += change
         self._counted.clear()
         self._connection.executemany(
             "INSERT INTO memory_session_tails (scope, session, seq) VALUES (?, ?, ?) "
@@ -661,7 +690,12 @@ class _Transaction:
         limit: int | None = None,
         offset: int = 0,
     ) -> list[Entry]:
-        return _select(self._connection, where, order, descending, limit, offset)
+        return _select(self._connection, where, order, descending, limit, offset, self._id_order())
+
+    def _id_order(self) -> str:
+        if self._state.text_ids is None:
+            self._state.text_ids = _id_order(self._connection) != "id"
+        return _ID_ORDER if self._state.text_ids else "id"
 
     def count(self, where: EntryFilter) -> int:
         return _count(self._connection, where)
@@ -672,10 +706,13 @@ class _Transaction:
         return _tally(self._connection, where, by, min_count)
 
     def active_entries(self, scope: str) -> int:
-        row = self._connection.execute(
-            "SELECT active FROM memory_scope_counts WHERE scope = ?", (scope,)
-        ).fetchone()
-        return (int(row[0]) if row else 0) + self._counted.get(scope, 0)
+        stored = self._state.active.get(scope)
+        if stored is None:
+            row = self._connection.execute(
+                "SELECT active FROM memory_scope_counts WHERE scope = ?", (scope,)
+            ).fetchone()
+            stored = self._state.active[scope] = int(row[0]) if row else 0
+        return stored + self._counted.get(scope, 0)
 
     def _count(self, scope: str, change: int) -> None:
         self._counted[scope] = self._counted.get(scope, 0) + change
@@ -698,6 +735,7 @@ class _Transaction:
         seq = cast(int, cursor.lastrowid)
         if isinstance(values["id"], str):
             _note_text_ids(self._connection)
+            self._state.text_ids = True
         self._count(entry.scope, int(entry.active))
         if session is not None:
             if recent:
@@ -745,8 +783,11 @@ class _Transaction:
             raise StoreConflict(f"entry {entry.id} does not exist in scope {entry.scope}")
         seq, previous = int(found[0]), _entry_of(found[1:])
         values = self._values(entry)
-        for recent in self._recent.values():
-            recent[:] = [(known, entry.body if known == seq else body) for known, body in recent]
+        if previous.body != entry.body:
+            for recent in self._recent.values():
+                recent[:] = [
+                    (known, entry.body if known == seq else body) for known, body in recent
+                ]
         with _conflicts(entry):
             self._connection.execute(
                 f"UPDATE memory_entries SET {', '.join(f'{name} = ?' for name in values)} "
@@ -1297,7 +1338,7 @@ def _indexed(
 ) -> sqlite_postings.IndexedEntry:
     """What the index holds of the entry at `seq`, whose session's bodies before it are
     `before` (nearest first; used when it has no context of its own)."""
-    counts, length = postings(entry.evolve(context=linked_context(entry, before)), analyzer)
+    counts, length = postings(entry, analyzer, linked_context(entry, before))
     return sqlite_postings.IndexedEntry(seq, entry.scope, counts, length)
 
 
@@ -1464,12 +1505,15 @@ def _select(
     descending: bool,
     limit: int | None,
     offset: int,
+    id_order: str | None = None,
 ) -> list[Entry]:
+    """`id_order`: how ties are broken (`_id_order`), when the caller knows it."""
     clause, parameters = _where(where, "")
     direction = "DESC" if descending else "ASC"
+    ties = id_order or _id_order(connection)
     statement = (
         f"SELECT {_COLUMNS} FROM memory_entries WHERE {clause} "
-        f"ORDER BY {_ORDERS[order]} {direction}, {_id_order(connection)} {direction} "
+        f"ORDER BY {_ORDERS[order]} {direction}, {ties} {direction} "
         "LIMIT ? OFFSET ?"
     )
     rows = connection.execute(statement, [*parameters, -1 if limit is None else limit, offset])

@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal, Protocol, cast
 
 from agentscript.memory.entries import Entry, Kind, Source, require_storable
@@ -178,15 +179,18 @@ def fts5_tokens(text: str) -> list[str]:
     return [token.translate(ASCII_FOLD) for token in _FTS5_SEPARATORS.split(text) if token]
 
 
-def postings(entry: Entry, analyzer: Analyzer) -> tuple[dict[str, list[int]], int]:
+def postings(
+    entry: Entry, analyzer: Analyzer, context: str | None = None
+) -> tuple[dict[str, list[int]], int]:
     """Each token of `entry` with its count per indexed field, and the entry's length as
     FTS5 counted it when the SQLite store used FTS5: every token, plus the one scope term it
-    indexed with each entry (kept, so scores stay what they were and alike in every store)."""
-    terms = index_terms(entry, analyzer)
+    indexed with each entry (kept, so scores stay what they were and alike in every store).
+    `context` stands in for the entry's own (as in `index_terms`)."""
+    terms = index_terms(entry, analyzer, context)
     counts: dict[str, list[int]] = {}
     length = 1
     for position, name in enumerate(INDEXED_FIELDS):
-        tokens = fts5_tokens(" ".join(terms[name]))
+        tokens = _fts5_tokens_of_terms(terms[name])
         length += len(tokens)
         for token in tokens:
             found = counts.get(token)
@@ -196,11 +200,20 @@ def postings(entry: Entry, analyzer: Analyzer) -> tuple[dict[str, list[int]], in
     return counts, length
 
 
+def _fts5_tokens_of_terms(terms: list[str]) -> list[str]:
+    """fts5_tokens of the terms joined by spaces: nearly always the terms themselves."""
+    if not terms:
+        return terms
+    text = " ".join(terms)
+    return terms if _PLAIN_TOKENS.fullmatch(text) else fts5_tokens(text)
+
+
 def stable_int64(text: str) -> int:
     """A stable signed 64-bit number for `text` (a bigint in PostgreSQL, an INTEGER in SQLite)."""
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big", signed=True)
 
 
+@lru_cache(maxsize=1024)
 def scope_hash(scope: str) -> int:
     """The 64-bit key standing for a scope in the postings: the index lookup is narrowed to
     the scopes asked for, and the entries' own scope column is checked as well."""

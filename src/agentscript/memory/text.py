@@ -351,16 +351,15 @@ _MOST_WORDS = 65536
 
 
 def _remembered_words(analyzer: Analyzer, known: dict[str, str], words: list[str]) -> list[str]:
-    """The terms of these words, in order (a word has at most one term)."""
-    found: list[str] = []
-    for word in words:
-        term = known.get(word)
-        if term is None:
-            terms = analyzer.word_terms(word)
-            term = terms[0] if terms else ""
-            if len(known) >= _MOST_WORDS:
-                known.clear()
-            known[word] = term
-        if term:
-            found.append(term)
-    return found
+    """The terms of these words, in order (a word has at most one term): looked up all at
+    once, and only the words not seen yet analysed one by one."""
+    terms = list(map(known.get, words))
+    if None in terms:
+        for index, term in enumerate(terms):
+            if term is None:
+                word = words[index]
+                computed = analyzer.word_terms(word)
+                if len(known) >= _MOST_WORDS:
+                    known.clear()
+                terms[index] = known[word] = computed[0] if computed else ""
+    return list(filter(None, terms))
