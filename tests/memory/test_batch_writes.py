@@ -508,33 +508,42 @@ def test_a_schema_4_index_with_blocks_and_a_tail_is_rebuilt_in_schema_5(tmp_path
         assert 0 < rows <= counted  # one row per entry (each has terms), none per term
 
 
-# A child that upgrades a file and is SIGKILLed once the entries are moved, before the commit;
-# a one-page cache makes SQLite write the moved pages to the WAL before then.
+# A child that upgrades a file and is SIGKILLed once one step of the upgrade has run (`step` of
+# `module`), before the commit; a one-page cache makes SQLite write the pages it moved (and a
+# copy of `table`) to the WAL before then.
 KILLED_UPGRADE = """
 import os, signal, sys
-from agentscript.memory import sqlite_store
-moved = sqlite_store._entries_to_5
+from agentscript.memory import sqlite_postings, sqlite_store
+module = {module}
+moved = module.{step}
 def killed(connection):
     connection.execute("PRAGMA cache_size=1")
     moved(connection)
-    connection.execute("CREATE TABLE spilled AS SELECT * FROM memory_entries")
+    connection.execute("CREATE TABLE spilled AS SELECT * FROM {table}")
     os.kill(os.getpid(), signal.SIGKILL)
-sqlite_store._entries_to_5 = killed
+module.{step} = killed
 sqlite_store.SqliteStore(sys.argv[1]).count(sqlite_store.EntryFilter(scopes=("global",)))
 """
 
 
-def test_an_upgrade_killed_before_it_commits_leaves_the_old_file_usable(tmp_path: Path) -> None:
-    path = tmp_path / "memory.db"
-    shutil.copy(FIXTURES / "schema4.db", path)
+def _kill_upgrade_after(path: Path, module: str, step: str, table: str) -> None:
+    """Upgrade the file at `path` in a child SIGKILLed after `step` (KILLED_UPGRADE), which
+    had written pages by then."""
+    script = KILLED_UPGRADE.format(module=module, step=step, table=table)
     child = subprocess.run(
-        [sys.executable, "-c", KILLED_UPGRADE, str(path)],
+        [sys.executable, "-c", script, str(path)],
         capture_output=True,
         timeout=PROCESS_TIMEOUT_SECONDS,
         check=False,
     )
     assert child.returncode == -signal.SIGKILL, child.stderr
     assert Path(f"{path}-wal").stat().st_size > 0  # the killed upgrade had written pages
+
+
+def test_an_upgrade_killed_before_it_commits_leaves_the_old_file_usable(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    shutil.copy(FIXTURES / "schema4.db", path)
+    _kill_upgrade_after(path, "sqlite_store", "_entries_to_5", "memory_entries")
     with sqlite3.connect(path) as connection:
         stored = connection.execute("SELECT value FROM memory_meta WHERE name = 'schema'")
         assert stored.fetchone() == ("4",)
@@ -543,34 +552,12 @@ def test_an_upgrade_killed_before_it_commits_leaves_the_old_file_usable(tmp_path
     _assert_upgraded_whole(path, "schema4")
 
 
-# The same for the move from schema 5: killed once the blocks are moved, before the commit.
-KILLED_RELAYOUT = """
-import os, signal, sys
-from agentscript.memory import sqlite_postings, sqlite_store
-moved = sqlite_postings.relayout
-def killed(connection):
-    connection.execute("PRAGMA cache_size=1")
-    moved(connection)
-    connection.execute("CREATE TABLE spilled AS SELECT * FROM memory_posting_blocks")
-    os.kill(os.getpid(), signal.SIGKILL)
-sqlite_postings.relayout = killed
-sqlite_store.SqliteStore(sys.argv[1]).count(sqlite_store.EntryFilter(scopes=("global",)))
-"""
-
-
 def test_a_move_from_schema_5_killed_before_it_commits_leaves_the_old_file_usable(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "memory.db"
     shutil.copy(FIXTURES / "schema5.db", path)
-    child = subprocess.run(
-        [sys.executable, "-c", KILLED_RELAYOUT, str(path)],
-        capture_output=True,
-        timeout=PROCESS_TIMEOUT_SECONDS,
-        check=False,
-    )
-    assert child.returncode == -signal.SIGKILL, child.stderr
-    assert Path(f"{path}-wal").stat().st_size > 0
+    _kill_upgrade_after(path, "sqlite_postings", "relayout", "memory_posting_blocks")
     with sqlite3.connect(path) as connection:
         stored = connection.execute("SELECT value FROM memory_meta WHERE name = 'schema'")
         assert stored.fetchone() == ("5",)

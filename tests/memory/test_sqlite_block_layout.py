@@ -23,16 +23,9 @@ from agentscript.memory.sqlite_postings import (
     _packed_shapes,
     _shape_array,
 )
-from postings_support import Twins
+from postings_support import Twins, body
 
-BODY = 3  # the body's position among the indexed fields
 LARGE = 1_500  # postings of one term: a block whose arrays do not fit in its row
-
-
-def body(*words: str) -> list[list[str]]:
-    fields: list[list[str]] = [[], [], [], [], []]
-    fields[BODY] = list(words)
-    return fields
 
 
 @pytest.fixture

@@ -18,15 +18,7 @@ from hypothesis import strategies as st
 
 from agentscript.memory import sqlite_postings
 from agentscript.memory.store import BM25_MIN_IDF
-from postings_support import Twins
-
-BODY = 3  # the body's position among the indexed fields
-
-
-def body(*words: str) -> list[list[str]]:
-    fields: list[list[str]] = [[], [], [], [], []]
-    fields[BODY] = list(words)
-    return fields
+from postings_support import Twins, body
 
 
 @pytest.fixture

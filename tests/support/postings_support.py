@@ -70,6 +70,13 @@ class Twins:
         self.fts5.close()
 
 
+def body(*words: str) -> list[list[str]]:
+    """The indexed fields of an entry holding `words` in its body only."""
+    fields: list[list[str]] = [[] for _ in INDEXED_FIELDS]
+    fields[INDEXED_FIELDS.index("body")] = list(words)
+    return fields
+
+
 def indexed(seq: int, scope: str, fields: Sequence[Sequence[str]]) -> IndexedEntry:
     """The IndexedEntry of an entry whose fields hold `fields` (words already tokens)."""
     counts: dict[str, list[int]] = {}

@@ -80,6 +80,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import accumulate, groupby, islice
 
 from agentscript.memory.store import BM25_B, BM25_K1, scope_hash
@@ -225,7 +226,7 @@ def add(
         tokens += entry.length
         if entry.counts:
             prefix = f"{entry.length} "
-            shapes = [prefix + _counts_text(counts) for counts in entry.counts.values()]
+            shapes = [prefix + _counts_text(tuple(counts)) for counts in entry.counts.values()]
             rows.append((entry.seq, scope_hash(entry.scope), " ".join(entry.counts), shapes))
             waiting += len(shapes)
     if not documents:
@@ -258,18 +259,9 @@ def add(
 
 # A term's counts per field as a shape writes them ("0 1 0 2 0"), for the counts seen: few
 # distinct ones recur (most terms occur once or twice in one or two fields).
-_COUNTS_TEXT: dict[tuple[int, ...], str] = {}
-_MOST_COUNTS = 4_096
-
-
-def _counts_text(counts: Sequence[int]) -> str:
-    key = tuple(counts)
-    text = _COUNTS_TEXT.get(key)
-    if text is None:
-        if len(_COUNTS_TEXT) >= _MOST_COUNTS:
-            _COUNTS_TEXT.clear()
-        text = _COUNTS_TEXT[key] = " ".join(map(str, key))
-    return text
+@lru_cache(maxsize=4_096)
+def _counts_text(counts: tuple[int, ...]) -> str:
+    return " ".join(map(str, counts))
 
 
 def remove(connection: sqlite3.Connection, entries: Iterable[IndexedEntry]) -> None:
