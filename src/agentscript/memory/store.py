@@ -407,6 +407,11 @@ class StoreTransaction(StoreReader, Protocol):
         kept as entries are written, never a scan."""
         ...
 
+    def active_with_key(self, scope: str, key: str) -> Entry | None:
+        """The active entry of `scope` with `key`, if any (there is at most one): what every
+        remember with a key decides on, so a store answers it by its key index directly."""
+        ...
+
 
 class MemoryStore(StoreReader, Protocol):
     """A database of entries. Safe to share between threads; one per process and file."""
