@@ -233,7 +233,7 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 def require_unicode(text: str, field_name: str) -> str:
     """`text`, unless it holds a lone surrogate (from `"\\ud800"` in JSON, or a file name that
     is not UTF-8), which is not a character and which no store can encode."""
-    found = _LONE_SURROGATE.search(text)
+    found = None if text.isascii() else _LONE_SURROGATE.search(text)
     if found is not None:
         raise MemoryServiceError(
             INVALID_ARGUMENT,
@@ -256,15 +256,11 @@ def require_storable(entry: Entry) -> Entry:
     write one. Every store calls this before it writes, whatever path built the entry (an
     import, a summary); the service's own arguments are refused earlier, by name."""
     # One search over all the text first (other values as their text, which holds no
-    # surrogate): nearly every entry has none.
+    # surrogate), none when it is ASCII: nearly every entry has none.
     source = entry.source
     every = (*_SCALARS(entry), *entry.tags, *entry.archive_ref)
-    if (
-        _LONE_SURROGATE.search(
-            "".join(map(str, (*every, source.session, source.run, source.reason)))
-        )
-        is None
-    ):
+    joined = "".join(map(str, (*every, source.session, source.run, source.reason)))
+    if joined.isascii() or _LONE_SURROGATE.search(joined) is None:
         return entry
     for item in fields(entry):
         value = getattr(entry, item.name)
@@ -287,7 +283,7 @@ def clean_text(value: object, field_name: str, *, required: bool = False) -> str
         raise MemoryServiceError(
             INVALID_ARGUMENT, f"{field_name} contains a NUL character", field_name
         )
-    if DIGEST_MARKER in value.casefold():
+    if "<" in value and DIGEST_MARKER in value.casefold():  # folding never makes a `<`
         raise MemoryServiceError(
             DIGEST_FEEDBACK,
             f"{field_name} contains a memory digest ({DIGEST_MARKER}…>): a digest is a view of "

@@ -226,14 +226,16 @@ def add(
         tokens += entry.length
         if entry.counts:
             prefix = f"{entry.length} "
-            shapes = [prefix + _counts_text(tuple(counts)) for counts in entry.counts.values()]
+            shapes = [
+                prefix + counts for counts in map(_counts_text, map(tuple, entry.counts.values()))
+            ]
             rows.append((entry.seq, scope_hash(entry.scope), " ".join(entry.counts), shapes))
             waiting += len(shapes)
     if not documents:
         return
     ids = _shape_ids(
         connection,
-        {shape for *_, shapes in rows for shape in shapes},
+        [shape for *_, shapes in rows for shape in shapes],
         {} if known_shapes is None else known_shapes,
     )
     # Seqs not past the tail's last are no append: readers that kept the tail read it anew.
@@ -249,7 +251,7 @@ def add(
     connection.executemany(
         "INSERT INTO memory_postings_tail (seq, scope_key, terms, shapes) VALUES (?, ?, ?, ?)",
         [
-            (seq, key, terms, _packed([ids[shape] for shape in shapes]))
+            (seq, key, terms, _packed(list(map(ids.__getitem__, shapes))))
             for seq, key, terms, shapes in rows
         ],
     )
@@ -881,14 +883,14 @@ def damaged_postings(term: str) -> DamagedIndex:
 
 
 def _shape_ids(
-    connection: sqlite3.Connection, shapes: set[str], known: dict[str, int]
+    connection: sqlite3.Connection, shapes: Sequence[str], known: dict[str, int]
 ) -> dict[str, int]:
     """`known` with the ids of `shapes` added, those the file does not know yet added to it
     (no statement when `known` has them all, one when the file has them all, as it does
     nearly always)."""
-    missing = {shape for shape in shapes if shape not in known}  # not `- known.keys()`: O(known)
-    if not missing:
+    if all(map(known.__contains__, shapes)):  # in C; not `- known.keys()`, which is O(known)
         return known
+    missing = {shape for shape in shapes if shape not in known}
     listed = json.dumps(sorted(missing))
     lookup = (
         "SELECT shape, id FROM memory_posting_shapes WHERE shape IN "
@@ -1108,8 +1110,10 @@ def _array(blob: bytes) -> array[int]:
 def _packed(values: Sequence[int]) -> bytes:
     """`values` (not negative) as the smallest array that holds them, typecode first."""
     highest = max(values, default=0)
-    code = next(code for code, limit in _CODES.items() if highest < limit)
-    return code.encode("ascii") + array(code, values).tobytes()
+    for code, limit in _CODES.items():
+        if highest < limit:
+            return code.encode("ascii") + array(code, values).tobytes()
+    raise ValueError(f"{highest} does not fit in a block's array")
 
 
 def _packed_shapes(shape_ids: Sequence[int]) -> bytes:

@@ -1407,8 +1407,7 @@ _INSERT_ENTRY = (
     f"VALUES ({_marks([*_ROW_COLUMNS, 'previous_seq'])})"
 )
 _UPDATE_ENTRY = (
-    f"UPDATE memory_entries SET {', '.join(f'{name} = ?' for name in _ROW_COLUMNS)} "
-    "WHERE seq = ?"
+    f"UPDATE memory_entries SET {', '.join(f'{name} = ?' for name in _ROW_COLUMNS)} WHERE seq = ?"
 )
 
 
