@@ -7,8 +7,10 @@ control characters, tags, keys, and the digest marker (a digest must never becom
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
 from operator import attrgetter
 from typing import Any, Literal, cast
 
@@ -75,20 +77,23 @@ class Source:
             raise MemoryServiceError(
                 INVALID_ARGUMENT, f"{field_name} must be an object", field_name
             )
-        unknown = sorted(set(value) - {"session", "run", "reason"})
-        if unknown:
+        if not value.keys() <= _SOURCE_NAMES:
+            unknown = sorted(map(str, value.keys() - _SOURCE_NAMES))
             raise MemoryServiceError(
                 INVALID_ARGUMENT,
-                f"{field_name} has unknown field(s) {', '.join(map(str, unknown))}; "
+                f"{field_name} has unknown field(s) {', '.join(unknown)}; "
                 "allowed: session, run, reason",
                 field_name,
             )
         parts = {
-            name: clean_line(value.get(name), f"{field_name}.{name}", MAX_SOURCE_CHARS)
+            name: clean_line(value[name], f"{field_name}.{name}", MAX_SOURCE_CHARS)
             for name in ("session", "run", "reason")
+            if name in value
         }
         return cls(**parts)
 
+
+_SOURCE_NAMES = frozenset(("session", "run", "reason"))
 
 # Source reasons of what runs write on their own (agentscript.learn: a run memory, a distilled
 # experience), as opposed to what users and programs remember. Learned entries never outrank
@@ -200,6 +205,19 @@ class Entry:
             reinforce_count=int(data.get("reinforce_count") or 0),
             superseded_by=data.get("superseded_by"),
         )
+
+
+def new_id() -> str:
+    """A new entry's id: a random (version 4) UUID's text, as `str(uuid.uuid4())` gives it,
+    without building the UUID object (a fifth of what checking a remember's fields costs)."""
+    number = int.from_bytes(os.urandom(16), "big") & _UUID4_CLEARED | _UUID4_SET
+    digits = f"{number:032x}"
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+
+
+# The bits a version 4 UUID fixes (RFC 4122): the version (4) and the variant (10).
+_UUID4_CLEARED = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
 
 
 # ------------------------------------------------------------------------------ validation
@@ -340,6 +358,7 @@ def is_extractive(entry: Entry) -> bool:
     return entry.kind == "summary" and (entry.source.reason or "").endswith(EXTRACTIVE_MARK)
 
 
+@lru_cache(maxsize=1024)  # a remember asks twice: for the title, and whether it is derived
 def title_from_text(text: str) -> str:
     """The first non-empty line, markdown heading marks removed, cut to DERIVED_TITLE_CHARS."""
     for line in text.splitlines():

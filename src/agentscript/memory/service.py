@@ -12,7 +12,6 @@ reach a model. It never speaks SQL: storage is a MemoryStore.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -38,6 +37,7 @@ from agentscript.memory.entries import (
     clean_title,
     is_extractive,
     merge_tags,
+    new_id,
     require_kind,
     require_level,
     require_unicode,
@@ -341,7 +341,7 @@ class MemoryService:
         now = format_timestamp(self.clock.now())
         event = self._event_time(event_time)
         candidate = Entry(
-            id=str(uuid.uuid4()),
+            id=new_id(),
             kind=entry_kind,
             scope=plan.write,
             title=clean_title(title) if title is not None else title_from_text(body),
@@ -535,7 +535,7 @@ class MemoryService:
                 return UpdateResult(current.id, previous_version=None, changed=False)
             check_size(revised, self.config.max_entry_bytes)
             kept = current.evolve(
-                id=str(uuid.uuid4()),
+                id=new_id(),
                 archived=True,
                 archive_reason=REASON_SUPERSEDED,
                 superseded_by=current.id,
@@ -1156,7 +1156,7 @@ class MemoryService:
             if current is not None:
                 retired.append(current)
             summary = Entry(
-                id=str(uuid.uuid4()),
+                id=new_id(),
                 kind="summary",
                 scope=where.scopes[0],
                 title=clean_title(title),

@@ -37,7 +37,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import compress
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 from agentscript.memory import sqlite_postings, sqlite_ranking
 from agentscript.memory.entries import Entry, require_storable, title_from_text
@@ -751,7 +751,7 @@ class _Transaction:
                 _INSERT_ENTRY, (*values, recent[0][0] if recent else None)
             )
         except sqlite3.IntegrityError as error:
-            raise _conflict(entry, error) or error
+            _raise_conflict(entry, error)
         seq = cast(int, cursor.lastrowid)
         if isinstance(values[0], str):
             _note_text_ids(self._connection)
@@ -811,7 +811,7 @@ class _Transaction:
         try:
             self._connection.execute(_UPDATE_ENTRY, (*values, seq))
         except sqlite3.IntegrityError as error:
-            raise _conflict(entry, error) or error
+            _raise_conflict(entry, error)
         self._count(entry.scope, int(entry.active) - int(previous.active))
         if indexed_text(previous) != indexed_text(entry):
             # The entries after it in its session have its body in their linked context.
@@ -1241,9 +1241,9 @@ def _rebuild(connection: sqlite3.Connection, analyzer: Analyzer) -> None:
     )
 
 
-def _conflict(entry: Entry, error: sqlite3.IntegrityError) -> StoreConflict | None:
-    """The StoreConflict a failed write of `entry` means (caused by `error`), None when it
-    is not one of the constraints a conflict breaks."""
+def _raise_conflict(entry: Entry, error: sqlite3.IntegrityError) -> NoReturn:
+    """The StoreConflict a failed write of `entry` means, or `error` itself when it is not
+    one of the constraints a conflict breaks."""
     text = str(error)
     if "memory_entries_key" in text:
         message = f"scope {entry.scope} already has an active entry with key {entry.key!r}"
@@ -1255,10 +1255,8 @@ def _conflict(entry: Entry, error: sqlite3.IntegrityError) -> StoreConflict | No
     elif "memory_entries.id" in text:
         message = f"an entry with id {entry.id} already exists"
     else:
-        return None
-    conflict = StoreConflict(message)
-    conflict.__cause__ = error
-    return conflict
+        raise error
+    raise StoreConflict(message) from error
 
 
 def _marks(values: Sequence[object]) -> str:
@@ -1416,9 +1414,18 @@ def _row(entry: Entry, scope_id: int, session_id: int | None) -> tuple[Any, ...]
     in the forms of sqlite_values.py and without what the row gives on read (see
     `_SESSION_NAME` and `_TITLE_HASH`)."""
     require_storable(entry)
+    # A new entry's times are mostly one moment: each distinct text is converted once.
     created = stamp_milliseconds(entry.created_at, "created_at")
-    updated = stamp_milliseconds(entry.updated_at, "updated_at")
-    accessed = stamp_milliseconds(entry.accessed_at, "accessed_at")
+    updated = (
+        created
+        if entry.updated_at == entry.created_at
+        else stamp_milliseconds(entry.updated_at, "updated_at")
+    )
+    accessed = (
+        updated
+        if entry.accessed_at == entry.updated_at
+        else stamp_milliseconds(entry.accessed_at, "accessed_at")
+    )
     event = stamp_milliseconds(entry.event_time, "event_time")
     source = entry.source
     return (
