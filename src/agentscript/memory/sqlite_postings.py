@@ -393,23 +393,35 @@ def _merged_blocks(
     a merge that passes BLOCK_POSTINGS is cut into full blocks and the rest."""
     small = BLOCK_POSTINGS // SMALL_SHARE
     merged = len(seqs)
-    joined: list[int] = []
+    # (first seq, block, seqs, shapes) of the blocks joined, newest first: a block's arrays
+    # are in its row (read here) or in memory_posting_blocks (`block`, taken out below).
+    joined: list[tuple[int, int | None, bytes | None, bytes | None]] = []
     latest = connection.execute(
-        "SELECT first_seq, postings FROM memory_postings WHERE term = ? AND scope_key = ? "
-        "ORDER BY first_seq DESC",
+        "SELECT first_seq, postings, block, seqs, shapes FROM memory_postings "
+        "WHERE term = ? AND scope_key = ? ORDER BY first_seq DESC",
         (term, key),
     )
-    for first, count in latest:
+    for first, count, *arrays in latest:
         if count >= BLOCK_POSTINGS or count > max(merged, small - merged):
             break
-        joined.append(first)
+        joined.append((first, *arrays))
         merged += count
     latest.close()
     if joined:
+        # The joined blocks are the newest: all from the oldest joined one on.
+        connection.execute(
+            "DELETE FROM memory_postings WHERE term = ? AND scope_key = ? AND first_seq >= ?",
+            (term, key, joined[-1][0]),
+        )
         every: list[int] = []
         every_shape: list[int] = []
-        for first in reversed(joined):  # oldest first
-            block_seqs, block_shapes = _take_block(connection, term, key, first)
+        for first, block, *arrays in reversed(joined):  # oldest first
+            if block is not None:
+                arrays = connection.execute(
+                    "DELETE FROM memory_posting_blocks WHERE block = ? RETURNING seqs, shapes",
+                    (block,),
+                ).fetchone() or [None, None]
+            block_seqs, block_shapes = _decode(first, *arrays)
             every.extend(block_seqs)
             every_shape.extend(block_shapes)
         every.extend(seqs)
