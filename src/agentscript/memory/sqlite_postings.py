@@ -79,7 +79,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import accumulate, groupby, islice
 
@@ -210,15 +210,26 @@ class DamagedIndex(sqlite3.DatabaseError):
     `SqliteStore.rebuild_index` repairs it."""
 
 
+@dataclass(slots=True)
+class KnownIndex:
+    """What a writer keeps of the index from one `add` to the next, true of the file as it is
+    (the caller sees to that, sqlite_write_state.py): the ids of shapes, and how many postings
+    wait in the tail (None: not known; an add then reads it, and a pack empties it). A caller
+    that changes the index otherwise (a removal) forgets `tail`."""
+
+    shapes: dict[str, int] = field(default_factory=dict)
+    tail: int | None = None
+
+
 def add(
     connection: sqlite3.Connection,
     entries: Iterable[IndexedEntry],
-    known_shapes: dict[str, int] | None = None,
+    known: KnownIndex | None = None,
 ) -> None:
     """Index `entries` (inside the caller's write transaction): one tail row each, packed
     into blocks once enough postings wait there. One call for many entries costs a few
-    statements, not a few per entry. `known_shapes`: shapes' ids the caller keeps (valid for
-    this file as it is), looked up first and added to."""
+    statements, not a few per entry. `known`: what the caller keeps of the index, used and
+    kept current."""
     rows: list[tuple[int, int, str, list[str]]] = []
     documents = tokens = waiting = 0
     for entry in entries:
@@ -233,30 +244,40 @@ def add(
             waiting += len(shapes)
     if not documents:
         return
-    ids = _shape_ids(
-        connection,
-        [shape for *_, shapes in rows for shape in shapes],
-        {} if known_shapes is None else known_shapes,
-    )
+    if known is None:
+        known = KnownIndex()
+    ids = _shape_ids(connection, [shape for *_, shapes in rows for shape in shapes], known.shapes)
     # Seqs not past the tail's last are no append: readers that kept the tail read it anew.
     seqs = [seq for seq, *_ in rows] or [_LAST_SEQ]
     ascending = all(map(operator.lt, seqs, islice(seqs, 1, None)))
-    waiting = connection.execute(
-        "UPDATE memory_index_totals SET documents = documents + ?, tokens = tokens + ?, "
-        "tail = tail + ?, generation = CASE WHEN ? AND "
-        "COALESCE((SELECT MAX(seq) FROM memory_postings_tail), 0) < ? "
-        "THEN generation ELSE ? END RETURNING tail",
-        (documents, tokens, waiting, ascending, seqs[0], _new_generation()),
-    ).fetchone()[0]
-    connection.executemany(
-        "INSERT INTO memory_postings_tail (seq, scope_key, terms, shapes) VALUES (?, ?, ?, ?)",
-        [
-            (seq, key, terms, _packed(list(map(ids.__getitem__, shapes))))
-            for seq, key, terms, shapes in rows
-        ],
-    )
-    if waiting >= PACK_AT:
+    totals = (documents, tokens, waiting, ascending, seqs[0], _new_generation())
+    if known.tail is None:
+        known.tail = connection.execute(_ADD_TO_TOTALS + " RETURNING tail", totals).fetchone()[0]
+    else:
+        connection.execute(_ADD_TO_TOTALS, totals)
+        known.tail += waiting
+    tail_rows = [
+        (seq, key, terms, _packed(list(map(ids.__getitem__, shapes))))
+        for seq, key, terms, shapes in rows
+    ]
+    if len(tail_rows) == 1:  # what a remember writes: one statement costs less than a batch
+        connection.execute(_INSERT_TAIL, tail_rows[0])
+    else:
+        connection.executemany(_INSERT_TAIL, tail_rows)
+    if known.tail >= PACK_AT:
         pack(connection)
+        known.tail = 0
+
+
+_ADD_TO_TOTALS = (
+    "UPDATE memory_index_totals SET documents = documents + ?, tokens = tokens + ?, "
+    "tail = tail + ?, generation = CASE WHEN ? AND "
+    "COALESCE((SELECT MAX(seq) FROM memory_postings_tail), 0) < ? "
+    "THEN generation ELSE ? END"
+)
+_INSERT_TAIL = (
+    "INSERT INTO memory_postings_tail (seq, scope_key, terms, shapes) VALUES (?, ?, ?, ?)"
+)
 
 
 # A term's counts per field as a shape writes them ("0 1 0 2 0"), for the counts seen: few

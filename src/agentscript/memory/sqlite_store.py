@@ -670,7 +670,7 @@ class _Transaction:
 
     def flush(self) -> None:
         """Index the entries inserted since the last flush."""
-        sqlite_postings.add(self._connection, self._unindexed, self._state.shapes)
+        sqlite_postings.add(self._connection, self._unindexed, self._state.index)
         self._unindexed = []
 
     def finish(self) -> None:
@@ -814,6 +814,7 @@ class _Transaction:
             _raise_conflict(entry, error)
         self._count(entry.scope, int(entry.active) - int(previous.active))
         if indexed_text(previous) != indexed_text(entry):
+            self._state.index.tail = None  # changed below, not by `add` with what is known
             # The entries after it in its session have its body in their linked context.
             later = (
                 _later(self._connection, entry.scope, seq) if previous.body != entry.body else []
@@ -839,6 +840,7 @@ class _Transaction:
         # sessions' latest entries.
         self.finish()
         self._recent.clear()
+        self._state.index.tail = None  # the index changes below, not by `add`
         doomed = self._connection.execute(
             f"SELECT seq, {_COLUMNS} FROM memory_entries WHERE +scope = {_SCOPE_ID} "
             f"AND id IN ({_marks(ids)})",
