@@ -405,6 +405,9 @@ def entry_bytes(entry: Entry) -> int:
 
 
 def check_size(entry: Entry, limit: int) -> None:
+    characters = (entry.title, entry.body, entry.context, entry.key or "", *entry.tags)
+    if 4 * sum(map(len, characters)) <= limit:  # a character is at most 4 bytes of UTF-8
+        return
     size = entry_bytes(entry)
     if size > limit:
         raise MemoryServiceError(

@@ -84,6 +84,7 @@ from functools import lru_cache
 from itertools import accumulate, groupby, islice
 
 from agentscript.memory.store import BM25_B, BM25_K1, scope_hash
+from agentscript.providers.storage.sqlite_files import execute_rows
 
 PACK_AT = 60_000
 BLOCK_POSTINGS = 4_096
@@ -262,10 +263,7 @@ def add(
         (seq, key, terms, _packed(list(map(ids.__getitem__, shapes))))
         for seq, key, terms, shapes in rows
     ]
-    if len(tail_rows) == 1:  # what a remember writes: one statement costs less than a batch
-        connection.execute(_INSERT_TAIL, tail_rows[0])
-    else:
-        connection.executemany(_INSERT_TAIL, tail_rows)
+    execute_rows(connection, _INSERT_TAIL, tail_rows)
     if known.tail >= PACK_AT:
         pack(connection)
         known.tail = 0

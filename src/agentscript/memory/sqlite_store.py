@@ -80,7 +80,7 @@ from agentscript.memory.store import (
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer, normalise_title
 from agentscript.memory.timeline import Level
-from agentscript.providers.storage.sqlite_files import connect, write_transaction
+from agentscript.providers.storage.sqlite_files import connect, execute_rows, write_transaction
 
 SCHEMA_VERSION = "6"
 # Schema 1 had a text index that stored its own copy of the terms and none of the tables kept
@@ -677,7 +677,8 @@ class _Transaction:
         """Write what the transaction kept back (the index of its inserts, counts, sessions'
         tails): before it commits."""
         self.flush()
-        self._connection.executemany(
+        execute_rows(
+            self._connection,
             "INSERT INTO memory_scope_counts (scope, active) VALUES (?, ?) "
             "ON CONFLICT (scope) DO UPDATE SET active = active + excluded.active",
             [(scope, change) for scope, change in self._counted.items() if change],
@@ -687,7 +688,8 @@ class _Transaction:
             if scope in stored:
                 stored[scope] += change
         self._counted.clear()
-        self._connection.executemany(
+        execute_rows(
+            self._connection,
             "INSERT INTO memory_session_tails (scope, session, seq) VALUES (?, ?, ?) "
             "ON CONFLICT (scope, session) DO UPDATE SET seq = excluded.seq",
             [(scope, session, seq) for (scope, session), seq in self._tails.items()],
