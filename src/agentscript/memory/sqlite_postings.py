@@ -423,7 +423,7 @@ def _merged_blocks(
         (term, key),
     )
     for first, count, *arrays in latest:
-        if count >= BLOCK_POSTINGS or count > max(merged, small - merged):
+        if count >= BLOCK_POSTINGS or (count > merged and count > small - merged):
             break
         joined.append((first, *arrays))
         merged += count
@@ -1143,10 +1143,13 @@ def _array(blob: bytes) -> array[int]:
 def _packed(values: Sequence[int]) -> bytes:
     """`values` (not negative) as the smallest array that holds them, typecode first."""
     highest = max(values, default=0)
-    for code, limit in _CODES.items():
+    for code, prefix, limit in _CODE_PREFIXES:
         if highest < limit:
-            return code.encode("ascii") + array(code, values).tobytes()
+            return prefix + array(code, values).tobytes()
     raise ValueError(f"{highest} does not fit in a block's array")
+
+
+_CODE_PREFIXES = tuple((code, code.encode("ascii"), limit) for code, limit in _CODES.items())
 
 
 def _packed_shapes(shape_ids: Sequence[int]) -> bytes:
