@@ -6,7 +6,9 @@ words reduced by the Porter stemmer, and runs of CJK characters cut into overlap
 (Chinese and Japanese are written without spaces, so bigrams are the standard lexical unit).
 Stores index the analysed terms, not the raw text, so ranking never depends on a database's
 own tokenizer and the same query finds the same entries in SQLite and PostgreSQL. Terms only
-ever contain letters and digits: that is what keeps query syntax inert downstream.
+ever contain letters and digits (after folding: a-z, 0-9 and non-ASCII characters): that is
+what keeps query syntax inert downstream, and what makes every term one token of FTS5's
+`ascii` tokenizer, as store.postings counts them (tests/memory/test_text.py checks both).
 """
 
 from __future__ import annotations
