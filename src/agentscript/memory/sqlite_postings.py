@@ -88,11 +88,11 @@ from agentscript.providers.storage.sqlite_files import execute_rows
 
 PACK_AT = 60_000
 BLOCK_POSTINGS = 4_096
-# Blocks of up to this share of BLOCK_POSTINGS (64 postings) are merged with the new postings
-# of their term whenever the two together stay within it (`_merged_blocks`). Rewriting a rare
-# term's small block for its few new postings is most of what a pack writes, so the share is
-# small (a 64th: a pack costs 30 % less than with a 16th, the file holds 0.6 % more).
-SMALL_SHARE = 64
+# Blocks of up to this share of BLOCK_POSTINGS (256 postings) are merged with the new postings
+# of their term whenever the two together stay within it (`_merged_blocks`). Rewriting rare
+# terms' small blocks is most of what a pack writes; a 64th makes packs 30 % cheaper but the
+# file 0.6 % larger, past 2× raw FTS5's at 10k entries in batches (docs/memory-service.md).
+SMALL_SHARE = 16
 # What a PostingsReader keeps of decoded blocks, in postings (about 45 bytes each in memory):
 # the blocks of the terms asked last, least recently asked out first.
 CACHE_POSTINGS = 2_000_000
