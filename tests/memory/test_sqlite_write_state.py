@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agentscript.memory import MemoryConfig, MemoryService, MemoryServiceError
+from agentscript.memory import MemoryConfig, MemoryService, MemoryServiceError, sqlite_postings
 from agentscript.memory.sqlite_store import SqliteStore
 from agentscript.memory.store import EntryFilter, FieldWeights, TextQuery
 
@@ -134,3 +134,59 @@ def test_a_store_opened_again_forgets_what_it_knew(tmp_path: Path) -> None:
         with pytest.raises(MemoryServiceError, match="holds 2 active entries"):
             first.remember(**turn("three"))
         assert first.store.verify() == []
+
+
+def waiting_postings(path: Path) -> int:
+    with sqlite3.connect(path) as connection:
+        return int(connection.execute("SELECT tail FROM memory_index_totals").fetchone()[0])
+
+
+def test_a_writer_packs_the_tail_another_writer_filled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The count of postings waiting in the tail is kept between one writer's adds; a pack
+    is due when the FILE's tail is full, so the other writer's postings count."""
+    monkeypatch.setattr(sqlite_postings, "PACK_AT", 40)
+    path = tmp_path / "memory.db"
+    with (
+        MemoryService.open(None, database=path) as first,
+        MemoryService.open(None, database=path) as second,
+    ):
+        for number in range(60):
+            writer = first if number % 7 == 0 else second  # `first` knows an old count
+            writer.remember(**turn(f"turn {number} about {FRUITS[number % 6]}"))
+            assert waiting_postings(path) < sqlite_postings.PACK_AT
+        assert first.store.verify() == []
+
+
+def test_a_rolled_back_write_is_not_counted_in_the_tail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch indexed some of its items (a merge flushes the index) and then failed: the
+    postings it added are gone, so the next pack comes when the file's tail is full, not
+    before."""
+    monkeypatch.setattr(sqlite_postings, "PACK_AT", 30)
+    path = tmp_path / "memory.db"
+    with MemoryService.open(None, database=path, config=MemoryConfig(max_entries=3)) as memory:
+        memory.remember(text="a fact", kind="fact", key="k", scope=SCOPE)
+        with pytest.raises(MemoryServiceError, match="holds 3 active entries"):
+            memory.remember_many(
+                [
+                    {"text": "many words about " + " ".join(FRUITS), "scope": SCOPE},
+                    {"text": "a fact", "kind": "fact", "key": "k", "scope": SCOPE},
+                    {"text": "fills the scope", "scope": SCOPE},
+                    {"text": "one too many", "scope": SCOPE},
+                ]
+            )
+        before = waiting_postings(path)
+        for number in range(30):  # three postings each: note, its number, plain
+            memory.remember(text=f"note {number} plain", scope=f"/work/notes/{number}")
+            after = waiting_postings(path)
+            if after < before:  # a pack: due only once the file's tail was full
+                assert before + 3 >= sqlite_postings.PACK_AT
+                break
+            assert after == before + 3
+            before = after
+        else:
+            pytest.fail("no pack")
+        assert memory.store.verify() == []

@@ -8,8 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentscript.memory.store import ASCII_FOLD, fts5_tokens
-from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer, normalise_title, porter_stem
+from agentscript.memory.text import (
+    DEFAULT_ANALYZER,
+    Analyzer,
+    normalise,
+    normalise_title,
+    porter_stem,
+)
 
 
 @pytest.mark.parametrize(
@@ -124,18 +129,33 @@ def test_a_text_has_the_terms_its_lines_have(lines: list[str]) -> None:
     assert DEFAULT_ANALYZER.terms(text) == DEFAULT_ANALYZER.analyse(text)
 
 
-@given(
-    st.lists(
-        st.text(alphabet=st.sampled_from("abzAZ09 -_.'\t\né中\x7f\x80"), max_size=6), max_size=6
-    )
+# One token of FTS5's `ascii` tokenizer: ASCII letters and digits and every non-ASCII
+# character make tokens, every other ASCII character separates them, and A-Z fold to a-z.
+_ONE_FTS5_TOKEN = re.compile(r"[0-9a-z\x80-\U0010ffff]+")
+_ANALYZERS = (
+    DEFAULT_ANALYZER,
+    Analyzer(stem=False, stopwords=False, cjk_bigrams=False, lemmas=False, compounds=False),
 )
-def test_fts5_tokens_of_plain_terms_are_the_tokenizers(words: list[str]) -> None:
-    """The shortcut for text that is tokens already (what analysed terms nearly always are)
-    gives exactly what FTS5's `ascii` tokenizer rules give."""
-    text = " ".join(words)
-    expected = [
-        token.translate(ASCII_FOLD)
-        for token in re.split(r"[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+", text)
-        if token
+
+
+@given(st.text())
+def test_every_term_is_one_fts5_token(text: str) -> None:
+    """What the index counts as tokens (store.postings) are the terms themselves: each is one
+    token of FTS5's tokenizer, as the SQLite store counted lengths when it used FTS5."""
+    for analyzer in _ANALYZERS:
+        for term in analyzer.analyse(text):
+            assert _ONE_FTS5_TOKEN.fullmatch(term), (text, term)
+
+
+def test_no_character_makes_a_term_of_several_fts5_tokens() -> None:
+    """Every code point the analyser folds into ASCII (the only way a term could hold an
+    ASCII separator), alone and inside words, for the property above."""
+    folded = [
+        character
+        for character in map(chr, [*range(0xD800), *range(0xE000, 0x110000)])
+        if re.search(r"[\x00-\x7f]", normalise(character))
     ]
-    assert fts5_tokens(text) == expected
+    assert len(folded) > 128
+    text = " ".join(f"{c} x{c}y" for c in folded)
+    for analyzer in _ANALYZERS:
+        assert all(map(_ONE_FTS5_TOKEN.fullmatch, analyzer.analyse(text)))

@@ -7,8 +7,10 @@ control characters, tags, keys, and the digest marker (a digest must never becom
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
 from operator import attrgetter
 from typing import Any, Literal, cast
 
@@ -75,20 +77,23 @@ class Source:
             raise MemoryServiceError(
                 INVALID_ARGUMENT, f"{field_name} must be an object", field_name
             )
-        unknown = sorted(set(value) - {"session", "run", "reason"})
-        if unknown:
+        if not value.keys() <= _SOURCE_NAMES:
+            unknown = sorted(map(str, value.keys() - _SOURCE_NAMES))
             raise MemoryServiceError(
                 INVALID_ARGUMENT,
-                f"{field_name} has unknown field(s) {', '.join(map(str, unknown))}; "
+                f"{field_name} has unknown field(s) {', '.join(unknown)}; "
                 "allowed: session, run, reason",
                 field_name,
             )
         parts = {
-            name: clean_line(value.get(name), f"{field_name}.{name}", MAX_SOURCE_CHARS)
+            name: clean_line(value[name], f"{field_name}.{name}", MAX_SOURCE_CHARS)
             for name in ("session", "run", "reason")
+            if name in value
         }
         return cls(**parts)
 
+
+_SOURCE_NAMES = frozenset(("session", "run", "reason"))
 
 # Source reasons of what runs write on their own (agentscript.learn: a run memory, a distilled
 # experience), as opposed to what users and programs remember. Learned entries never outrank
@@ -202,6 +207,19 @@ class Entry:
         )
 
 
+def new_id() -> str:
+    """A new entry's id: a random (version 4) UUID's text, as `str(uuid.uuid4())` gives it,
+    without building the UUID object (a fifth of what checking a remember's fields costs)."""
+    number = int.from_bytes(os.urandom(16), "big") & _UUID4_CLEARED | _UUID4_SET
+    digits = f"{number:032x}"
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+
+
+# The bits a version 4 UUID fixes (RFC 4122): the version (4) and the variant (10).
+_UUID4_CLEARED = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
+
+
 # ------------------------------------------------------------------------------ validation
 
 
@@ -233,7 +251,7 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 def require_unicode(text: str, field_name: str) -> str:
     """`text`, unless it holds a lone surrogate (from `"\\ud800"` in JSON, or a file name that
     is not UTF-8), which is not a character and which no store can encode."""
-    found = _LONE_SURROGATE.search(text)
+    found = None if text.isascii() else _LONE_SURROGATE.search(text)
     if found is not None:
         raise MemoryServiceError(
             INVALID_ARGUMENT,
@@ -256,15 +274,11 @@ def require_storable(entry: Entry) -> Entry:
     write one. Every store calls this before it writes, whatever path built the entry (an
     import, a summary); the service's own arguments are refused earlier, by name."""
     # One search over all the text first (other values as their text, which holds no
-    # surrogate): nearly every entry has none.
+    # surrogate), none when it is ASCII: nearly every entry has none.
     source = entry.source
     every = (*_SCALARS(entry), *entry.tags, *entry.archive_ref)
-    if (
-        _LONE_SURROGATE.search(
-            "".join(map(str, (*every, source.session, source.run, source.reason)))
-        )
-        is None
-    ):
+    joined = "".join(map(str, (*every, source.session, source.run, source.reason)))
+    if joined.isascii() or _LONE_SURROGATE.search(joined) is None:
         return entry
     for item in fields(entry):
         value = getattr(entry, item.name)
@@ -287,7 +301,7 @@ def clean_text(value: object, field_name: str, *, required: bool = False) -> str
         raise MemoryServiceError(
             INVALID_ARGUMENT, f"{field_name} contains a NUL character", field_name
         )
-    if DIGEST_MARKER in value.casefold():
+    if "<" in value and DIGEST_MARKER in value.casefold():  # folding never makes a `<`
         raise MemoryServiceError(
             DIGEST_FEEDBACK,
             f"{field_name} contains a memory digest ({DIGEST_MARKER}…>): a digest is a view of "
@@ -344,6 +358,7 @@ def is_extractive(entry: Entry) -> bool:
     return entry.kind == "summary" and (entry.source.reason or "").endswith(EXTRACTIVE_MARK)
 
 
+@lru_cache(maxsize=1024)  # a remember asks twice: for the title, and whether it is derived
 def title_from_text(text: str) -> str:
     """The first non-empty line, markdown heading marks removed, cut to DERIVED_TITLE_CHARS."""
     for line in text.splitlines():
@@ -390,6 +405,9 @@ def entry_bytes(entry: Entry) -> int:
 
 
 def check_size(entry: Entry, limit: int) -> None:
+    characters = (entry.title, entry.body, entry.context, entry.key or "", *entry.tags)
+    if 4 * sum(map(len, characters)) <= limit:  # a character is at most 4 bytes of UTF-8
+        return
     size = entry_bytes(entry)
     if size > limit:
         raise MemoryServiceError(

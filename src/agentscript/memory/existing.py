@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from agentscript.memory.entries import MERGING_KINDS, Entry, Kind
-from agentscript.memory.store import EntryFilter, StoreReader
+from agentscript.memory.store import EntryFilter, StoreReader, StoreTransaction
 
 
 class Existing(Protocol):
@@ -33,11 +33,11 @@ class Existing(Protocol):
 class AskedEach:
     """Existing entries read from the transaction at each question."""
 
-    def __init__(self, reader: StoreReader) -> None:
+    def __init__(self, reader: StoreTransaction) -> None:
         self._reader = reader
 
     def keyed(self, scope: str, key: str) -> Entry | None:
-        return _first(self._reader.select(EntryFilter(scopes=(scope,), key=key), limit=1))
+        return self._reader.active_with_key(scope, key)
 
     def twin(self, scope: str, kind: Kind, title_norm: str) -> Entry | None:
         return _first(

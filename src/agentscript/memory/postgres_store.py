@@ -843,6 +843,10 @@ class _Transaction:
         ).fetchone()
         return (int(row[0]) if row else 0) + self.totals.active[scope]
 
+    def active_with_key(self, scope: str, key: str) -> Entry | None:
+        found = self.select(EntryFilter(scopes=(scope,), key=key), limit=1)
+        return found[0] if found else None
+
     def insert(self, entry: Entry) -> None:
         # An archived entry (the old version an update keeps) is no turn of its session: it
         # joins no chain, so its text is never a later turn's linked context.

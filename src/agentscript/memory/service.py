@@ -12,7 +12,6 @@ reach a model. It never speaks SQL: storage is a MemoryStore.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -38,6 +37,7 @@ from agentscript.memory.entries import (
     clean_title,
     is_extractive,
     merge_tags,
+    new_id,
     require_kind,
     require_level,
     require_unicode,
@@ -341,7 +341,7 @@ class MemoryService:
         now = format_timestamp(self.clock.now())
         event = self._event_time(event_time)
         candidate = Entry(
-            id=str(uuid.uuid4()),
+            id=new_id(),
             kind=entry_kind,
             scope=plan.write,
             title=clean_title(title) if title is not None else title_from_text(body),
@@ -432,7 +432,14 @@ class MemoryService:
 
     def _refuse_secrets(self, **fields: Any) -> None:
         """Refuse a write whose fields contain a known secret: credentials are never
-        remembered, and a memory outlives the run that could have redacted it."""
+        remembered, and a memory outlives the run that could have redacted it. The fields
+        are searched together first (every write is, and nearly none holds a secret), apart
+        only to name the one that does: joined by NUL, which no field holds."""
+        texts = _texts_of(fields.values())
+        if texts is not None and not any(
+            known.found_in("\0".join(texts)) for known in self.secret_sets
+        ):
+            return
         for field, value in fields.items():
             if value is not None and any(known.found_in(value) for known in self.secret_sets):
                 raise MemoryServiceError(
@@ -528,7 +535,7 @@ class MemoryService:
                 return UpdateResult(current.id, previous_version=None, changed=False)
             check_size(revised, self.config.max_entry_bytes)
             kept = current.evolve(
-                id=str(uuid.uuid4()),
+                id=new_id(),
                 archived=True,
                 archive_reason=REASON_SUPERSEDED,
                 superseded_by=current.id,
@@ -1149,7 +1156,7 @@ class MemoryService:
             if current is not None:
                 retired.append(current)
             summary = Entry(
-                id=str(uuid.uuid4()),
+                id=new_id(),
                 kind="summary",
                 scope=where.scopes[0],
                 title=clean_title(title),
@@ -1377,6 +1384,20 @@ def _restore_sources(
 _REMEMBER_ARGUMENTS = frozenset(
     ("text", "kind", "key", "title", "tags", "scope", "event_time", "source", "context")
 )
+
+
+def _texts_of(values: Iterable[object]) -> list[str] | None:
+    """The texts of these field values (a text, or a list of texts; None for no value), or
+    None when one is something else."""
+    texts: list[str] = []
+    for value in values:
+        if isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
+            texts.extend(value)
+        elif value is not None:
+            return None
+    return texts
 
 
 def _remember_arguments(item: object) -> dict[str, Any]:

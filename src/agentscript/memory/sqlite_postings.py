@@ -79,16 +79,19 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import accumulate, groupby, islice
 
 from agentscript.memory.store import BM25_B, BM25_K1, scope_hash
+from agentscript.providers.storage.sqlite_files import execute_rows
 
 PACK_AT = 60_000
 BLOCK_POSTINGS = 4_096
-# Blocks of up to this share of BLOCK_POSTINGS are merged with the new postings of their term
-# whenever the two together stay within it (`_merged_blocks`).
+# Blocks of up to this share of BLOCK_POSTINGS (256 postings) are merged with the new postings
+# of their term whenever the two together stay within it (`_merged_blocks`). Rewriting rare
+# terms' small blocks is most of what a pack writes; a 64th makes packs 30 % cheaper but the
+# file 0.6 % larger, past 2× raw FTS5's at 10k entries in batches (docs/memory-service.md).
 SMALL_SHARE = 16
 # What a PostingsReader keeps of decoded blocks, in postings (about 45 bytes each in memory):
 # the blocks of the terms asked last, least recently asked out first.
@@ -210,15 +213,26 @@ class DamagedIndex(sqlite3.DatabaseError):
     `SqliteStore.rebuild_index` repairs it."""
 
 
+@dataclass(slots=True)
+class KnownIndex:
+    """What a writer keeps of the index from one `add` to the next, true of the file as it is
+    (the caller sees to that, sqlite_write_state.py): the ids of shapes, and how many postings
+    wait in the tail (None: not known; an add then reads it, and a pack empties it). A caller
+    that changes the index otherwise (a removal) forgets `tail`."""
+
+    shapes: dict[str, int] = field(default_factory=dict)
+    tail: int | None = None
+
+
 def add(
     connection: sqlite3.Connection,
     entries: Iterable[IndexedEntry],
-    known_shapes: dict[str, int] | None = None,
+    known: KnownIndex | None = None,
 ) -> None:
     """Index `entries` (inside the caller's write transaction): one tail row each, packed
     into blocks once enough postings wait there. One call for many entries costs a few
-    statements, not a few per entry. `known_shapes`: shapes' ids the caller keeps (valid for
-    this file as it is), looked up first and added to."""
+    statements, not a few per entry. `known`: what the caller keeps of the index, used and
+    kept current."""
     rows: list[tuple[int, int, str, list[str]]] = []
     documents = tokens = waiting = 0
     for entry in entries:
@@ -226,35 +240,44 @@ def add(
         tokens += entry.length
         if entry.counts:
             prefix = f"{entry.length} "
-            shapes = [prefix + _counts_text(tuple(counts)) for counts in entry.counts.values()]
+            shapes = [
+                prefix + counts for counts in map(_counts_text, map(tuple, entry.counts.values()))
+            ]
             rows.append((entry.seq, scope_hash(entry.scope), " ".join(entry.counts), shapes))
             waiting += len(shapes)
     if not documents:
         return
-    ids = _shape_ids(
-        connection,
-        {shape for *_, shapes in rows for shape in shapes},
-        {} if known_shapes is None else known_shapes,
-    )
+    if known is None:
+        known = KnownIndex()
+    ids = _shape_ids(connection, [shape for *_, shapes in rows for shape in shapes], known.shapes)
     # Seqs not past the tail's last are no append: readers that kept the tail read it anew.
     seqs = [seq for seq, *_ in rows] or [_LAST_SEQ]
     ascending = all(map(operator.lt, seqs, islice(seqs, 1, None)))
-    waiting = connection.execute(
-        "UPDATE memory_index_totals SET documents = documents + ?, tokens = tokens + ?, "
-        "tail = tail + ?, generation = CASE WHEN ? AND "
-        "COALESCE((SELECT MAX(seq) FROM memory_postings_tail), 0) < ? "
-        "THEN generation ELSE ? END RETURNING tail",
-        (documents, tokens, waiting, ascending, seqs[0], _new_generation()),
-    ).fetchone()[0]
-    connection.executemany(
-        "INSERT INTO memory_postings_tail (seq, scope_key, terms, shapes) VALUES (?, ?, ?, ?)",
-        [
-            (seq, key, terms, _packed([ids[shape] for shape in shapes]))
-            for seq, key, terms, shapes in rows
-        ],
-    )
-    if waiting >= PACK_AT:
+    totals = (documents, tokens, waiting, ascending, seqs[0], _new_generation())
+    if known.tail is None:
+        known.tail = connection.execute(_ADD_TO_TOTALS + " RETURNING tail", totals).fetchone()[0]
+    else:
+        connection.execute(_ADD_TO_TOTALS, totals)
+        known.tail += waiting
+    tail_rows = [
+        (seq, key, terms, _packed(list(map(ids.__getitem__, shapes))))
+        for seq, key, terms, shapes in rows
+    ]
+    execute_rows(connection, _INSERT_TAIL, tail_rows)
+    if known.tail >= PACK_AT:
         pack(connection)
+        known.tail = 0
+
+
+_ADD_TO_TOTALS = (
+    "UPDATE memory_index_totals SET documents = documents + ?, tokens = tokens + ?, "
+    "tail = tail + ?, generation = CASE WHEN ? AND "
+    "COALESCE((SELECT MAX(seq) FROM memory_postings_tail), 0) < ? "
+    "THEN generation ELSE ? END"
+)
+_INSERT_TAIL = (
+    "INSERT INTO memory_postings_tail (seq, scope_key, terms, shapes) VALUES (?, ?, ?, ?)"
+)
 
 
 # A term's counts per field as a shape writes them ("0 1 0 2 0"), for the counts seen: few
@@ -391,23 +414,35 @@ def _merged_blocks(
     a merge that passes BLOCK_POSTINGS is cut into full blocks and the rest."""
     small = BLOCK_POSTINGS // SMALL_SHARE
     merged = len(seqs)
-    joined: list[int] = []
+    # (first seq, block, seqs, shapes) of the blocks joined, newest first: a block's arrays
+    # are in its row (read here) or in memory_posting_blocks (`block`, taken out below).
+    joined: list[tuple[int, int | None, bytes | None, bytes | None]] = []
     latest = connection.execute(
-        "SELECT first_seq, postings FROM memory_postings WHERE term = ? AND scope_key = ? "
-        "ORDER BY first_seq DESC",
+        "SELECT first_seq, postings, block, seqs, shapes FROM memory_postings "
+        "WHERE term = ? AND scope_key = ? ORDER BY first_seq DESC",
         (term, key),
     )
-    for first, count in latest:
-        if count >= BLOCK_POSTINGS or count > max(merged, small - merged):
+    for first, count, *arrays in latest:
+        if count >= BLOCK_POSTINGS or (count > merged and count > small - merged):
             break
-        joined.append(first)
+        joined.append((first, *arrays))
         merged += count
     latest.close()
     if joined:
+        # The joined blocks are the newest: all from the oldest joined one on.
+        connection.execute(
+            "DELETE FROM memory_postings WHERE term = ? AND scope_key = ? AND first_seq >= ?",
+            (term, key, joined[-1][0]),
+        )
         every: list[int] = []
         every_shape: list[int] = []
-        for first in reversed(joined):  # oldest first
-            block_seqs, block_shapes = _take_block(connection, term, key, first)
+        for first, block, *arrays in reversed(joined):  # oldest first
+            if block is not None:
+                arrays = connection.execute(
+                    "DELETE FROM memory_posting_blocks WHERE block = ? RETURNING seqs, shapes",
+                    (block,),
+                ).fetchone() or [None, None]
+            block_seqs, block_shapes = _decode(first, *arrays)
             every.extend(block_seqs)
             every_shape.extend(block_shapes)
         every.extend(seqs)
@@ -881,14 +916,14 @@ def damaged_postings(term: str) -> DamagedIndex:
 
 
 def _shape_ids(
-    connection: sqlite3.Connection, shapes: set[str], known: dict[str, int]
+    connection: sqlite3.Connection, shapes: Sequence[str], known: dict[str, int]
 ) -> dict[str, int]:
     """`known` with the ids of `shapes` added, those the file does not know yet added to it
     (no statement when `known` has them all, one when the file has them all, as it does
     nearly always)."""
-    missing = {shape for shape in shapes if shape not in known}  # not `- known.keys()`: O(known)
-    if not missing:
+    if all(map(known.__contains__, shapes)):  # in C; not `- known.keys()`, which is O(known)
         return known
+    missing = {shape for shape in shapes if shape not in known}
     listed = json.dumps(sorted(missing))
     lookup = (
         "SELECT shape, id FROM memory_posting_shapes WHERE shape IN "
@@ -1108,8 +1143,13 @@ def _array(blob: bytes) -> array[int]:
 def _packed(values: Sequence[int]) -> bytes:
     """`values` (not negative) as the smallest array that holds them, typecode first."""
     highest = max(values, default=0)
-    code = next(code for code, limit in _CODES.items() if highest < limit)
-    return code.encode("ascii") + array(code, values).tobytes()
+    for code, prefix, limit in _CODE_PREFIXES:
+        if highest < limit:
+            return prefix + array(code, values).tobytes()
+    raise ValueError(f"{highest} does not fit in a block's array")
+
+
+_CODE_PREFIXES = tuple((code, code.encode("ascii"), limit) for code, limit in _CODES.items())
 
 
 def _packed_shapes(shape_ids: Sequence[int]) -> bytes:

@@ -37,7 +37,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import compress
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 from agentscript.memory import sqlite_postings, sqlite_ranking
 from agentscript.memory.entries import Entry, require_storable, title_from_text
@@ -80,7 +80,7 @@ from agentscript.memory.store import (
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer, normalise_title
 from agentscript.memory.timeline import Level
-from agentscript.providers.storage.sqlite_files import connect, write_transaction
+from agentscript.providers.storage.sqlite_files import connect, execute_rows, write_transaction
 
 SCHEMA_VERSION = "6"
 # Schema 1 had a text index that stored its own copy of the terms and none of the tables kept
@@ -138,6 +138,12 @@ _COLUMNS = ", ".join(
     for name in ENTRY_COLUMNS
 )
 _COLUMN = {name: index for index, name in enumerate(ENTRY_COLUMNS)}
+# The active entry of a scope (by number) with a key: every remember with a key asks it. At
+# most one (the key index is unique among active entries), so no ordering; `+archived` keeps
+# the planner on the key index.
+_ACTIVE_WITH_KEY = (
+    f"SELECT {_COLUMNS} FROM memory_entries WHERE scope = ? AND key = ? AND +archived = 0"
+)
 # Entries indexed per call while the index is rebuilt (bounds what one call holds in memory).
 _REBUILD_BATCH = 1_000
 # The entries table of schema 4, which the upgrades from older schemas copy the entries into
@@ -635,19 +641,26 @@ class _Transaction:
     def _number(self, table: str, name: str) -> int:
         """The number of a scope or session name (`table`) in the entries table, given to it
         at its first entry."""
+        known = self._known_number(table, name)
+        if known is None:
+            row = self._connection.execute(
+                f"INSERT INTO {table} (name) VALUES (?) RETURNING id", (name,)
+            ).fetchone()
+            known = self._numbers[(table, name)] = int(row[0])
+        return known
+
+    def _known_number(self, table: str, name: str) -> int | None:
+        """The number of a name, None if no entry ever had it."""
         known = self._numbers.get((table, name))
         if known is None:
             row = self._connection.execute(
                 f"SELECT id FROM {table} WHERE name = ?", (name,)
             ).fetchone()
-            if row is None:
-                row = self._connection.execute(
-                    f"INSERT INTO {table} (name) VALUES (?) RETURNING id", (name,)
-                ).fetchone()
-            known = self._numbers[(table, name)] = int(row[0])
+            if row is not None:
+                known = self._numbers[(table, name)] = int(row[0])
         return known
 
-    def _values(self, entry: Entry) -> dict[str, Any]:
+    def _values(self, entry: Entry) -> tuple[Any, ...]:
         session = entry.source.session
         return _row(
             entry,
@@ -657,14 +670,15 @@ class _Transaction:
 
     def flush(self) -> None:
         """Index the entries inserted since the last flush."""
-        sqlite_postings.add(self._connection, self._unindexed, self._state.shapes)
+        sqlite_postings.add(self._connection, self._unindexed, self._state.index)
         self._unindexed = []
 
     def finish(self) -> None:
         """Write what the transaction kept back (the index of its inserts, counts, sessions'
         tails): before it commits."""
         self.flush()
-        self._connection.executemany(
+        execute_rows(
+            self._connection,
             "INSERT INTO memory_scope_counts (scope, active) VALUES (?, ?) "
             "ON CONFLICT (scope) DO UPDATE SET active = active + excluded.active",
             [(scope, change) for scope, change in self._counted.items() if change],
@@ -674,7 +688,8 @@ class _Transaction:
             if scope in stored:
                 stored[scope] += change
         self._counted.clear()
-        self._connection.executemany(
+        execute_rows(
+            self._connection,
             "INSERT INTO memory_session_tails (scope, session, seq) VALUES (?, ?, ?) "
             "ON CONFLICT (scope, session) DO UPDATE SET seq = excluded.seq",
             [(scope, session, seq) for (scope, session), seq in self._tails.items()],
@@ -691,6 +706,13 @@ class _Transaction:
         offset: int = 0,
     ) -> list[Entry]:
         return _select(self._connection, where, order, descending, limit, offset, self._id_order())
+
+    def active_with_key(self, scope: str, key: str) -> Entry | None:
+        number = self._known_number("memory_scopes", scope)
+        if number is None:
+            return None
+        row = self._connection.execute(_ACTIVE_WITH_KEY, (number, key)).fetchone()
+        return None if row is None else _entry_of(row)
 
     def _id_order(self) -> str:
         if self._state.text_ids is None:
@@ -726,14 +748,14 @@ class _Transaction:
         recent: list[tuple[int, str]] = []
         if session is not None:
             recent = self._session_recent(entry.scope, session)
-            values["previous_seq"] = recent[0][0] if recent else None
-        with _conflicts(entry):
+        try:
             cursor = self._connection.execute(
-                f"INSERT INTO memory_entries ({', '.join(values)}) VALUES ({_marks(list(values))})",
-                list(values.values()),
+                _INSERT_ENTRY, (*values, recent[0][0] if recent else None)
             )
+        except sqlite3.IntegrityError as error:
+            _raise_conflict(entry, error)
         seq = cast(int, cursor.lastrowid)
-        if isinstance(values["id"], str):
+        if isinstance(values[0], str):
             _note_text_ids(self._connection)
             self._state.text_ids = True
         self._count(entry.scope, int(entry.active))
@@ -788,14 +810,13 @@ class _Transaction:
                 recent[:] = [
                     (known, entry.body if known == seq else body) for known, body in recent
                 ]
-        with _conflicts(entry):
-            self._connection.execute(
-                f"UPDATE memory_entries SET {', '.join(f'{name} = ?' for name in values)} "
-                "WHERE seq = ?",
-                [*values.values(), seq],
-            )
+        try:
+            self._connection.execute(_UPDATE_ENTRY, (*values, seq))
+        except sqlite3.IntegrityError as error:
+            _raise_conflict(entry, error)
         self._count(entry.scope, int(entry.active) - int(previous.active))
         if indexed_text(previous) != indexed_text(entry):
+            self._state.index.tail = None  # changed below, not by `add` with what is known
             # The entries after it in its session have its body in their linked context.
             later = (
                 _later(self._connection, entry.scope, seq) if previous.body != entry.body else []
@@ -821,6 +842,7 @@ class _Transaction:
         # sessions' latest entries.
         self.finish()
         self._recent.clear()
+        self._state.index.tail = None  # the index changes below, not by `add`
         doomed = self._connection.execute(
             f"SELECT seq, {_COLUMNS} FROM memory_entries WHERE +scope = {_SCOPE_ID} "
             f"AND id IN ({_marks(ids)})",
@@ -1223,24 +1245,22 @@ def _rebuild(connection: sqlite3.Connection, analyzer: Analyzer) -> None:
     )
 
 
-@contextmanager
-def _conflicts(entry: Entry) -> Iterator[None]:
-    try:
-        yield
-    except sqlite3.IntegrityError as error:
-        text = str(error)
-        if "memory_entries_key" in text:
-            message = f"scope {entry.scope} already has an active entry with key {entry.key!r}"
-        elif "memory_entries.scope, memory_entries.level" in text:
-            message = (
-                f"scope {entry.scope} already has an active {entry.level} summary for bucket "
-                f"{entry.bucket}"
-            )
-        elif "memory_entries.id" in text:
-            message = f"an entry with id {entry.id} already exists"
-        else:
-            raise
-        raise StoreConflict(message) from error
+def _raise_conflict(entry: Entry, error: sqlite3.IntegrityError) -> NoReturn:
+    """The StoreConflict a failed write of `entry` means, or `error` itself when it is not
+    one of the constraints a conflict breaks."""
+    text = str(error)
+    if "memory_entries_key" in text:
+        message = f"scope {entry.scope} already has an active entry with key {entry.key!r}"
+    elif "memory_entries.scope, memory_entries.level" in text:
+        message = (
+            f"scope {entry.scope} already has an active {entry.level} summary for bucket "
+            f"{entry.bucket}"
+        )
+    elif "memory_entries.id" in text:
+        message = f"an entry with id {entry.id} already exists"
+    else:
+        raise error
+    raise StoreConflict(message) from error
 
 
 def _marks(values: Sequence[object]) -> str:
@@ -1358,42 +1378,86 @@ def _entry_of(row: Sequence[Any]) -> Entry:
     return entry_from_row(values, json.loads)
 
 
-def _row(entry: Entry, scope_id: int, session_id: int | None) -> dict[str, Any]:
-    """The column values of an entry whose scope and session have these numbers, in the
-    forms of sqlite_values.py and without what the row gives on read (see `_SESSION_NAME`
-    and `_TITLE_HASH`)."""
+# The columns an entry's values are written to (`_row`), in order; an insert adds the link to
+# the previous turn of its session.
+_ROW_COLUMNS = (
+    "id",
+    "kind",
+    "scope",
+    "key",
+    "title",
+    "title_hash",
+    "body",
+    "context",
+    "tags",
+    "created_at",
+    "updated_at",
+    "accessed_at",
+    "event_time",
+    "level",
+    "bucket_day",
+    "archived",
+    "archive_reason",
+    "source",
+    "archive_ref",
+    "reinforce_count",
+    "superseded_by",
+    "session",
+)
+_INSERT_ENTRY = (
+    f"INSERT INTO memory_entries ({', '.join(_ROW_COLUMNS)}, previous_seq) "
+    f"VALUES ({_marks([*_ROW_COLUMNS, 'previous_seq'])})"
+)
+_UPDATE_ENTRY = (
+    f"UPDATE memory_entries SET {', '.join(f'{name} = ?' for name in _ROW_COLUMNS)} WHERE seq = ?"
+)
+
+
+def _row(entry: Entry, scope_id: int, session_id: int | None) -> tuple[Any, ...]:
+    """The values of `_ROW_COLUMNS` for an entry whose scope and session have these numbers,
+    in the forms of sqlite_values.py and without what the row gives on read (see
+    `_SESSION_NAME` and `_TITLE_HASH`)."""
     require_storable(entry)
+    # A new entry's times are mostly one moment: each distinct text is converted once.
     created = stamp_milliseconds(entry.created_at, "created_at")
-    updated = stamp_milliseconds(entry.updated_at, "updated_at")
-    accessed = stamp_milliseconds(entry.accessed_at, "accessed_at")
+    updated = (
+        created
+        if entry.updated_at == entry.created_at
+        else stamp_milliseconds(entry.updated_at, "updated_at")
+    )
+    accessed = (
+        updated
+        if entry.accessed_at == entry.updated_at
+        else stamp_milliseconds(entry.accessed_at, "accessed_at")
+    )
     event = stamp_milliseconds(entry.event_time, "event_time")
     source = entry.source
-    return {
-        "id": stored_id(entry.id),
-        "kind": KIND_CODES[entry.kind],
-        "scope": scope_id,
-        "key": entry.key,
-        "title": None if entry.title == _derived_title(entry.body) else entry.title,
-        "title_hash": title_hash(entry.title_norm) if entry.key is None else None,
-        "body": entry.body,
-        "context": entry.context,
-        "tags": json_list(list(entry.tags)) if entry.tags else None,
-        "created_at": created,
-        "updated_at": None if updated == created else updated,
-        "accessed_at": None if accessed == updated else accessed,
-        "event_time": None if event == created else event,
-        "level": entry.level,
-        "bucket_day": bucket_day(entry.bucket, entry.level),
-        "archived": int(entry.archived),
-        "archive_reason": entry.archive_reason,
-        "source": None
+    return (
+        stored_id(entry.id),
+        KIND_CODES[entry.kind],
+        scope_id,
+        entry.key,
+        None if entry.title == _derived_title(entry.body) else entry.title,
+        title_hash(entry.title_norm) if entry.key is None else None,
+        entry.body,
+        entry.context,
+        json_list(list(entry.tags)) if entry.tags else None,
+        created,
+        None if updated == created else updated,
+        None if accessed == updated else accessed,
+        None if event == created else event,
+        entry.level,
+        bucket_day(entry.bucket, entry.level),
+        int(entry.archived),
+        entry.archive_reason,
+        None
         if source.run is None and source.reason is None
         else json.dumps(source.to_dict(), ensure_ascii=False),
-        "archive_ref": json_list(list(entry.archive_ref)) if entry.archive_ref else None,
-        "reinforce_count": entry.reinforce_count,
-        "superseded_by": entry.superseded_by,
-        "session": session_id,
-    }
+        json_list(list(entry.archive_ref)) if entry.archive_ref else None,
+        entry.reinforce_count,
+        entry.superseded_by,
+        session_id,
+    )
 
 
 def title_hash(title_norm: str) -> int:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import string
 import struct
 import time
@@ -160,23 +159,8 @@ class ScopeCount:
     archived: int
 
 
-# FTS5's `ascii` tokenizer: ASCII letters and digits and every non-ASCII character make tokens,
-# every other ASCII character separates them, and A-Z fold to a-z.
-_FTS5_SEPARATORS = re.compile(r"[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+")
+# FTS5's `ascii` tokenizer folds A-Z to a-z (query terms are folded alike).
 ASCII_FOLD = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-
-
-# Text that is tokens already (lower-case ASCII letters, digits, non-ASCII), one space apart:
-# what analysed terms nearly always are, which FTS5's tokenizer leaves as they are.
-_PLAIN_TOKENS = re.compile(r"[0-9a-z\x80-\U0010ffff]+(?: [0-9a-z\x80-\U0010ffff]+)*")
-
-
-def fts5_tokens(text: str) -> list[str]:
-    """The tokens FTS5's `ascii` tokenizer makes of `text`: what the SqliteStore's index holds
-    for a field whose analysed terms are joined by spaces (and the PostgreSQL store's postings)."""
-    if _PLAIN_TOKENS.fullmatch(text):
-        return text.split(" ")
-    return [token.translate(ASCII_FOLD) for token in _FTS5_SEPARATORS.split(text) if token]
 
 
 def postings(
@@ -185,12 +169,14 @@ def postings(
     """Each token of `entry` with its count per indexed field, and the entry's length as
     FTS5 counted it when the SQLite store used FTS5: every token, plus the one scope term it
     indexed with each entry (kept, so scores stay what they were and alike in every store).
-    `context` stands in for the entry's own (as in `index_terms`)."""
+    `context` stands in for the entry's own (as in `index_terms`). An analysed term is
+    exactly one token of FTS5's `ascii` tokenizer (it holds only a-z, 0-9 and non-ASCII
+    characters, text.py), so the terms are the tokens."""
     terms = index_terms(entry, analyzer, context)
     counts: dict[str, list[int]] = {}
     length = 1
     for position, name in enumerate(INDEXED_FIELDS):
-        tokens = _fts5_tokens_of_terms(terms[name])
+        tokens = terms[name]
         length += len(tokens)
         for token in tokens:
             found = counts.get(token)
@@ -198,14 +184,6 @@ def postings(
                 found = counts[token] = [0] * len(INDEXED_FIELDS)
             found[position] += 1
     return counts, length
-
-
-def _fts5_tokens_of_terms(terms: list[str]) -> list[str]:
-    """fts5_tokens of the terms joined by spaces: nearly always the terms themselves."""
-    if not terms:
-        return terms
-    text = " ".join(terms)
-    return terms if _PLAIN_TOKENS.fullmatch(text) else fts5_tokens(text)
 
 
 def stable_int64(text: str) -> int:
@@ -405,6 +383,11 @@ class StoreTransaction(StoreReader, Protocol):
     def active_entries(self, scope: str) -> int:
         """How many active entries `scope` holds, as of this transaction's writes: a count
         kept as entries are written, never a scan."""
+        ...
+
+    def active_with_key(self, scope: str, key: str) -> Entry | None:
+        """The active entry of `scope` with `key`, if any (there is at most one): what every
+        remember with a key decides on, so a store answers it by its key index directly."""
         ...
 
 

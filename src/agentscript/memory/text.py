@@ -6,7 +6,9 @@ words reduced by the Porter stemmer, and runs of CJK characters cut into overlap
 (Chinese and Japanese are written without spaces, so bigrams are the standard lexical unit).
 Stores index the analysed terms, not the raw text, so ranking never depends on a database's
 own tokenizer and the same query finds the same entries in SQLite and PostgreSQL. Terms only
-ever contain letters and digits: that is what keeps query syntax inert downstream.
+ever contain letters and digits (after folding: a-z, 0-9 and non-ASCII characters): that is
+what keeps query syntax inert downstream, and what makes every term one token of FTS5's
+`ascii` tokenizer, as store.postings counts them (tests/memory/test_text.py checks both).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 # Hiragana, katakana, CJK ideographs (and extensions), Hangul: scripts written without spaces.
@@ -110,6 +112,13 @@ class Analyzer:
     cjk_bigrams: bool = True
     lemmas: bool = True
     compounds: bool = True
+    # What this analyser has computed, for the lines and words that recur (`terms`): no part
+    # of its identity. Kept on the instance so that a look-up never hashes the analyser (its
+    # generated __hash__ is Python code, and every write analyses five fields).
+    _lines: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _words: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def signature(self) -> str:
@@ -125,13 +134,26 @@ class Analyzer:
         ends every word, compound and CJK run, so a text's terms are its lines' terms, and a
         turn's body is analysed again as the linked context of the two turns after it
         (store.py), and its first line as its title."""
+        if not text:
+            return []
         if "\n" not in text:
-            words, compounds = _analysed_line(self, text)
+            words, compounds = self._line(text)
             return [*words, *compounds]
-        lines = [_analysed_line(self, line) for line in text.split("\n")]
+        lines = [self._line(line) for line in text.split("\n")]
         return [term for words, _ in lines for term in words] + [
             term for _, compounds in lines for term in compounds
         ]
+
+    def _line(self, line: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The terms of the words and of the joined compounds of one line, remembered for
+        up to _MOST_LINES lines (then forgotten all at once)."""
+        known = self._lines.get(line)
+        if known is None:
+            words, compounds = self._words_and_compounds(line)
+            if len(self._lines) >= _MOST_LINES:
+                self._lines.clear()
+            known = self._lines[line] = (tuple(words), tuple(compounds))
+        return known
 
     def analyse(self, text: str) -> list[str]:
         """`terms`, computed (not remembered)."""
@@ -141,7 +163,7 @@ class Analyzer:
     def _words_and_compounds(self, text: str) -> tuple[list[str], list[str]]:
         """The terms of the words of `text`, and those of its joined compounds."""
         folded = _APOSTROPHES.sub("", normalise(text))
-        known = _WORD_TERMS.setdefault(self, {})
+        known = self._words
         if _ANY_CJK.search(folded) is None:
             found = _remembered_words(self, known, _WORD.findall(folded))
         else:
@@ -337,16 +359,10 @@ def porter_stem(word: str) -> str:
     return word
 
 
-@lru_cache(maxsize=8192)
-def _analysed_line(analyzer: Analyzer, line: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    words, compounds = analyzer._words_and_compounds(line)
-    return tuple(words), tuple(compounds)
-
-
-# The term of each word each analyser has seen ("" for none), up to _MOST_WORDS of them: a
-# vocabulary repeats far more than texts do. One dict per analyser, looked up once per text, so
-# a word costs one lookup and never hashes the analyser.
-_WORD_TERMS: dict[Analyzer, dict[str, str]] = {}
+# Bounds of an analyser's memory (`Analyzer._line`, `_remembered_words`): the lines of the
+# latest texts (a text is analysed again as the linked context of the turns after it), and
+# the term of each word seen ("" for none), as a vocabulary repeats far more than texts do.
+_MOST_LINES = 8192
 _MOST_WORDS = 65536
 
 

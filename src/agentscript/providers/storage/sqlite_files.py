@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
@@ -67,6 +67,17 @@ def _enter_wal_mode(connection: sqlite3.Connection) -> None:
                 raise
             time.sleep(delay)
             delay = min(delay * 2, 0.1)
+
+
+def execute_rows(
+    connection: sqlite3.Connection, statement: str, rows: Sequence[Sequence[object]]
+) -> None:
+    """Run `statement` for each of `rows`: `executemany` for several, a plain `execute` for
+    one (which is what a single write has, and executemany's setup costs more than that)."""
+    if len(rows) == 1:
+        connection.execute(statement, rows[0])
+    elif rows:
+        connection.executemany(statement, rows)
 
 
 @contextmanager
