@@ -358,7 +358,9 @@ def is_extractive(entry: Entry) -> bool:
     return entry.kind == "summary" and (entry.source.reason or "").endswith(EXTRACTIVE_MARK)
 
 
-@lru_cache(maxsize=1024)  # a remember asks twice: for the title, and whether it is derived
+# A remember asks twice, for the title and whether it is derived, so a few bodies are enough;
+# each may be up to max_entry_bytes, which a larger cache would keep alive by the thousand.
+@lru_cache(maxsize=16)
 def title_from_text(text: str) -> str:
     """The first non-empty line, markdown heading marks removed, cut to DERIVED_TITLE_CHARS."""
     for line in text.splitlines():
