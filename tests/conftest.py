@@ -31,6 +31,9 @@ from agentscript.runtime.ports import (
 )
 from agentscript.runtime.trace import TraceSink
 
+# Markers for tests that need a part of the machine outside Python (Chromium, Node.js, …).
+pytest_plugins = ["system_parts"]
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 # The agent header most tests share: one llm import and the three configuration lines.

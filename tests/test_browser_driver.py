@@ -1,4 +1,5 @@
-"""The DevTools driver of the page tests drives a real headless Chromium (never skipped)."""
+"""The DevTools driver of the page tests drives a real headless Chromium (skipped with a
+summary line where Chromium is missing, required under CI=true: tests/support/system_parts.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from browser import Browser, BrowserError
+
+pytestmark = pytest.mark.browser
 
 PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>Driver check</title>

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -17,11 +16,11 @@ GRAMMAR = ROOT / "editors" / "vscode" / "syntaxes" / "agentscript.tmLanguage.jso
 CHECKER = ROOT / "tests" / "support" / "textmate_check.js"
 PACKAGES = ("vscode-textmate@9", "vscode-oniguruma@2")
 
+pytestmark = pytest.mark.node
+
 
 @pytest.fixture(scope="module")
 def node_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("node and npm are needed (.ci/run installs them from Debian)")
     folder = tmp_path_factory.mktemp("textmate")
     subprocess.run(
         ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", *PACKAGES],

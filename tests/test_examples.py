@@ -717,6 +717,7 @@ def page_browser() -> Iterator[Browser]:
         yield browser
 
 
+@pytest.mark.browser
 @pytest.mark.parametrize("program", ENTRY_PROGRAMS)
 def test_every_programs_run_opens_in_the_run_viewer(
     program: str, programs: ProgramRuns, page_browser: Browser

@@ -23,6 +23,7 @@ from agentscript.memory.service import MemoryService
 from agentscript.providers.tools.approvals import Answer, ApprovalRequest
 from agentscript.runtime.secrets import SecretSet
 from agentscript.runtime.trace import Tracer
+from local_http import LocalHTTPServer
 from timings import without_timings
 
 # Quotes, a backslash, a slash, a plus, a space and a non-ASCII letter: every escaping differs.
@@ -67,7 +68,7 @@ def every_file_text(root: Path) -> str:
 def echo_server() -> Iterator[HTTPServer]:
     """Answers with the request URL as sent (percent-encoded), the query decoded and JSON-
     escaped in the body, and the token as an object key."""
-    server = HTTPServer(host="127.0.0.1", port=0)
+    server = LocalHTTPServer(host="127.0.0.1", port=0)
     server.start()
 
     def echo(request: Request) -> Response:

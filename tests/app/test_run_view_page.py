@@ -14,19 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pytest_httpserver import HTTPServer
 
 import agentscript
 from agentscript.app.run_view.page import write_run_pages
 from agentscript.learn.journal import Journal
 from browser import Browser
+from local_http import LocalHTTPServer
 from run_view_support import SECRET, ViewedRun, run_everything
 
 
 @pytest.fixture(scope="module")
 def viewed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ViewedRun, ViewedRun]]:
     """Two runs: the first, and a second whose input names the first (a run it called)."""
-    server = HTTPServer(host="127.0.0.1")
+    server = LocalHTTPServer(host="127.0.0.1")
     server.start()
     try:
         workspace = tmp_path_factory.mktemp("run-view")
@@ -92,6 +92,7 @@ def test_the_page_is_one_file_that_loads_nothing(pages: list[Path]) -> None:
         assert all('id="run-data"' in line for line in outside), needle
 
 
+@pytest.mark.browser
 def test_the_header_shows_status_tokens_cost_and_the_called_run(
     page: Browser, viewed: tuple[ViewedRun, ViewedRun], pages: list[Path]
 ) -> None:
@@ -109,6 +110,7 @@ def test_the_header_shows_status_tokens_cost_and_the_called_run(
     assert pages[1].name == f"{first.run_id}.html" and pages[1].exists()
 
 
+@pytest.mark.browser
 def test_the_timeline_nests_calls_and_shows_loops_and_parallel_branches(page: Browser) -> None:
     (parallel,) = steps_of(page, "parallel_for")
     iterations = steps_of(page, "iteration")
@@ -130,6 +132,7 @@ def test_the_timeline_nests_calls_and_shows_loops_and_parallel_branches(page: Br
     assert all(text.endswith("ms") or text.endswith(" s") for text in durations)
 
 
+@pytest.mark.browser
 def test_a_generate_shows_prompt_context_answer_repairs_tokens_model_and_cost(
     page: Browser,
 ) -> None:
@@ -159,6 +162,7 @@ def test_a_generate_shows_prompt_context_answer_repairs_tokens_model_and_cost(
     assert repairs[1] == "attempt 2/2 ok"
 
 
+@pytest.mark.browser
 def test_a_clipped_context_item_says_so_with_both_sizes(page: Browser) -> None:
     summary = steps_of(page, "generate")[-1]
     select(page, summary["id"])
@@ -170,6 +174,7 @@ def test_a_clipped_context_item_says_so_with_both_sizes(page: Browser) -> None:
     assert after <= 40 < before
 
 
+@pytest.mark.browser
 def test_a_tool_call_shows_arguments_result_effects_and_who_approved(page: Browser) -> None:
     (write,) = [row for row in steps_of(page, "tool") if "File.write" in row["text"]]
     details = select(page, write["id"])
@@ -186,6 +191,7 @@ def test_a_tool_call_shows_arguments_result_effects_and_who_approved(page: Brows
     assert approvals == ["pending (risk effect)", "approved by auto (risk effect)"]
 
 
+@pytest.mark.browser
 def test_long_results_are_short_until_expanded(page: Browser) -> None:
     (query,) = [row for row in steps_of(page, "memory") if "Notes.query" in row["text"]]
     select(page, query["id"])
@@ -200,6 +206,7 @@ def test_long_results_are_short_until_expanded(page: Browser) -> None:
     assert shown[0] <= 601 < shown[1]
 
 
+@pytest.mark.browser
 def test_memory_reads_and_writes_are_steps(page: Browser) -> None:
     memory = [row["text"] for row in steps_of(page, "memory")]
     assert [text.count("Notes.add") for text in memory] == [1, 1, 1, 0]
@@ -208,6 +215,7 @@ def test_memory_reads_and_writes_are_steps(page: Browser) -> None:
     assert "operationadd" in select(page, add["id"]).replace(" ", "")
 
 
+@pytest.mark.browser
 def test_the_task_graph_has_no_overlapping_labels_and_jumps_to_steps(page: Browser) -> None:
     boxes = page.evaluate(
         """[...document.querySelectorAll('#graph .node')].map(n => {
@@ -232,6 +240,7 @@ def test_the_task_graph_has_no_overlapping_labels_and_jumps_to_steps(page: Brows
     assert jumped[0] == jumped[1] and jumped[2] is True
 
 
+@pytest.mark.browser
 def test_the_graph_zooms_and_pans(page: Browser) -> None:
     before = page.evaluate("document.getElementById('graph-layer').getAttribute('transform')")
     page.evaluate("document.getElementById('zoom-in').click()")
@@ -267,6 +276,7 @@ def set_filters(page: Browser, search: str = "", kind: str = "", agent: str = ""
     )
 
 
+@pytest.mark.browser
 def test_search_and_filters_narrow_the_timeline(page: Browser) -> None:
     total = len(visible_kinds(page))
     set_filters(page, kind="tool")
@@ -283,6 +293,7 @@ def test_search_and_filters_narrow_the_timeline(page: Browser) -> None:
     assert len(visible_kinds(page)) == total
 
 
+@pytest.mark.browser
 def test_collapsing_a_call_hides_its_steps(page: Browser) -> None:
     (parallel,) = steps_of(page, "parallel_for")
     before = len(visible_kinds(page))
@@ -292,12 +303,14 @@ def test_collapsing_a_call_hides_its_steps(page: Browser) -> None:
     assert len(visible_kinds(page)) == before
 
 
+@pytest.mark.browser
 def test_experiences_sections_are_there(page: Browser) -> None:
     recalled = page.evaluate("document.getElementById('experiences-recalled').textContent")
     learned = page.evaluate("document.getElementById('experiences-learned').textContent")
     assert recalled == "none" and learned == "none"  # learn=False: nothing learned or recalled
 
 
+@pytest.mark.browser
 def test_the_secret_is_redacted_exactly_as_in_the_trace(
     page: Browser, pages: list[Path], viewed: tuple[ViewedRun, ViewedRun]
 ) -> None:
@@ -312,6 +325,7 @@ def test_the_secret_is_redacted_exactly_as_in_the_trace(
     assert "written with [REDACTED]" in select(page, write["id"])
 
 
+@pytest.mark.browser
 def test_a_screenshot_of_the_page_is_kept(page: Browser, tmp_path: Path) -> None:
     generate = steps_of(page, "generate")[0]
     select(page, generate["id"])
@@ -320,8 +334,9 @@ def test_a_screenshot_of_the_page_is_kept(page: Browser, tmp_path: Path) -> None
     assert shot.stat().st_size > 20_000
 
 
+@pytest.mark.browser
 def test_a_failed_run_opens_on_its_first_failure(viewed: tuple[ViewedRun, ViewedRun]) -> None:
-    server = HTTPServer(host="127.0.0.1")
+    server = LocalHTTPServer(host="127.0.0.1")
     server.start()
     try:
         failed = run_everything(server, viewed[0].workspace / "failing", writer_fails=True)
@@ -370,6 +385,7 @@ main agent Worker {
 """
 
 
+@pytest.mark.browser
 def test_a_large_graph_draws_what_is_in_view_and_shows_a_selected_steps_node(
     tmp_path: Path,
 ) -> None:

@@ -100,6 +100,7 @@ def test_a_program_with_errors_exits_2_with_its_location(
     assert "classifier.as:1:" in capsys.readouterr().err
 
 
+@pytest.mark.browser
 def test_report_page_in_headless_chromium(tmp_path: Path) -> None:
     folder = example_copy(tmp_path)
     page = tmp_path / "report" / "eval.html"
@@ -136,6 +137,7 @@ def test_report_page_in_headless_chromium(tmp_path: Path) -> None:
         browser.screenshot(tmp_path / "report.png", full_page=True)
 
 
+@pytest.mark.browser
 def test_model_text_in_the_report_stays_text(tmp_path: Path) -> None:
     folder = example_copy(tmp_path)
     hostile = "</script><img src=x onerror=\"document.title='owned'\"><!--"
@@ -165,7 +167,9 @@ def test_killed_in_the_middle_an_eval_resumes_from_its_results(
 ) -> None:
     folder = example_copy(tmp_path)
     out = tmp_path / "out.jsonl"
-    with serving(classify, latency=0.2) as server:
+    # Four cells are answered and the rest wait at the server until the kill: the eval dies
+    # mid-way however fast or slow the machine is.
+    with serving(classify, hold_after=4) as server:
         command = [
             sys.executable, "-m", "agentscript", "eval", str(folder / "classifier.as"),
             "--data", str(folder / "cases.jsonl"), "--model", "openai://good",
@@ -182,6 +186,7 @@ def test_killed_in_the_middle_an_eval_resumes_from_its_results(
             assert len(eval_workers_of(process.pid, out)) == 2
         process.send_signal(signal.SIGKILL)
         process.wait()
+        server.release()
         # Workers of the killed eval finish the cells they hold and exit: none is left.
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and eval_workers_of(process.pid, out):
@@ -232,7 +237,9 @@ def test_ctrl_c_keeps_the_finished_cells_and_says_how_to_resume(
 ) -> None:
     folder = example_copy(tmp_path)
     out = tmp_path / "out.jsonl"
-    with serving(classify, latency=0.3) as server:
+    # Two cells are answered; every later request waits at the server until the interrupt
+    # has been sent, so the eval is stopped mid-way however fast or slow the machine is.
+    with serving(classify, hold_after=2) as server:
         command = [
             sys.executable, "-m", "agentscript", "eval", str(folder / "classifier.as"),
             "--data", str(folder / "cases.jsonl"), "--model", "openai://good",
@@ -251,6 +258,8 @@ def test_ctrl_c_keeps_the_finished_cells_and_says_how_to_resume(
                 break
             time.sleep(0.05)
         process.send_signal(signal.SIGINT)
+        # Sent before the held cells are answered: the eval starts no cell after them.
+        server.release()
         _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130
     assert f"Interrupted; the finished cells are in {out}" in stderr

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pytest_httpserver import HTTPServer
 
 from agentscript.cli.main import main
 from agentscript.providers.telemetry.otel import wait_for_telemetry
+from local_http import LocalHTTPServer
 from otlp_support import Collector, closed_port
 
 PROGRAM = """
@@ -43,7 +43,7 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def collector() -> Iterator[Collector]:
-    server = HTTPServer(host="127.0.0.1")
+    server = LocalHTTPServer(host="127.0.0.1")
     server.start()
     try:
         yield Collector(server)

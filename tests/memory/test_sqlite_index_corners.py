@@ -61,10 +61,12 @@ def test_terms_half_or_most_entries_hold_take_fts5s_idf_floor(twins: Twins) -> N
 
 def test_shape_ids_past_65535_are_stored_in_4_byte_arrays(twins: Twins) -> None:
     # Shapes nobody holds take the first 70,000 ids, so the entries' shapes come after.
+    twins.ours.execute("BEGIN")
     twins.ours.executemany(
         "INSERT INTO memory_posting_shapes (shape) VALUES (?)",
         [(f"{length} 9 9 9 9 9",) for length in range(1_000_000, 1_070_000)],
     )
+    twins.ours.execute("COMMIT")
     for seq in range(1, 9):
         twins.add(seq, "/a", body(*["clay"] * seq, "kiln"))
     sqlite_postings.pack(twins.ours)

@@ -49,18 +49,10 @@ def databases(tmp_path: Path) -> Iterator[tuple[sqlite3.Connection, sqlite3.Conn
     """A connection holding the postings, and one holding an FTS5 table built the way the
     store's schema 2 built it (a scope term, then the fields, `ascii` tokenizer). Hypothesis
     runs every example of a test on the same two."""
-    ours = sqlite3.connect(tmp_path / "postings.db", isolation_level=None)
-    for statement in sqlite_postings.SCHEMA:
-        ours.execute(statement)
-    fts5 = sqlite3.connect(tmp_path / "fts5.db", isolation_level=None)
-    fts5.execute(
-        f"CREATE VIRTUAL TABLE terms USING fts5(scope_term, {', '.join(INDEXED_FIELDS)}, "
-        "tokenize = 'ascii')"
-    )
-    yield ours, fts5
-    READERS.pop(id(ours), None)
-    ours.close()
-    fts5.close()
+    pair = Twins(tmp_path)
+    yield pair.ours, pair.fts5
+    READERS.pop(id(pair.ours), None)
+    pair.close()
 
 
 @pytest.mark.usefixtures("small_blocks")

@@ -14,6 +14,7 @@ from agentscript.app.telemetry import export_run
 from agentscript.learn.journal import Journal
 from agentscript.providers.telemetry.otel import Pipeline, wait_for_telemetry
 from agentscript.providers.telemetry.settings import CAPTURE_VARIABLE, OtlpSettings
+from local_http import LocalHTTPServer
 from otlp_support import Collector, ReceivedSpan, closed_port
 from run_view_support import SECRET, run_everything
 
@@ -23,7 +24,7 @@ INTERNAL, CLIENT = 1, 3
 
 @pytest.fixture
 def collector() -> Iterator[Collector]:
-    server = HTTPServer(host="127.0.0.1")
+    server = LocalHTTPServer(host="127.0.0.1")
     server.start()
     try:
         yield Collector(server)
@@ -33,7 +34,7 @@ def collector() -> Iterator[Collector]:
 
 @pytest.fixture
 def model_server() -> Iterator[HTTPServer]:
-    server = HTTPServer(host="127.0.0.1")
+    server = LocalHTTPServer(host="127.0.0.1")
     server.start()
     try:
         yield server

@@ -25,13 +25,14 @@ from agentscript.providers.tools.mcp import McpTools, approve_every_start
 from agentscript.runtime.budgets import BudgetExceeded, CallDeadline, Interrupted
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.ports import ToolCall
+from local_http import LocalHTTPServer
 
 ECHO_SERVER = str(Path(__file__).parents[1] / "fixtures" / "mcp" / "echo_server.py")
 
 
 @pytest.fixture
 def server() -> Iterator[HTTPServer]:
-    started = HTTPServer(host="127.0.0.1", port=0)
+    started = LocalHTTPServer(host="127.0.0.1", port=0)
     started.start()
     yield started
     started.clear()

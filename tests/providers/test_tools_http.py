@@ -17,11 +17,12 @@ from agentscript.providers.tools.http import MAX_BODY_BYTES, HttpTools
 from agentscript.providers.tools.registry import ToolRegistry
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.ports import ToolCall
+from local_http import LocalHTTPServer
 from timings import without_timings
 
 
 def start_server() -> HTTPServer:
-    server = HTTPServer(host="127.0.0.1", port=0)
+    server = LocalHTTPServer(host="127.0.0.1", port=0)
     server.start()
     return server
 

@@ -5,9 +5,11 @@ password in an import URI never shows in the error label."""
 from __future__ import annotations
 
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,10 +73,25 @@ def test_ctrl_c_stops_tool_calls_in_every_parallel_iteration(
     # Without the interrupt reaching the workers, the run would wait out this cap.
     monkeypatch.setattr(regex_search, "REGEX_TIMEOUT_SECONDS", 60.0)
     program = workspace_with(tmp_path, PARALLEL_GREP)
-    # Ctrl-C: SIGINT delivered to the main thread, which waits for the iterations.
+    # Ctrl-C once both iterations' regex workers are running: SIGINT delivered to the main
+    # thread, which waits for the iterations.
+    both_started = threading.Barrier(3)
+    start_worker = subprocess.Popen
+
+    def counted(*args: Any, **kwargs: Any) -> subprocess.Popen[Any]:
+        worker = start_worker(*args, **kwargs)
+        both_started.wait(timeout=60)
+        return worker
+
+    monkeypatch.setattr(regex_search.subprocess, "Popen", counted)
     main = threading.main_thread().ident
     assert main is not None
-    threading.Timer(1.0, signal.pthread_kill, (main, signal.SIGINT)).start()
+
+    def interrupt() -> None:
+        both_started.wait(timeout=60)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         agentscript.run(program, {}, config())

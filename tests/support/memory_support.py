@@ -65,10 +65,9 @@ class MemoryBackend:
 def postgres_cluster() -> Any:
     """The session's throwaway PostgreSQL cluster; skips when PostgreSQL is not installed."""
     import pg_cluster
+    from system_parts import require
 
-    reason = pg_cluster.unavailable_reason()
-    if reason is not None:
-        pytest.skip(reason)
+    require("postgres")
     return pg_cluster.shared_cluster()
 
 

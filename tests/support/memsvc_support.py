@@ -70,10 +70,9 @@ def memory_postgres() -> Any:
     """The session's throwaway PostgreSQL cluster (pg_cluster.py); skips when PostgreSQL is
     not installed."""
     import pg_cluster
+    from system_parts import require
 
-    reason = pg_cluster.unavailable_reason()
-    if reason is not None:
-        pytest.skip(reason)
+    require("postgres")
     return pg_cluster.shared_cluster()
 
 

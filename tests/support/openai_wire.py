@@ -33,12 +33,17 @@ class _Server(ThreadingHTTPServer):
 
 
 class OpenAiWireServer:
-    def __init__(self, answer: Answer, latency: float = 0.0) -> None:
+    """`hold_after=N` answers the first N requests and holds every later one until `release()`
+    (or the server stops): a test can interrupt a client at a known point, not a lucky time."""
+
+    def __init__(self, answer: Answer, latency: float = 0.0, hold_after: int | None = None) -> None:
         self.answer = answer
         self.latency = latency
+        self.hold_after = hold_after
         self.requests: list[dict[str, Any]] = []
         self.in_flight = 0
         self.most_in_flight = 0
+        self.released = threading.Event()
         self._lock = threading.Lock()
         server = self
 
@@ -53,9 +58,14 @@ class OpenAiWireServer:
                 body = json.loads(self.rfile.read(length))
                 with server._lock:
                     server.requests.append(body)
+                    held = (
+                        server.hold_after is not None and len(server.requests) > server.hold_after
+                    )
                     server.in_flight += 1
                     server.most_in_flight = max(server.most_in_flight, server.in_flight)
                 try:
+                    if held:
+                        server.released.wait()
                     if server.latency:
                         time.sleep(server.latency)
                     content = server.answer(str(body["model"]), body)
@@ -92,19 +102,27 @@ class OpenAiWireServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
+    def release(self) -> None:
+        """Answer the held requests, and every later one at once."""
+        self.released.set()
+
     def environ(self) -> dict[str, str]:
         """What a run needs to reach this server as its OpenAI endpoint."""
         return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": "sk-local-test"}
 
 
 @contextmanager
-def serving(answer: Answer, latency: float = 0.0) -> Iterator[OpenAiWireServer]:
-    server = OpenAiWireServer(answer, latency)
-    thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
+def serving(
+    answer: Answer, latency: float = 0.0, hold_after: int | None = None
+) -> Iterator[OpenAiWireServer]:
+    server = OpenAiWireServer(answer, latency, hold_after)
+    # Checked for a stop request every 10 ms (the default half second is paid by every test).
+    thread = threading.Thread(target=server.httpd.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     try:
         yield server
     finally:
+        server.release()
         server.httpd.shutdown()
         server.httpd.server_close()
 

@@ -20,9 +20,13 @@ class Twins:
 
     def __init__(self, folder: Path) -> None:
         self.ours = sqlite3.connect(folder / "postings.db", isolation_level=None)
+        self.fts5 = sqlite3.connect(folder / "fts5.db", isolation_level=None)
+        # Every statement commits on its own here; these files compare layouts and scores,
+        # never survive a crash, so no commit waits for the disk (fsync) to say it is written.
+        for connection in (self.ours, self.fts5):
+            connection.execute("PRAGMA synchronous = OFF")
         for statement in sqlite_postings.SCHEMA:
             self.ours.execute(statement)
-        self.fts5 = sqlite3.connect(folder / "fts5.db", isolation_level=None)
         self.fts5.execute(
             f"CREATE VIRTUAL TABLE terms USING fts5(scope_term, {', '.join(INDEXED_FIELDS)}, "
             "tokenize = 'ascii')"
