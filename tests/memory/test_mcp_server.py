@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import socket
 import subprocess
 import sys
@@ -395,3 +396,13 @@ def test_a_port_in_use_is_reported_in_one_line(
         code = main([*serve, "--http", str(port)])
     assert code == 1
     assert capsys.readouterr().err == f"cannot listen on 127.0.0.1:{port}: Address already in use\n"
+
+
+def test_the_docs_list_every_tool_and_count_them_right() -> None:
+    docs = (Path(__file__).parents[2] / "docs" / "memory-service.md").read_text()
+    numbers = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen"
+    said = re.search(r"lists the (\w+) tools", docs)
+    assert said is not None
+    assert numbers.split().index(said.group(1)) + 1 == len(TOOLS)
+    table = set(re.findall(r"^\| `([a-z_]+)` \|", docs, re.MULTILINE))
+    assert {tool.name for tool in TOOLS} <= table

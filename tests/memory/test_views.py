@@ -262,26 +262,71 @@ def test_digest_lists_global_facts_then_summaries_then_recent_entries(
     assert memory.digest() == digest
 
 
-def test_the_resident_layer_holds_every_global_fact_within_its_share(
-    memory: MemoryService, memory_clock: FixedClock
-) -> None:
-    memory.remember("Works in UTC", kind="fact", scope="global")
-    for index in range(30):
-        memory.remember(
-            f"Preference number {index}", kind="fact", key=f"p{index:02}", scope="global"
-        )
+def thirty_preferences_and_berlin(memory: MemoryService, memory_clock: FixedClock) -> str:
+    """The unkeyed "lives in Berlin" fact first, then 30 keyed global preferences, a minute
+    apart, then two workspace entries; returns Berlin's id."""
+    berlin = memory.remember("The user lives in Berlin", kind="fact", scope="global")["id"]
+    for index in range(1, 31):
+        memory_clock.advance(timedelta(minutes=1))
+        memory.remember(f"Preference {index}", kind="fact", key=f"pref{index}", scope="global")
     memory_clock.advance(timedelta(minutes=5))
     memory.remember("Run tests with make check")
     memory.remember("Deployed 2.3 today", kind="episodic")
+    return str(berlin)
+
+
+def test_global_facts_are_ranked_by_use_not_by_key_spelling_and_the_rest_counted(
+    memory: MemoryService, memory_clock: FixedClock
+) -> None:
+    thirty_preferences_and_berlin(memory, memory_clock)
 
     digest = memory.digest()  # memory.yml defaults: 20 lines, 3000 bytes
 
     lines = digest["text"].splitlines()[2:-1]
-    # Half of the 20 lines for the resident layer: keyed facts by key, then the others.
-    assert lines[:10] == [f"- p{index:02}: Preference number {index}" for index in range(10)]
+    # Half of the 20 lines for the resident layer: the most recently written facts first,
+    # never pref1, pref10, pref11… in the order their keys sort.
+    assert lines[:10] == [f"- pref{index}: Preference {index}" for index in range(30, 20, -1)]
     workspace_lines = [line for line in lines if "Run tests" in line or "Deployed 2.3" in line]
     assert len(workspace_lines) == 2
     assert digest["entries"] == 12 and digest["omitted"] == 21
+    # What was left out is counted, global facts apart, with the call that lists them all.
+    assert lines[-1] == (
+        "(21 more not shown, 21 of them global facts: use recall or memory_browse; "
+        'memory_browse {"scope": "global", "kind": "fact"} lists every global fact)'
+    )
+
+
+@pytest.mark.parametrize("how", ["pinned", "confirmed", "recalled"])
+def test_a_pinned_confirmed_or_recently_used_global_fact_comes_first(
+    memory: MemoryService, memory_clock: FixedClock, how: str
+) -> None:
+    berlin = thirty_preferences_and_berlin(memory, memory_clock)
+    memory_clock.advance(timedelta(minutes=1))
+    if how == "pinned":
+        memory.update(berlin, tags=["pinned"])
+    elif how == "confirmed":
+        # Unkeyed facts are never merged; a keyed one said again with the same value is.
+        memory.remember("Preference 1", kind="fact", key="pref1", scope="global")
+    else:
+        assert memory.recall("Berlin", scope="global")["results"][0]["id"] == berlin
+    # Two more preferences written after it: still behind it for a pin or a confirmation.
+    for index in (31, 32):
+        memory_clock.advance(timedelta(minutes=1))
+        memory.remember(f"Preference {index}", kind="fact", key=f"pref{index}", scope="global")
+
+    lines = memory.digest()["text"].splitlines()[2:-1]
+
+    if how == "recalled":
+        # Used a minute before the two newest were written: right after them.
+        assert lines[:3] == [
+            "- pref32: Preference 32",
+            "- pref31: Preference 31",
+            "- The user lives in Berlin",
+        ]
+    elif how == "confirmed":
+        assert lines[0] == "- pref1: Preference 1"
+    else:
+        assert lines[0] == "- The user lives in Berlin"
 
 
 def test_a_global_fact_without_a_key_is_resident_too(memory: MemoryService) -> None:

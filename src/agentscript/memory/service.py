@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from pathlib import Path
 from types import TracebackType
@@ -122,6 +122,8 @@ REASON_FORGOTTEN = "forgotten"
 # Entries with this tag open the digest: what an agent is waiting for the user to do
 # (`learn.profile.sync_needs_you` keeps one such fact per agent).
 ATTENTION_TAG = "needs-you"
+# A global fact with this tag is the user's explicit pin: the digest shows it before the others.
+PIN_TAG = "pinned"
 TimeArgument = str | datetime | date | None
 # Called with the scopes a read is about to read, before it reads them; returns a report to
 # attach to the read's result (under `compaction`, with an optional `note`), or None. Lazy
@@ -946,8 +948,9 @@ class MemoryService:
         """The session-start digest: `{text, bytes, entries, omitted}`.
 
         The resident layer first: entries tagged ATTENTION_TAG (what an agent needs the user
-        for), then every global fact (keyed ones by key, then the others newest first), within
-        half of each budget, so many facts never crowd out the workspace; then the outline:
+        for), then every global fact in the order of `_pin_rank` (pinned, confirmed, recently
+        used), within half of each budget, so many facts never crowd out the workspace; global
+        facts left out are counted on the last line, which says how to list them; then the outline:
         summaries (newest bucket first), then other recent entries (newest first). One line
         each (titles and tags, never bodies), cut whole lines at `max_entries` lines and
         `max_bytes` UTF-8 bytes including the wrapper (memory.yml `digest:`, the seed's
@@ -972,15 +975,34 @@ class MemoryService:
             return DigestResult("", 0, 0, 0)
         plan = self.scopes_for(scope)
         compaction = self._before_read(plan.read)
-        resident, outline = self._digest_lines(plan, budget_entries + 1)
+        attention, facts, outline = self._digest_lines(plan, budget_entries + 1)
         header = [DIGEST_HEADER.format(scope=plan.write), DIGEST_PREAMBLE]
         # The resident layer (attention, then global facts) within its share, so many facts
         # never push the workspace's summaries and recent work out; then the outline.
         wrapper = len("\n".join([*header, DIGEST_FOOTER]).encode("utf-8"))
         share = wrapper + max(budget_bytes - wrapper, 0) // 2
-        chosen = _fitting(header, [], resident, len(outline), budget_entries // 2 or 1, share)
+        resident = [*attention, *facts.lines]
+        chosen = _fitting(
+            header,
+            [],
+            resident,
+            lambda taken: (
+                len(resident) - taken + len(outline),
+                facts.left_out(taken - len(attention)),
+            ),
+            budget_entries // 2 or 1,
+            share,
+        )
         skipped = len(resident) - len(chosen)
-        chosen = _fitting(header, chosen, outline, skipped, budget_entries, budget_bytes)
+        facts_left = facts.left_out(len(chosen) - len(attention))
+        chosen = _fitting(
+            header,
+            chosen,
+            outline,
+            lambda taken: (len(outline) - taken + skipped, facts_left),
+            budget_entries,
+            budget_bytes,
+        )
         lines = [*resident, *outline]
         if chosen and chosen[-1] == DIGEST_LEARNED_HEADING:
             chosen.pop()  # a heading without its section
@@ -991,29 +1013,30 @@ class MemoryService:
         omitted = self._digest_total(plan) - shown_entries
         body = [*header, *chosen]
         if omitted > 0:
-            body.append(_omitted_line(omitted))
+            body.append(_omitted_line(omitted, facts_left))
         text = "\n".join([*body, DIGEST_FOOTER])
         size = len(text.encode("utf-8"))
         return DigestResult(text, size, shown_entries, max(omitted, 0), note, compaction)
 
-    def _digest_lines(self, plan: ScopePlan, wanted: int) -> tuple[list[str], list[str]]:
-        """The resident layer (attention, global facts) and the outline (summaries, then
+    def _digest_lines(
+        self, plan: ScopePlan, wanted: int
+    ) -> tuple[list[str], _DigestFacts, list[str]]:
+        """The resident layer (attention, then global facts) and the outline (summaries, then
         recent entries not shown already), each at most `wanted` lines."""
         attention = self.store.select(
             EntryFilter(scopes=plan.read, tags=(ATTENTION_TAG,)), limit=wanted
         )
+        pinned = {entry.id for entry in attention}
         facts = []
         if GLOBAL_SCOPE in plan.read:
-            # Every global fact, keyed ones by key, then the others newest first: all of them
-            # are read (a scope holds at most max_entries) so the first keys are the ones shown.
+            # Every global fact is read (a scope holds at most max_entries) and ranked, so the
+            # ones that matter most are the ones a budget keeps.
             facts = self.store.select(EntryFilter(scopes=(GLOBAL_SCOPE,), kinds=("fact",)))
-            facts.sort(key=lambda entry: (entry.key is None, entry.key or ""))
-            facts = facts[:wanted]
+            facts = [entry for entry in facts if entry.id not in pinned]
+            facts.sort(key=_pin_rank)
         summaries = self.store.select(
             EntryFilter(scopes=plan.read, kinds=("summary",)), order="event", limit=wanted
         )
-        pinned = {entry.id for entry in attention}
-        facts = [entry for entry in facts if entry.id not in pinned]
         # Global facts belong to the resident layer only, shown there or not at all.
         others = tuple(kind for kind in REMEMBERED_KINDS if kind != "fact")
         local = tuple(name for name in plan.read if name != GLOBAL_SCOPE)
@@ -1026,9 +1049,9 @@ class MemoryService:
             )
         candidates.sort(key=lambda entry: (entry.updated_at, entry.id), reverse=True)
         recent = [entry for entry in candidates if entry.id not in pinned]
-        resident = [f"- {entry.title}" for entry in attention]
-        resident += [
-            f"- {entry.key}: {entry.title}" if entry.key else f"- {entry.title}" for entry in facts
+        fact_lines = [
+            f"- {entry.key}: {entry.title}" if entry.key else f"- {entry.title}"
+            for entry in facts[:wanted]
         ]
         outline = [f"- [{entry.level} summary {entry.bucket}] {entry.title}" for entry in summaries]
         outline += [self._digest_line(entry) for entry in recent if not entry.learned]
@@ -1037,7 +1060,8 @@ class MemoryService:
         learned = [self._digest_line(entry) for entry in recent if entry.learned]
         if learned and len(outline) < wanted:
             outline += [DIGEST_LEARNED_HEADING, *learned[: wanted - len(outline)]]
-        return resident[:wanted], outline
+        attention_lines = [f"- {entry.title}" for entry in attention]
+        return attention_lines, _DigestFacts(fact_lines, len(facts)), outline
 
     def _digest_line(self, entry: Entry) -> str:
         day = local_day(parse_timestamp(entry.event_time), self.clock).isoformat()
@@ -1481,16 +1505,50 @@ def _summary_line(entry: Entry) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class _DigestFacts:
+    """The digest lines of the global facts, best first (at most the digest's line budget),
+    and how many global facts there are in all."""
+
+    lines: list[str]
+    total: int
+
+    def left_out(self, shown: int) -> int:
+        """How many global facts a digest showing the first `shown` lines leaves out."""
+        return self.total - max(shown, 0)
+
+
+def _pin_rank(entry: Entry) -> tuple[Any, ...]:
+    """The order of global facts in the digest, most important first: what the user pinned
+    (PIN_TAG), then what was confirmed most often (remembered again: `reinforce_count`), then
+    what was used most recently (recalled or updated: `accessed_at`), then the newest. Never
+    the key's spelling: `pref10` has no claim over an unkeyed "The user lives in Berlin"."""
+    return (
+        PIN_TAG not in entry.tags,
+        -entry.reinforce_count,
+        -parse_timestamp(entry.accessed_at).timestamp(),
+        -parse_timestamp(entry.updated_at).timestamp(),
+        entry.title,  # ties (remembered in the same instant) in a stable order
+        entry.id,
+    )
+
+
 def _fitting(
-    header: list[str], chosen: list[str], lines: list[str], after: int, entries: int, size: int
+    header: list[str],
+    chosen: list[str],
+    lines: list[str],
+    left_out: Callable[[int], tuple[int, int]],
+    entries: int,
+    size: int,
 ) -> list[str]:
     """`chosen` and the first of `lines` that fit in `entries` lines and `size` UTF-8 bytes
-    of digest text, counting the "N more" line that the lines left out (and `after` others
-    left out elsewhere) would need."""
+    of digest text, counting the "N more" line that would close it: `left_out(k)` says how
+    many entries, and how many global facts among them, a digest taking k of `lines` leaves
+    out."""
     taken = list(chosen)
     for index, line in enumerate(lines):
-        left = len(lines) - index - 1 + after
-        tail = [_omitted_line(left)] if left else []
+        left, facts = left_out(index + 1)
+        tail = [_omitted_line(left, facts)] if left else []
         trial = "\n".join([*header, *taken, line, *tail, DIGEST_FOOTER])
         if len(taken) >= entries or len(trial.encode("utf-8")) > size:
             break
@@ -1498,8 +1556,14 @@ def _fitting(
     return taken
 
 
-def _omitted_line(count: int) -> str:
-    return f"({count} more not shown: use recall or memory_browse)"
+def _omitted_line(count: int, facts: int = 0) -> str:
+    if facts <= 0:
+        return f"({count} more not shown: use recall or memory_browse)"
+    of_them = "1 of them a global fact" if facts == 1 else f"{facts} of them global facts"
+    return (
+        f"({count} more not shown, {of_them}: use recall or memory_browse; "
+        'memory_browse {"scope": "global", "kind": "fact"} lists every global fact)'
+    )
 
 
 def _one_or_many(value: str | Iterable[str], field: str) -> list[str]:
