@@ -142,7 +142,10 @@ def test_recall_prints_a_plain_table_when_piped_and_json_on_request(
     code, out, err = cli(capsys, "memory", "recall", "how do we deploy", *where)
     assert (code, err) == (0, "")
     header, row = out.splitlines()
-    assert header.split() == ["SCORE", "KIND", "DATE", "TITLE", "TAGS", "SCOPE", "ID"]
+    assert header.split() == [
+        "RELEVANCE", "SCORE", "KIND", "DATE", "TITLE", "TAGS", "SCOPE", "ID"
+    ]  # fmt: skip
+    assert row.startswith("1.00 ")  # "deploy", the query's one searchable word, is there
     assert "knowledge" in row and "Deploy with make release  deploy  workspace" in row
     assert row.endswith(made["id"])
     assert "│" not in out and "\x1b" not in out

@@ -158,6 +158,13 @@ def remember_command(
 @click.option("--include-archived", is_flag=True, help="Also archived entries.")
 @click.option("--limit", type=click.IntRange(1, 200), default=10, show_default=True)
 @click.option("--body-chars", type=click.IntRange(min=0), default=500, show_default=True)
+@click.option(
+    "--min-relevance",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Leave out hits whose relevance (0 to 1) is below this.",
+)
 @_SCOPE
 @_service_options
 @click.pass_context
@@ -172,12 +179,16 @@ def recall_command(
     include_archived: bool,
     limit: int,
     body_chars: int,
+    min_relevance: float,
     scope: str | None,
     workspace: str | None,
     db: str | None,
     as_json: bool,
 ) -> None:
-    """Search memory for QUERY, best first (no QUERY: the most recently updated)."""
+    """Search memory for QUERY, best first (no QUERY: the most recently updated).
+
+    RELEVANCE is the share of the query's words (weighted by rarity) an entry holds: 1.00 all
+    of them, near 0 only common words; SCORE orders one search's hits."""
 
     def recall(service: MemoryService) -> int:
         result = service.recall(
@@ -191,6 +202,7 @@ def recall_command(
             include_archived=include_archived,
             limit=limit,
             body_chars=body_chars,
+            min_relevance=min_relevance,
         )
         if as_json:
             print(to_json(result.to_json()))
@@ -199,6 +211,7 @@ def recall_command(
             print(f"note: {result.note}", file=sys.stderr)
         rows = [
             [
+                "-" if hit.relevance is None else f"{hit.relevance:.2f}",
                 f"{hit.score:.3g}",
                 hit.kind + (f" {hit.key}" if hit.key else ""),
                 hit.event_time[:10],
@@ -211,7 +224,7 @@ def recall_command(
         ]
         _print_table(
             None,
-            ["SCORE", "KIND", "DATE", "TITLE", "TAGS", "SCOPE", "ID"],
+            ["RELEVANCE", "SCORE", "KIND", "DATE", "TITLE", "TAGS", "SCOPE", "ID"],
             rows,
             empty="no memories found",
         )

@@ -116,7 +116,9 @@ class ForgetResult(JsonResult):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class RecallHit(JsonResult):
-    """One recalled entry: its fields, the body cut at the call's `body_chars`, its score."""
+    """One recalled entry: its fields, the body cut at the call's `body_chars`, its score (the
+    ranking's, comparable within one call) and its relevance (0 to 1, comparable across calls:
+    relevance.py; None when the query had no words to weigh)."""
 
     id: str
     kind: str
@@ -127,6 +129,7 @@ class RecallHit(JsonResult):
     tags: list[str]
     scope: str
     score: float
+    relevance: float | None
     level: str | None
     bucket: str
     event_time: str
@@ -136,7 +139,7 @@ class RecallHit(JsonResult):
     source: dict[str, Any]
 
     @classmethod
-    def of(cls, entry: Entry, score: float, body_chars: int) -> RecallHit:
+    def of(cls, entry: Entry, score: float, relevance: float | None, body_chars: int) -> RecallHit:
         cut = len(entry.body) > body_chars
         return cls(
             id=entry.id,
@@ -148,6 +151,7 @@ class RecallHit(JsonResult):
             tags=list(entry.tags),
             scope=entry.scope,
             score=round(score, 6),
+            relevance=relevance,
             level=entry.level,
             bucket=entry.bucket,
             event_time=entry.event_time,
@@ -168,6 +172,7 @@ class RecallHit(JsonResult):
             "tags": list(self.tags),
             "scope": self.scope,
             "score": self.score,
+            "relevance": self.relevance,
             "level": self.level,
             "bucket": self.bucket,
             "event_time": self.event_time,

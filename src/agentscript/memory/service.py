@@ -56,6 +56,7 @@ from agentscript.memory.existing import AskedEach, Existing, KnownForBatch
 from agentscript.memory.experience_text import ToolUsage
 from agentscript.memory.postgres_store import PostgresMemoryStore, is_postgres_uri
 from agentscript.memory.recall import RecallTuning, rank
+from agentscript.memory.relevance import relevance, term_weights
 from agentscript.memory.results import (
     BrowseGroup,
     BrowseResult,
@@ -634,6 +635,7 @@ class MemoryService:
         include_archived: bool = False,
         limit: int = DEFAULT_RECALL_LIMIT,
         body_chars: int = DEFAULT_BODY_CHARS,
+        min_relevance: float = 0.0,
     ) -> RecallResult:
         """Ranked search; returns `{results: [...], count, total}`, each result with its
         `score`, `level` and the `scope` it came from, bodies cut at `body_chars`; `total` is
@@ -648,6 +650,10 @@ class MemoryService:
         inclusive), `scope`. Equal scores are ordered by accessed_at, the most recently
         recalled first, then by id. In mode `global-first`, every global hit comes before the
         first workspace hit. Recalled entries get their accessed_at set.
+
+        Each hit carries `relevance`, the share of the query's weight its own fields hold (0 to
+        1, the same meaning in every call: relevance.py); hits below `min_relevance` are left
+        out (0: every match, as ranked).
         """
         plan = self.scopes_for(scope)
         groups = [
@@ -664,6 +670,7 @@ class MemoryService:
         ]
         count = _bounded_int(limit, "limit", 1, MAX_RECALL_LIMIT)
         cut = _bounded_int(body_chars, "body_chars", 0, 1_000_000)
+        floor = _share(min_relevance, "min_relevance")
         if not isinstance(query, str):
             raise MemoryServiceError(INVALID_ARGUMENT, "query must be a string", "query")
         require_unicode(query, "query")
@@ -694,12 +701,26 @@ class MemoryService:
             else:
                 hits.extend((entry, 0.0) for entry in self.store.select(where, limit=count))
                 total += self.store.count(where)
-        hits = hits[:count]
-        if hits:
-            self.store.touch(plan.read, tuple(entry.id for entry, _ in hits), format_timestamp(now))
+        weighed = self._weighed(hits, terms, floor)[:count]
+        if weighed:
+            chosen = tuple(entry.id for entry, _, _ in weighed)
+            self.store.touch(plan.read, chosen, format_timestamp(now))
         note, compaction = read_report(compaction, note)
-        hits_found = [RecallHit.of(entry, score, cut) for entry, score in hits]
+        hits_found = [RecallHit.of(entry, score, share, cut) for entry, score, share in weighed]
         return RecallResult(hits_found, total, note, compaction)
+
+    def _weighed(
+        self, hits: list[tuple[Entry, float]], terms: list[str], floor: float
+    ) -> list[tuple[Entry, float, float | None]]:
+        """The hits with their relevance to `terms` (None without terms), those below
+        `floor` left out."""
+        if not terms:
+            return [(entry, score, None) for entry, score in hits]
+        weights = term_weights(terms, self.store.term_documents(terms))
+        weighed = [
+            (entry, score, relevance(entry, weights, self.store.analyzer)) for entry, score in hits
+        ]
+        return [hit for hit in weighed if (hit[2] or 0.0) >= floor]
 
     def history(self, key: str, *, scope: str | None = None) -> HistoryResult:
         """Every version ever stored under `key` in the readable scopes, newest first, each
@@ -1572,6 +1593,13 @@ def _one_or_many(value: str | Iterable[str], field: str) -> list[str]:
     if isinstance(value, list | tuple):
         return list(value)
     raise MemoryServiceError(INVALID_ARGUMENT, f"{field} must be a string or a list", field)
+
+
+def _share(value: object, field: str) -> float:
+    """A number from 0 to 1 (a relevance), or the argument error naming `field`."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise MemoryServiceError(INVALID_ARGUMENT, f"{field} must be a number from 0 to 1", field)
+    return float(value)
 
 
 def _bounded_int(value: object, field: str, low: int, high: int) -> int:

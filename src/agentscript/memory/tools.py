@@ -186,6 +186,12 @@ class RecallArguments(_Arguments):
     body_chars: Integer = Field(
         DEFAULT_BODY_CHARS, ge=0, le=1_000_000, description="Bodies are cut at this length"
     )
+    min_relevance: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Leave out hits whose relevance is below this (0: every match)",
+    )
 
 
 class UpdateArguments(_Arguments):
@@ -393,8 +399,13 @@ TOOLS: tuple[ToolDefinition, ...] = (
         title="Recall",
         description=(
             "Search long-term memory; returns {results: [{id, kind, key, title, body, tags, "
-            "scope, score, event_time, ...}], count, total}, best first (total: the matches "
-            "before the limit). Ask in words (dates such as "
+            "scope, score, relevance, event_time, ...}], count, total}, best first (total: the "
+            "matches before the limit). Read relevance, not score: relevance (0 to 1, the same "
+            "meaning in every call) is the share of your query's words, weighted by rarity, that "
+            "the entry itself holds; 1 means all of them, below about 0.3 only common words or "
+            "none (found through its session's neighbours), so treat such hits as weak or "
+            "unrelated, or pass min_relevance to leave them out. score only orders one call's "
+            "hits. Ask in words (dates such as "
             "'March 2026' favour entries of that time); narrow with kind, tags, since, until. "
             "Recall before asking the user something they may have said before. "
             f"{_RECALL_BOOKKEEPING}"
