@@ -735,3 +735,13 @@ def test_every_programs_run_opens_in_the_run_viewer(
     steps = page_browser.evaluate("document.querySelectorAll('.step').length")
     assert steps >= len(run.result.trace)
     assert page_browser.evaluate("document.getElementById('run-status').textContent") == "ok"
+
+
+@pytest.mark.parametrize("program", ENTRY_PROGRAMS)
+def test_no_scripted_run_makes_more_model_calls_than_its_static_bound(
+    program: str, programs: ProgramRuns
+) -> None:
+    from agentscript.runtime.call_bound import max_model_calls
+
+    run = programs.scripted(program)
+    assert run.result.usage["calls"] <= max_model_calls(agentscript.load(ROOT / program))

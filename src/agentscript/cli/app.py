@@ -32,6 +32,7 @@ LAZY_COMMANDS = {
     "lsp": ("agentscript.cli.lsp", "lsp_command"),
     "fmt": ("agentscript.cli.fmt", "fmt_command"),
     "memory": ("agentscript.cli.memory_service", "memory_commands"),
+    "optimize": ("agentscript.cli.optimize", "optimize_command"),
     "profile": ("agentscript.cli.reflect", "profile_group"),
     "reflect": ("agentscript.cli.reflect", "reflect_command"),
     "runs": ("agentscript.cli.runs", "runs_group"),

@@ -30,6 +30,7 @@ SUBCOMMANDS = frozenset(
         "lsp",
         "fmt",
         "eval",
+        "optimize",
     }
 )
 

@@ -17,14 +17,22 @@ from agentscript.lang import ast
 
 @dataclass(frozen=True, slots=True)
 class Variant:
+    """A pick at `use one of` sites: `label=choice` (one label, all its sites), or a joint
+    pick of several labels (`joint`), whose label already reads `a=x b=y` and choice is ""."""
+
     label: str
     choice: str
     # The runtime's variant hints: site id → candidate.
     sites: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
+    @classmethod
+    def joint(cls, picks: dict[str, str], sites: dict[str, str]) -> Variant:
+        """One pick per label (`picks`, label → candidate) at the `sites` they name."""
+        return cls(" ".join(f"{label}={choice}" for label, choice in picks.items()), "", sites)
+
     @property
     def text(self) -> str:
-        return f"{self.label}={self.choice}"
+        return f"{self.label}={self.choice}" if self.choice else self.label
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,15 +110,16 @@ def use_one_of_sites(program: ast.Program) -> Iterator[tuple[str, ast.UseOneOfSt
             if isinstance(stmt, ast.UseOneOfStmt):
                 yield use_site_id(entry, agent, None, stmt.label), stmt
         for function in agent.functions:
-            for stmt in _statements(function.body):
+            for stmt in use_one_of_statements(function.body):
                 yield use_site_id(entry, agent, function.name, stmt.label), stmt
 
 
-def _statements(body: list[ast.Stmt]) -> Iterator[ast.UseOneOfStmt]:
+def use_one_of_statements(body: list[ast.Stmt]) -> Iterator[ast.UseOneOfStmt]:
+    """The `use one of` statements of a function body, nested ones included, in order."""
     for stmt in body:
         if isinstance(stmt, ast.UseOneOfStmt):
             yield stmt
         for name in ("then_body", "else_body", "body"):
             inner = getattr(stmt, name, None)
             if isinstance(inner, list):
-                yield from _statements(inner)
+                yield from use_one_of_statements(inner)

@@ -60,6 +60,8 @@ class EvalConfig:
     # Each model URI and each variant (`LABEL=CHOICE`) makes a configuration (their product).
     models: list[str] = field(default_factory=list)
     variants: list[str] = field(default_factory=list)
+    # Or the configurations themselves (an optimizer's trials), instead of that product.
+    plan: list[Configuration] | None = None
     # Answer with the mock model: True for shape defaults, a path for scripted answers (one
     # script for every case, or {"cases": {id: script}}).
     mock: bool | str | Path = False
@@ -150,7 +152,11 @@ def evaluate(
     chosen_metric = resolve_metric(metric, config.tolerance)
     chosen_metric.validate(case_list)
     picker = FieldPath.parse(config.field) if config.field else None
-    plan = configurations(loaded, config.models, config.variants)
+    plan = (
+        list(config.plan)
+        if config.plan is not None
+        else configurations(loaded, config.models, config.variants)
+    )
     if config.learn:
         plan = [
             replace(configuration, learning=arm)
@@ -176,7 +182,8 @@ def check_models(program: ast.Program, config: EvalConfig, metric: Metric) -> No
     def imported(of: ast.Program) -> list[str]:
         return [decl.uri for decl in of.imports if decl.resource_kind == "llm"]
 
-    uris = list(config.models) or imported(program)
+    chosen = [c.model for c in config.plan if c.model] if config.plan is not None else config.models
+    uris = list(chosen) or imported(program)
     if isinstance(metric, JudgeMetric):
         uris += [config.judge_model] if config.judge_model else imported(metric.program)
     environ = config.environ if config.environ is not None else os.environ

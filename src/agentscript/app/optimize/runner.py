@@ -1,0 +1,435 @@
+"""`agentscript optimize`: search the program's declared choices on training cases, keep the
+winner only if held-out cases say it is better, and write it back into the source.
+
+1. The cases are split once (a seeded shuffle): `split` of them train, the rest are held out.
+2. Every trial (space.py) is an eval of the training cases (the eval's own code: metrics,
+   budgets, journaled runs, results rows), one configuration at a time, its rows kept in
+   `OUT/trials-<program digest>.jsonl`: a killed optimization run again with the same `--out`
+   resumes without sending a finished cell's requests twice.
+3. The best training mean wins (the baseline on ties). The winner and the baseline then run on
+   the held-out cases; the winner is accepted only when the paired bootstrap 95 % interval of
+   its difference lies above 0 and the mean difference is at least `min_improvement`.
+4. Accepted or not, `OUT/report.json` says why; accepted, `OUT/optimized/` holds the changed
+   files and `OUT/optimized.diff` the diff, and `apply` writes them in place.
+
+What it spends is bounded before it starts: runs × the static bound on one run's model calls
+(runtime/call_bound.py), the judge's too; `dry_run` returns that plan and spends nothing.
+Tools answer from the mock during trials, so no trial has an effect.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentscript.app.evals.cases import Case, load_cases
+from agentscript.app.evals.judge import JudgeMetric
+from agentscript.app.evals.report_data import EvalReport
+from agentscript.app.evals.runner import EvalConfig, EvalProgress, evaluate, resolve_metric
+from agentscript.app.evals.stats import PairedDifference, paired_difference
+from agentscript.app.optimize.source import Rewrite, rewrite
+from agentscript.app.optimize.space import SearchSpace, Trial
+from agentscript.lang import ast
+from agentscript.runtime.call_bound import max_model_calls
+from agentscript.runtime.errors import AgentScriptError
+
+STRATEGIES = ("auto", "grid", "search")
+
+
+class OptimizeError(AgentScriptError):
+    """The optimization cannot start: a bad split, no case to hold out, nothing to search."""
+
+
+@dataclass(slots=True)
+class OptimizeConfig:
+    models: list[str] = field(default_factory=list)
+    split: float = 0.6
+    seed: int = 0
+    strategy: str = "auto"
+    max_calls: int | None = None
+    max_tokens: int | None = None
+    # Wall time of the whole optimization: no trial starts after it, a cell's run ends at it.
+    max_seconds: float | None = None
+    min_improvement: float = 0.03
+    field: str | None = None
+    tolerance: float | None = None
+    # The eval's model sources, for offline runs and tests.
+    mock: bool | str | Path = False
+    concurrency: int = 1
+    workspace: str | Path | None = None
+    journal_path: str | Path | None = None
+    environ: dict[str, str] | None = None
+    out: str | Path | None = None
+    on_progress: Callable[[str, EvalProgress], None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a run will do and spend at most, known before it starts."""
+
+    strategy: str
+    space: SearchSpace
+    train: list[Case]
+    held_out: list[Case]
+    trials: int
+    calls_per_run: int
+    judge_calls_per_run: int
+
+    @property
+    def runs(self) -> int:
+        """Training runs of every trial, then the baseline and the winner held out."""
+        return len(self.train) * self.trials + 2 * len(self.held_out)
+
+    @property
+    def max_calls(self) -> int:
+        return self.runs * (self.calls_per_run + self.judge_calls_per_run)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy,
+            "labels": [
+                {"label": c.label, "sites": list(c.sites), "candidates": list(c.candidates)}
+                for c in self.space.choices
+            ],
+            "models": [model or "(the program's)" for model in self.space.models],
+            "trials": self.trials,
+            "train": len(self.train),
+            "held_out": len(self.held_out),
+            "runs": self.runs,
+            "calls_per_run": self.calls_per_run,
+            "judge_calls_per_run": self.judge_calls_per_run,
+            "max_calls": self.max_calls,
+        }
+
+
+@dataclass(slots=True)
+class TrialScore:
+    trial: Trial
+    label: str
+    mean: float
+    n: int
+
+
+@dataclass(slots=True)
+class OptimizeReport:
+    plan: Plan
+    trials: list[TrialScore]
+    baseline: str
+    winner: str
+    accepted: bool
+    reason: str
+    held_out: PairedDifference | None
+    spent_calls: int
+    spent_tokens: int
+    seconds: float
+    rewrites: list[Rewrite] = field(default_factory=list)
+    stopped: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        estimate = self.plan.max_calls
+        return {
+            "plan": self.plan.to_json(),
+            "trials": [
+                {"configuration": t.label, "train_mean": round(t.mean, 4), "n": t.n}
+                for t in self.trials
+            ],
+            "baseline": self.baseline,
+            "winner": self.winner,
+            "accepted": self.accepted,
+            "reason": self.reason,
+            "held_out": self.held_out.to_json() if self.held_out else None,
+            "calls": {
+                "estimated_max": estimate,
+                "spent": self.spent_calls,
+                "share_of_estimate": round(self.spent_calls / estimate, 4) if estimate else None,
+            },
+            "tokens": self.spent_tokens,
+            "seconds": round(self.seconds, 3),
+            "stopped": self.stopped,
+            "changed_files": [str(r.path) for r in self.rewrites],
+        }
+
+
+def plan_optimization(
+    program: ast.Program, cases: Sequence[Case], metric: str | Path, config: OptimizeConfig
+) -> Plan:
+    """The trials, the split and the most model calls they can take; spends nothing."""
+    if config.strategy not in STRATEGIES:
+        raise OptimizeError(f"Unknown strategy {config.strategy!r} ({', '.join(STRATEGIES)})")
+    if not 0.0 < config.split < 1.0:
+        raise OptimizeError(f"--split must be between 0 and 1, got {config.split}")
+    space = SearchSpace.of(program, config.models)
+    if space.grid_size < 2:
+        raise OptimizeError(
+            "Nothing to optimize: the program has no `use one of` site and one model "
+            "(add `use one of` candidates, or give several --model)"
+        )
+    train, held_out = split_cases(list(cases), config.split, config.seed)
+    strategy = space.strategy(config.strategy)
+    chosen_metric = resolve_metric(metric, config.tolerance)
+    judge = max_model_calls(chosen_metric.program) if isinstance(chosen_metric, JudgeMetric) else 0
+    return Plan(
+        strategy,
+        space,
+        train,
+        held_out,
+        space.trial_count(strategy),
+        max_model_calls(program),
+        judge,
+    )
+
+
+def split_cases(cases: list[Case], split: float, seed: int) -> tuple[list[Case], list[Case]]:
+    """A seeded shuffle, then the first `split` share trains and the rest is held out."""
+    if len(cases) < 2:
+        raise OptimizeError("At least two cases are needed: some to train on, some to hold out")
+    order = list(cases)
+    random.Random(seed).shuffle(order)
+    cut = min(max(1, round(len(order) * split)), len(order) - 1)
+    return order[:cut], order[cut:]
+
+
+def optimize(
+    program: ast.Program, data: str | Path, metric: str | Path, config: OptimizeConfig
+) -> OptimizeReport:
+    """Search, gate on the held-out cases, and write the winner (see the module's text)."""
+    cases = load_cases(data)
+    plan = plan_optimization(program, cases, metric, config)
+    if config.out is None:
+        raise OptimizeError("--out DIR is needed: the trials are kept there to resume")
+    return _Optimization(program, metric, config, plan, Path(config.out)).run()
+
+
+class _Optimization:
+    def __init__(
+        self,
+        program: ast.Program,
+        metric: str | Path,
+        config: OptimizeConfig,
+        plan: Plan,
+        out: Path,
+    ) -> None:
+        self.program = program
+        self.metric = metric
+        self.config = config
+        self.plan = plan
+        self.out = out
+        self.started = time.monotonic()
+        self.spent_calls = 0
+        self.spent_tokens = 0
+        self.stopped: str | None = None
+        self.scores: dict[Trial, TrialScore] = {}
+        digest = _program_digest(program)
+        self.trials_file = out / f"trials-{digest}.jsonl"
+        self.held_out_file = out / f"held-out-{digest}.jsonl"
+
+    def run(self) -> OptimizeReport:
+        self.out.mkdir(parents=True, exist_ok=True)
+        space = self.plan.space
+        baseline = space.baseline
+        if self.plan.strategy == "grid":
+            for trial in space.grid():
+                self._score(trial)
+        else:
+            best = baseline
+            self._score(best)
+            for dimension in range(space.dimensions):
+                for trial in space.neighbours(best, dimension):
+                    self._score(trial)
+                best = self._best(best)
+        scored = list(self.scores.values())
+        winner = self._best(baseline)
+        baseline_label = self._label(baseline)
+        winner_label = self._label(winner)
+        difference = None
+        accepted = False
+        if self.stopped is not None:
+            reason = f"stopped before the end ({self.stopped}): the program is unchanged"
+        elif winner == baseline:
+            reason = "no trial beat the baseline on the training cases"
+        else:
+            difference = self._held_out(baseline, winner)
+            accepted, reason = self._verdict(difference)
+        rewrites: list[Rewrite] = []
+        if accepted and difference is not None:
+            evidence = (
+                f"held-out {difference.mean:+.3f} over {baseline_label}, 95% CI "
+                f"[{difference.low:+.3f}, {difference.high:+.3f}], n={difference.n}"
+            )
+            rewrites = rewrite(self.program, baseline, winner, evidence)
+            self._write(rewrites)
+        report = OptimizeReport(
+            self.plan,
+            scored,
+            baseline_label,
+            winner_label,
+            accepted,
+            reason,
+            difference,
+            self.spent_calls,
+            self.spent_tokens,
+            time.monotonic() - self.started,
+            rewrites,
+            self.stopped,
+        )
+        (self.out / "report.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
+        return report
+
+    def _score(self, trial: Trial) -> None:
+        if trial in self.scores or self.stopped is not None:
+            return
+        report = self._evaluate(trial.configuration(self.plan.space), [], self.trials_file)
+        if report is None:
+            return
+        rows = report.rows  # a failed cell scores 0: it counts against its trial
+        label = self._label(trial)
+        mean = sum(row.score for row in rows) / len(rows) if rows else 0.0
+        self.scores[trial] = TrialScore(trial, label, mean, len(rows))
+        if report.stopped:
+            self.stopped = report.stopped
+
+    def _held_out(self, baseline: Trial, winner: Trial) -> PairedDifference | None:
+        space = self.plan.space
+        plan = [baseline.configuration(space), winner.configuration(space)]
+        report = self._evaluate(None, plan, self.held_out_file)
+        if report is None or report.stopped:
+            self.stopped = self.stopped or (report.stopped if report else "time")
+            return None
+        scores = {label: _scores_of(report, label) for label in report.configurations}
+        first, second = report.configurations
+        return paired_difference(second, first, scores[second], scores[first])
+
+    def _verdict(self, difference: PairedDifference | None) -> tuple[bool, str]:
+        if difference is None or math.isnan(difference.mean):
+            why = self.stopped or "no held-out case was scored"
+            return False, f"the held-out check did not finish ({why}): the program is unchanged"
+        minimum = self.config.min_improvement
+        if difference.low <= 0.0:
+            return False, (
+                f"the winner's held-out gain {difference.mean:+.3f} has a 95% interval "
+                f"[{difference.low:+.3f}, {difference.high:+.3f}] that reaches 0: "
+                "the program is unchanged"
+            )
+        if difference.mean < minimum:
+            return False, (
+                f"the winner's held-out gain {difference.mean:+.3f} is below "
+                f"--min-improvement {minimum}: the program is unchanged"
+            )
+        return True, (
+            f"held-out gain {difference.mean:+.3f}, 95% interval "
+            f"[{difference.low:+.3f}, {difference.high:+.3f}] above 0"
+        )
+
+    def _evaluate(self, configuration: Any, plan: list[Any], out: Path) -> EvalReport | None:
+        held_out = configuration is None
+        cases = self.plan.held_out if held_out else self.plan.train
+        left = self._seconds_left()
+        if left is not None and left <= 0:
+            self.stopped = self.stopped or "time (--max-seconds)"
+            return None
+        calls = None if self.config.max_calls is None else self.config.max_calls - self.spent_calls
+        tokens = (
+            None if self.config.max_tokens is None else self.config.max_tokens - self.spent_tokens
+        )
+        if (calls is not None and calls <= 0) or (tokens is not None and tokens <= 0):
+            self.stopped = self.stopped or "budget (--max-calls/--max-tokens)"
+            return None
+        stage = "held out" if held_out else "train"
+        report = evaluate(
+            self.program,
+            cases,
+            EvalConfig(
+                plan=plan if held_out else [configuration],
+                mock=self.config.mock,
+                concurrency=self.config.concurrency,
+                max_calls=calls,
+                max_tokens=tokens,
+                max_seconds=left,
+                out=out,
+                field=self.config.field,
+                tolerance=self.config.tolerance,
+                workspace=self.config.workspace,
+                journal_path=self.config.journal_path,
+                environ=self.config.environ,
+                # Trials never touch the world: every tool answers from the mock.
+                mock_tools=True,
+                on_progress=(
+                    (lambda progress: self.config.on_progress(stage, progress))  # type: ignore[misc]
+                    if self.config.on_progress
+                    else None
+                ),
+            ),
+            self.metric,
+        )
+        self.spent_calls += int(report.spent.get("calls", 0))
+        self.spent_tokens += int(report.spent.get("input_tokens", 0)) + int(
+            report.spent.get("output_tokens", 0)
+        )
+        return report
+
+    def _best(self, fallback: Trial) -> Trial:
+        """The trial with the best training mean; `fallback` (the baseline) on ties."""
+        best = self.scores.get(fallback)
+        for score in self.scores.values():
+            if best is None or score.mean > best.mean:
+                best = score
+        return best.trial if best is not None else fallback
+
+    def _label(self, trial: Trial) -> str:
+        return trial.configuration(self.plan.space).label
+
+    def _seconds_left(self) -> float | None:
+        if self.config.max_seconds is None:
+            return None
+        return self.config.max_seconds - (time.monotonic() - self.started)
+
+    def _write(self, rewrites: list[Rewrite]) -> None:
+        root = Path(self.program.source_path or ".").parent
+        folder = self.out / "optimized"
+        diffs = []
+        for change in rewrites:
+            target = folder / _inside(change.path, root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(change.after, encoding="utf-8")
+            diffs.append(change.diff(root))
+        (self.out / "optimized.diff").write_text("".join(diffs), encoding="utf-8")
+
+
+def apply(report: OptimizeReport) -> list[Path]:
+    """Write an accepted optimization's files in place; an unaccepted one changes nothing."""
+    if not report.accepted:
+        return []
+    for change in report.rewrites:
+        if change.path.read_text(encoding="utf-8") != change.before:
+            raise OptimizeError(f"{change.path} changed since the optimization read it")
+    for change in report.rewrites:
+        change.path.write_text(change.after, encoding="utf-8")
+    return [change.path for change in report.rewrites]
+
+
+def _scores_of(report: EvalReport, configuration: str) -> dict[str, float]:
+    return {row.id: row.score for row in report.rows if row.configuration == configuration}
+
+
+def _program_digest(program: ast.Program) -> str:
+    """What the trials were run on: every file of the program, so a changed file starts anew."""
+    digest = hashlib.sha256()
+    paths = {program.source_path, *(agent.source_path for agent in program.agents)}
+    for path in sorted(p for p in paths if p):
+        digest.update(path.encode())
+        digest.update(Path(path).read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _inside(path: Path, root: Path) -> Path:
+    try:
+        return path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return Path(path.name)
