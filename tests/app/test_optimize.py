@@ -56,9 +56,11 @@ def write_workspace(tmp_path: Path, cases: int = 20) -> tuple[Path, Path]:
 
 
 def ticket_in(prompt: str) -> str:
-    """The ticket's text: the line after its label (`ticket:`) in the prompt."""
+    """The ticket's text: the line after its label in the prompt (`ticket:`, or
+    `[ticket] input.ticket:` in the 0.1.0 layout)."""
     lines = prompt.splitlines()
-    return lines[lines.index("ticket:") + 1]
+    label = next(i for i, line in enumerate(lines) if line.startswith(("ticket:", "[ticket]")))
+    return lines[label + 1]
 
 
 def guided(model: str, body: dict[str, Any]) -> str:

@@ -27,11 +27,10 @@ def example_copy(tmp_path: Path) -> Path:
 
 
 def ticket_of(body: dict[str, Any]) -> str:
-    """The ticket's text: the line after its label (`ticket:` in the compact layout real
-    providers get, `[ticket] input.ticket:` in the 0.1.0 layout)."""
     lines = user_message(body).split("\n")
-    label = next(i for i, line in enumerate(lines) if line.startswith(("ticket:", "[ticket]")))
-    return lines[label + 1].lower()
+    return lines[
+        lines.index(next(line for line in lines if line.startswith("[ticket]"))) + 1
+    ].lower()
 
 
 def classify(model: str, body: dict[str, Any]) -> str:

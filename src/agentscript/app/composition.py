@@ -64,10 +64,6 @@ def build_llm(
         llm = _base_llm(config)
         if llm is not config.model and is_closeable(llm):
             owned.append(llm)
-    if config.model_uris:
-        from agentscript.providers.llm.model_override import ModelOverride
-
-        llm = ModelOverride(llm, config.model_uris)
     if cassette is not None:
         from agentscript.providers.llm.recording import ReplayLlm
 

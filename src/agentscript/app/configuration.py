@@ -33,9 +33,6 @@ class RunConfig:
     """How to run a program. Every field has a sensible default; the CLI fills it from flags."""
 
     model: ModelChoice | LlmProvider = "real"
-    # Other models for the program's `import llm`s, without editing it: {"*": URI} for every
-    # one, {NAME: URI} for one (`run --model URI`, `--model NAME=URI`).
-    model_uris: dict[str, str] = field(default_factory=dict)
     # With model="mock": answer generates from this script instead of shape defaults.
     responses: str | Path | None = None
     # Save every model exchange to this JSONL file.

@@ -42,11 +42,6 @@ def run_program(
     diagnostics = [d for d in check_program(program) if d.severity == "error"]
     if diagnostics:
         raise SemanticError(diagnostics)
-    if config.model_uris:
-        from agentscript.providers.llm.model_override import check_model_names
-
-        names = [decl.name for decl in program.imports if decl.resource_kind == "llm"]
-        check_model_names(config.model_uris, names)
     # The runtime is imported here, not at module level: loading and checking stay fast.
     from agentscript.app.composition import build_run
     from agentscript.runtime.interpreter import execute

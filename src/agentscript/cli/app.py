@@ -116,18 +116,6 @@ def _variants(ctx: click.Context, param: click.Parameter, pairs: tuple[str, ...]
     return chosen
 
 
-def _model_uris(
-    ctx: click.Context, param: click.Parameter, texts: tuple[str, ...]
-) -> dict[str, str]:
-    from agentscript.providers.llm.model_override import parse_model_overrides
-    from agentscript.runtime.errors import LoadError
-
-    try:
-        return parse_model_overrides(texts)
-    except LoadError as problem:
-        raise click.BadParameter(str(problem)) from None
-
-
 def _names(ctx: click.Context, param: click.Parameter, text: str | None) -> list[str] | None:
     """`--env-allow A, B` as a list of names; None when the flag was not given."""
     if text is None:
@@ -161,14 +149,6 @@ def cli(ctx: click.Context) -> None:
     "(put --mock after the program, or write --mock=FILE)."
 )
 @click.option("--dry-run", is_flag=True, help="Print each prompt to stderr instead of sending it.")
-@click.option(
-    "--model",
-    "model_uris",
-    multiple=True,
-    metavar="URI|NAME=URI",
-    callback=_model_uris,
-    help="Answer with this model instead of the program's (NAME=URI: only `import llm NAME`).",
-)
 @click.option(
     "--prompt-layout",
     type=click.Choice(["0.1.0", "compact"]),

@@ -10,6 +10,7 @@ such a replay answers tools too, and makes no model call to meter).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 import time
@@ -20,9 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agentscript.runtime.budgets import BudgetExceeded
-from agentscript.runtime.context import PromptLayout
 from agentscript.runtime.errors import LoadError, ModelOutputError
-from agentscript.runtime.generate import prompt_layout_of
 from agentscript.runtime.jsjson import parse
 from agentscript.runtime.ports import GenerateRequest, GenerateResponse, LlmProvider
 from agentscript.runtime.usage import Usage
@@ -115,29 +114,25 @@ class EventLike(Protocol):
 
 
 class CellModel:
-    """One cell's provider: the inner model (maybe with its URI replaced, as `run --model`
-    replaces it), metered and priced. It answers `prompt_layout` as the model would in a plain
-    run, so a cell sends the very prompt `agentscript run` sends. `cost` is None while any
-    call's price is unknown (or the model is a mock)."""
+    """One cell's provider: the inner model (maybe with its URI replaced), metered and priced.
+    `cost` is None while any call's price is unknown (or the model is a mock)."""
 
     def __init__(
         self, inner: LlmProvider, meter: EvalMeter, model_uri: str | None, priced: bool
     ) -> None:
-        from agentscript.providers.llm.model_override import EVERY_MODEL, ModelOverride
-
-        self._inner: LlmProvider = inner
-        self._overridden: ModelOverride | None = None
-        if model_uri is not None:
-            self._inner = self._overridden = ModelOverride(inner, {EVERY_MODEL: model_uri})
+        self._inner = inner
         self._meter = meter
+        self._model_uri = model_uri
         self._priced = priced
         self._lock = threading.Lock()
         self.cost: float | None = 0.0 if priced else None
 
-    def prompt_layout(self, model: LlmBinding | None) -> PromptLayout:
-        return prompt_layout_of(self._inner, model)
-
     def generate(self, request: GenerateRequest) -> GenerateResponse:
+        if self._model_uri is not None:
+            # The program's name for its model stays (traces still say `Model`); the URI is
+            # the configuration's.
+            name = request.model.name if request.model is not None else "model"
+            request = dataclasses.replace(request, model=LlmBinding(name, self._model_uri))
         self._meter.before_call()
         try:
             response = self._inner.generate(request)
@@ -153,8 +148,7 @@ class CellModel:
             return
         from agentscript.providers.llm.prices import model_cost
 
-        model = self._overridden.replaced(request.model) if self._overridden else request.model
-        uri = model.uri if model else None
+        uri = request.model.uri if request.model else None
         tokens_in = usage.input_tokens if usage else 0
         tokens_out = usage.output_tokens if usage else 0
         price = model_cost(uri, tokens_in, tokens_out)
