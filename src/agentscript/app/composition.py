@@ -269,7 +269,7 @@ def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:
         return None
     from agentscript.learn.journal import shared_journal
 
-    sink = shared_journal(journal_location(config, workspace)).sink()
+    sink = shared_journal(journal_location(config, workspace)).sink(config.run_id)
     if learns_from(config) or leaves_run_memory(config):
         from agentscript.app.learning import learner_for, learning_request
 

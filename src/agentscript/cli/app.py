@@ -33,6 +33,8 @@ LAZY_COMMANDS = {
     "fmt": ("agentscript.cli.fmt", "fmt_command"),
     "memory": ("agentscript.cli.memory_service", "memory_commands"),
     "optimize": ("agentscript.cli.optimize", "optimize_command"),
+    "submit": ("agentscript.cli.queue", "submit_command"),
+    "worker": ("agentscript.cli.queue", "worker_command"),
     "profile": ("agentscript.cli.reflect", "profile_group"),
     "reflect": ("agentscript.cli.reflect", "reflect_command"),
     "runs": ("agentscript.cli.runs", "runs_group"),

@@ -19,7 +19,6 @@ Tools answer from the mock during trials, so no trial has an effect.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import random
@@ -36,6 +35,7 @@ from agentscript.app.evals.runner import EvalConfig, EvalProgress, evaluate, res
 from agentscript.app.evals.stats import PairedDifference, paired_difference
 from agentscript.app.optimize.source import Rewrite, rewrite
 from agentscript.app.optimize.space import SearchSpace, Trial
+from agentscript.app.programs import program_digest
 from agentscript.lang import ast
 from agentscript.runtime.call_bound import max_model_calls
 from agentscript.runtime.errors import AgentScriptError
@@ -226,7 +226,7 @@ class _Optimization:
         self.spent_tokens = 0
         self.stopped: str | None = None
         self.scores: dict[Trial, TrialScore] = {}
-        digest = _program_digest(program)
+        digest = program_digest(program)[:12]
         self.trials_file = out / f"trials-{digest}.jsonl"
         self.held_out_file = out / f"held-out-{digest}.jsonl"
 
@@ -416,16 +416,6 @@ def apply(report: OptimizeReport) -> list[Path]:
 
 def _scores_of(report: EvalReport, configuration: str) -> dict[str, float]:
     return {row.id: row.score for row in report.rows if row.configuration == configuration}
-
-
-def _program_digest(program: ast.Program) -> str:
-    """What the trials were run on: every file of the program, so a changed file starts anew."""
-    digest = hashlib.sha256()
-    paths = {program.source_path, *(agent.source_path for agent in program.agents)}
-    for path in sorted(p for p in paths if p):
-        digest.update(path.encode())
-        digest.update(Path(path).read_bytes())
-    return digest.hexdigest()[:12]
 
 
 def _inside(path: Path, root: Path) -> Path:
