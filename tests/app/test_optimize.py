@@ -196,3 +196,32 @@ def test_nothing_to_search_is_a_clear_error(
     )
     assert main(["optimize", str(plain), "--data", str(data), "--dry-run"]) == 2
     assert "Nothing to optimize" in capsys.readouterr().err
+
+
+TWO_STEPS = PROGRAM.replace(
+    """        use input.ticket as "ticket"
+        use one of {""",
+    """        use input.ticket as "ticket"
+        gist = generate({ input: "Say what the ticket is about." }) -> { gist: string }
+        use gist.gist as "gist"
+        use one of {""",
+)
+
+
+def test_a_prompt_asked_in_an_earlier_trial_is_answered_from_the_cache(tmp_path: Path) -> None:
+    write_workspace(tmp_path)
+    (tmp_path / "triage.as").write_text(TWO_STEPS, encoding="utf-8")
+
+    def answer(model: str, body: dict[str, Any]) -> str:
+        if "Say what the ticket is about." in user_message(body):
+            return json.dumps({"gist": "a ticket"})
+        return guided(model, body)
+
+    with serving(answer) as server:
+        code, report = optimize(tmp_path, server)
+    assert code == 0 and report["accepted"]
+    # The first generate's prompt is the same in every trial: asked once per case. 12 cases
+    # train, 8 are held out; two trials on each.
+    assert report["cache"] == {"hits": 12 + 8, "misses": 60, "hit_rate": 0.25}
+    assert len(server.requests) == report["cache"]["misses"]
+    assert report["calls"]["spent"] == report["calls"]["estimated_max"] == 80

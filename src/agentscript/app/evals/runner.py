@@ -46,6 +46,7 @@ from agentscript.runtime.errors import AgentScriptError, ExecutionError, LoadErr
 
 if TYPE_CHECKING:
     from agentscript import RunConfig
+    from agentscript.providers.llm.answer_cache import AnswerCache
     from agentscript.providers.tools.approvals import ApprovalMode
     from agentscript.runtime.ports import Cassette, Closeable, LlmProvider
 
@@ -62,6 +63,8 @@ class EvalConfig:
     variants: list[str] = field(default_factory=list)
     # Or the configurations themselves (an optimizer's trials), instead of that product.
     plan: list[Configuration] | None = None
+    # Answer a prompt asked before from this cache instead of the model (an optimizer's).
+    answers: AnswerCache | None = None
     # Answer with the mock model: True for shape defaults, a path for scripted answers (one
     # script for every case, or {"cases": {id: script}}).
     mock: bool | str | Path = False
@@ -629,6 +632,8 @@ class _Eval:
             inner = self.scripts.for_case(case.id) if self.scripts else _shape_defaults()
         else:
             inner = self._shared_router()
+        if self.config.answers is not None and not source.replays_runs:
+            inner = self.config.answers.around(inner)
         if source.record is not None:
             from agentscript.providers.llm.recording import RecordingLlm
 

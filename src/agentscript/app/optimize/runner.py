@@ -37,6 +37,7 @@ from agentscript.app.optimize.source import Rewrite, rewrite
 from agentscript.app.optimize.space import SearchSpace, Trial
 from agentscript.app.programs import program_digest
 from agentscript.lang import ast
+from agentscript.providers.llm.answer_cache import AnswerCache
 from agentscript.runtime.call_bound import max_model_calls
 from agentscript.runtime.errors import AgentScriptError
 
@@ -131,6 +132,8 @@ class OptimizeReport:
     seconds: float
     rewrites: list[Rewrite] = field(default_factory=list)
     stopped: str | None = None
+    # Model answers taken from the answer cache, and asks it passed on (None: no cache).
+    cache: tuple[int, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         estimate = self.plan.max_calls
@@ -150,6 +153,7 @@ class OptimizeReport:
                 "spent": self.spent_calls,
                 "share_of_estimate": round(self.spent_calls / estimate, 4) if estimate else None,
             },
+            "cache": _cache_json(self.cache),
             "tokens": self.spent_tokens,
             "seconds": round(self.seconds, 3),
             "stopped": self.stopped,
@@ -229,8 +233,17 @@ class _Optimization:
         digest = program_digest(program)[:12]
         self.trials_file = out / f"trials-{digest}.jsonl"
         self.held_out_file = out / f"held-out-{digest}.jsonl"
+        # A real model's answers by prompt: trials that share a prompt ask the model once.
+        self.answers = None if config.mock is not False else AnswerCache(out / "answers.db")
 
     def run(self) -> OptimizeReport:
+        try:
+            return self._run()
+        finally:
+            if self.answers is not None:
+                self.answers.close()
+
+    def _run(self) -> OptimizeReport:
         self.out.mkdir(parents=True, exist_ok=True)
         space = self.plan.space
         baseline = space.baseline
@@ -278,6 +291,7 @@ class _Optimization:
             time.monotonic() - self.started,
             rewrites,
             self.stopped,
+            (self.answers.hits, self.answers.misses) if self.answers is not None else None,
         )
         (self.out / "report.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
         return report
@@ -360,6 +374,7 @@ class _Optimization:
                 environ=self.config.environ,
                 # Trials never touch the world: every tool answers from the mock.
                 mock_tools=True,
+                answers=self.answers,
                 on_progress=(
                     (lambda progress: self.config.on_progress(stage, progress))  # type: ignore[misc]
                     if self.config.on_progress
@@ -400,6 +415,14 @@ class _Optimization:
             target.write_text(change.after, encoding="utf-8")
             diffs.append(change.diff(root))
         (self.out / "optimized.diff").write_text("".join(diffs), encoding="utf-8")
+
+
+def _cache_json(cache: tuple[int, int] | None) -> dict[str, Any] | None:
+    if cache is None:
+        return None
+    hits, misses = cache
+    asked = hits + misses
+    return {"hits": hits, "misses": misses, "hit_rate": round(hits / asked, 4) if asked else None}
 
 
 def apply(report: OptimizeReport) -> list[Path]:
