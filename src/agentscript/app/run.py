@@ -39,6 +39,9 @@ def run_program(
     program: ast.Program, input_value: Any, config: RunConfig, resumed_from: str | None = None
 ) -> RunResult:
     """`run` with everything given; the journal start names the run this one resumes."""
+    from agentscript.app.model_choice import with_models
+
+    program = with_models(program, config.models)
     diagnostics = [d for d in check_program(program) if d.severity == "error"]
     if diagnostics:
         raise SemanticError(diagnostics)

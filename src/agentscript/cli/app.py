@@ -147,6 +147,14 @@ def cli(ctx: click.Context) -> None:
     "Use the mock model: shape defaults, or scripted answers from FILE "
     "(put --mock after the program, or write --mock=FILE)."
 )
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    metavar="URI|NAME=URI",
+    help="Answer with this model instead of the program's (every `import llm`, or the one "
+    "named NAME). Repeatable.",
+)
 @click.option("--dry-run", is_flag=True, help="Print each prompt to stderr instead of sending it.")
 @click.option(
     "--prompt-layout",
@@ -294,6 +302,7 @@ def run_command(
         model="dry-run" if dry_run else "mock" if responses is not None else "real",
         responses=responses or None,
         journal=not no_journal,
+        models=list(settings.pop("models")),
         **settings,
     )
     output = actions.RunOutput(
