@@ -37,6 +37,8 @@ class OpenAiWireServer:
         self.answer = answer
         self.latency = latency
         self.requests: list[dict[str, Any]] = []
+        # The bodies exactly as they arrived.
+        self.raw: list[bytes] = []
         self.in_flight = 0
         self.most_in_flight = 0
         self._lock = threading.Lock()
@@ -50,9 +52,11 @@ class OpenAiWireServer:
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", "0"))
-                body = json.loads(self.rfile.read(length))
+                raw = self.rfile.read(length)
+                body = json.loads(raw)
                 with server._lock:
                     server.requests.append(body)
+                    server.raw.append(raw)
                     server.in_flight += 1
                     server.most_in_flight = max(server.most_in_flight, server.in_flight)
                 try:
