@@ -19,6 +19,8 @@ from agentscript.cli.options import (
     json_option,
     mock_option,
     run_budget_options,
+    timeout_environ,
+    timeout_option,
     workspace_option,
 )
 
@@ -180,6 +182,7 @@ def cli(ctx: click.Context) -> None:
     help="Show model answers as they arrive (default: when stderr is a terminal).",
 )
 @run_budget_options
+@timeout_option
 @click.option("--record", metavar="FILE", help="Save every model exchange to FILE (JSONL).")
 @click.option(
     "--replay",
@@ -303,6 +306,7 @@ def run_command(
         responses=responses or None,
         journal=not no_journal,
         models=list(settings.pop("models")),
+        environ=timeout_environ(settings.pop("timeout")),
         **settings,
     )
     output = actions.RunOutput(

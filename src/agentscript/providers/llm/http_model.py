@@ -7,6 +7,7 @@ and how to read its answer; this base does the rest the same way for all of them
 from __future__ import annotations
 
 import os
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
@@ -50,8 +51,11 @@ class HttpModel(ABC):
             self.transport.secrets.append(endpoint.api_key)
         url, headers, body = self.build(request, endpoint)
         timeout_ms = endpoint.timeout_ms
-        if request.deadline_seconds is not None:
-            timeout_ms = max(1, min(timeout_ms, int(request.deadline_seconds * 1000)))
+        deadline = (
+            time.monotonic() + request.deadline_seconds
+            if request.deadline_seconds is not None
+            else None
+        )
         report = lambda data: request.report("llm_retry", data)  # noqa: E731
         if request.wants_stream:
             # Streamed, the pieces are shown as they come and then assembled into the payload
@@ -63,9 +67,12 @@ class HttpModel(ABC):
                 timeout_ms,
                 read=lambda lines: self.assemble_stream(lines, request),
                 report_retry=report,
+                deadline=deadline,
             )
         else:
-            payload = self.transport.post_json(url, headers, body, timeout_ms, report_retry=report)
+            payload = self.transport.post_json(
+                url, headers, body, timeout_ms, report_retry=report, deadline=deadline
+            )
         if not isinstance(payload, dict):
             raise self.failure("response is not a JSON object")
         response = self.parse(payload, request)
