@@ -116,14 +116,13 @@ def test_a_stream_slower_than_the_timeout_in_all_succeeds_while_pieces_keep_comi
 
 
 def test_a_stream_that_goes_quiet_fails_naming_the_setting() -> None:
-    with paced(0.001, stall_after=3) as server:
-        with pytest.raises(agentscript.ExecutionError) as caught:
-            run(
-                program("openai://local"),
-                server.environ(timeout_ms=200),
-                stream=True,
-                trace_sinks=[Watcher()],
-            )
+    with paced(0.001, stall_after=3) as server, pytest.raises(agentscript.ExecutionError) as caught:
+        run(
+            program("openai://local"),
+            server.environ(timeout_ms=200),
+            stream=True,
+            trace_sinks=[Watcher()],
+        )
     message = str(caught.value)
     assert "sent nothing for 200ms in the middle of its answer" in message
     assert "set AGENTSCRIPT_LLM_TIMEOUT_MS" in message
@@ -131,9 +130,8 @@ def test_a_stream_that_goes_quiet_fails_naming_the_setting() -> None:
 
 
 def test_a_request_that_times_out_before_answering_names_the_setting() -> None:
-    with paced(0.001, stall_after=0) as server:
-        with pytest.raises(agentscript.ExecutionError) as caught:
-            run(program("openai://local"), server.environ(timeout_ms=150))
+    with paced(0.001, stall_after=0) as server, pytest.raises(agentscript.ExecutionError) as caught:
+        run(program("openai://local"), server.environ(timeout_ms=150))
     assert "request timed out after 150ms" in str(caught.value)
     assert "set AGENTSCRIPT_LLM_TIMEOUT_MS" in str(caught.value)
 
