@@ -22,6 +22,9 @@ from agentscript.runtime.usage import Usage
 
 # Output tokens requested when a generate sets no `limit`/`max_output` and the API needs one.
 DEFAULT_MAX_TOKENS = 1024
+# Why a model stopped when it hit the output limit: OpenAI-compatible servers and Ollama say
+# `length`, Anthropic `max_tokens`.
+CUT_OFF_REASONS = frozenset({"length", "max_tokens"})
 
 
 class HttpModel(ABC):
@@ -75,9 +78,38 @@ class HttpModel(ABC):
             )
         if not isinstance(payload, dict):
             raise self.failure("response is not a JSON object")
-        response = self.parse(payload, request)
-        response.details.update(self.describe(payload))
+        details = self.describe(payload)
+        try:
+            response = self.parse(payload, request)
+        except ModelOutputError as error:
+            raise self.unusable(error, details, request) from None
+        response.details.update(details)
         return response
+
+    def unusable(
+        self, error: ModelOutputError, details: dict[str, Any], request: GenerateRequest
+    ) -> ModelOutputError:
+        """An answer that is not the JSON asked for, with why the model stopped; one cut off
+        by the output limit says so, and that asking again with that limit cannot help."""
+        reason = details.get("finish_reason")
+        if reason not in CUT_OFF_REASONS:
+            error.details.update(details)
+            return error
+        limit = (
+            f"max_output {request.max_output_tokens} tokens"
+            if request.max_output_tokens is not None
+            else "the server's output limit"
+        )
+        return ModelOutputError(
+            f"LLM provider '{self.protocol}' answer was cut off at the output limit "
+            f"({limit}, finish reason {reason}) before its JSON was complete: "
+            f"{snippet(error.raw_text or '')}; raise the generate's max_output (another attempt "
+            "with the same limit would be cut off too)",
+            raw_text=error.raw_text,
+            usage=error.usage,
+            details=details,
+            cut_off=True,
+        )
 
     def describe(self, payload: dict[str, Any]) -> dict[str, Any]:
         """What the trace keeps about an answer besides its text: the model that answered and
