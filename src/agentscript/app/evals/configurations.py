@@ -58,9 +58,9 @@ def configurations(
     A model is `URI`, `NAME=URI` (agentscript.app.model_choice) or `mock`."""
     from agentscript.app.model_choice import MOCK, with_models
 
-    for model in models:
-        if model != MOCK:
-            with_models(program, [model])  # refuses a bad URI or an unknown NAME now
+    for text in models:
+        if text != MOCK:
+            with_models(program, [text])  # refuses a bad URI or an unknown NAME now
     resolved = [resolve_variant(program, text) for text in variants]
     chosen: list[Configuration] = []
     model_choices: list[str | None] = [*models] or [None]
