@@ -163,3 +163,21 @@ def test_run_timeout_flag_sets_the_timeout(
         argv = ["run", str(source), "--input", '{"question": "why?"}', "--timeout", "0.15"]
         assert main(argv) != 0
     assert "request timed out after 150ms" in capsys.readouterr().err
+
+
+def test_eval_timeout_flag_sets_the_timeout_of_every_cell(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentscript.cli.main import main
+
+    source = tmp_path / "asker.as"
+    source.write_text(program("openai://local"), encoding="utf-8")
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"input": {"question": "why?"}, "expected": "x"}) + "\n")
+    out = tmp_path / "results.jsonl"
+    with paced(0.001, stall_after=0) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.environ(0)["OPENAI_BASE_URL"])
+        argv = ["eval", str(source), "--data", str(cases), "--timeout", "0.15", "--out", str(out)]
+        assert main([*argv, "--json"]) == 0
+    row = json.loads(out.read_text().splitlines()[-1])
+    assert "request timed out after 150ms" in row["error"]
