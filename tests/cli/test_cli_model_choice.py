@@ -153,3 +153,27 @@ def test_eval_compares_the_mock_beside_a_real_model(
     scores = {row["configuration"]: row["mean_score"] for row in summary["summary"]}
     assert scores == {"mock": 1.0, "openai://real": 0.0}
     assert [body["model"] for body in server.requests] == ["real"]
+
+
+def test_a_resumed_run_keeps_the_models_it_was_started_with(
+    program: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    two_generates = PROGRAM.replace(
+        '    return generate({ input: "Answer the question." }) -> { answer string }',
+        '    first = generate({ input: "Answer the question." }) -> { answer string }\n'
+        '    return generate({ input: "Check the answer." }) -> { answer string }',
+    )
+    program.write_text(two_generates, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with serving(answer) as server:
+        for name, value in server.environ().items():
+            monkeypatch.setenv(name, value)
+        # The budget stops the run before its second generate.
+        assert main(run_args(program, "--model", "openai://local", "--max-calls", "1")) != 0
+        assert main(["runs", "resume", "last", "--quiet"]) == 0
+    assert '"answer": "from local"' in capsys.readouterr().out
+    # The first generate was answered from the journal; the second asked the same model.
+    assert [body["model"] for body in server.requests] == ["local", "local"]

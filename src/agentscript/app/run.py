@@ -63,6 +63,7 @@ def run_program(
             entry=entry,
             workspace=setup.workspace,
             resumed_from=resumed_from,
+            models=config.models,
         )
     try:
         result = execute(program, input_value, setup.options)
