@@ -45,9 +45,9 @@ HELP = """Run, check and explore AgentScript programs.
 With no arguments, starts the REPL. The 0.1.0 flag form also works:
   agentscript FILE [--check | --parse] [--input JSON | --input-file F]
                    [--agent A] [--function F] [--real-llm | --mock | --dry-run]
-                   [--trace FILE|pretty] [--trace-file F] [--concurrency N]
-                   [--verbose | --quiet]
-It answers with the mock model unless --real-llm is given (as 0.1.0 did).
+                   [--model URI|NAME=URI]... [--trace FILE|pretty] [--trace-file F]
+                   [--concurrency N] [--verbose | --quiet]
+It answers with the mock model unless --real-llm or --model is given (as 0.1.0 did).
 """
 
 
