@@ -131,3 +131,23 @@ def test_a_replayed_cut_off_stops_where_the_recorded_run_stopped(
     assert str(replayed.value) == str(recorded.value)
     assert generate_event(replayed.value)["data"]["finish_reasons"] == ["length"]
     assert httpserver.log == []
+
+
+def test_a_balanced_fragment_of_a_cut_off_answer_is_not_taken_for_the_answer(
+    httpserver: HTTPServer,
+) -> None:
+    # The outer object was cut off; the inner one is balanced JSON but not the answer.
+    fragment = '{"detail": {"answer": "a", "score": 1}, "answer": "Rayleigh scatt'
+    httpserver.expect_request("/v1/chat/completions").respond_with_json(openai(fragment, "length"))
+    source = program("openai://m", options="max_output: 20", attempts=2)
+    with pytest.raises(agentscript.ExecutionError) as caught:
+        run(source, environ(httpserver, "openai"))
+    assert "answer was cut off at the output limit (max_output 20 tokens" in str(caught.value)
+    assert len(httpserver.log) == 1
+
+
+def test_a_complete_answer_that_ended_at_the_limit_is_used(httpserver: HTTPServer) -> None:
+    complete = json.dumps({"answer": "a", "score": 1})
+    httpserver.expect_request("/v1/chat/completions").respond_with_json(openai(complete, "length"))
+    result = run(program("openai://m", options="max_output: 20"), environ(httpserver, "openai"))
+    assert result.value == {"answer": "a", "score": 1}

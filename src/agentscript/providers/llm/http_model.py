@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 from agentscript.providers.llm.endpoints import ModelEndpoint, resolve_endpoint
-from agentscript.providers.llm.json_text import extract_json, snippet
+from agentscript.providers.llm.json_text import complete_json, extract_json, snippet
 from agentscript.providers.llm.transport import HttpTransport
 from agentscript.runtime.errors import ExecutionError, ModelOutputError
 from agentscript.runtime.jsjson import parse
@@ -83,6 +83,14 @@ class HttpModel(ABC):
             response = self.parse(payload, request)
         except ModelOutputError as error:
             raise self.unusable(error, details, request) from None
+        if (
+            request.return_shape is not None
+            and details.get("finish_reason") in CUT_OFF_REASONS
+            and not complete_json(response.raw_text or "")
+        ):
+            # What was found is a fragment of an answer the limit cut off, not the answer.
+            fragment = ModelOutputError("", raw_text=response.raw_text, usage=response.usage)
+            raise self.unusable(fragment, details, request)
         response.details.update(details)
         return response
 
