@@ -177,3 +177,20 @@ def test_a_resumed_run_keeps_the_models_it_was_started_with(
     assert '"answer": "from local"' in capsys.readouterr().out
     # The first generate was answered from the journal; the second asked the same model.
     assert [body["model"] for body in server.requests] == ["local", "local"]
+
+
+def test_eval_takes_a_named_model_and_refuses_an_unknown_name_before_any_cell(
+    server: OpenAiWireServer,
+    program: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"input": {"question": "why?"}, "expected": "x"}) + "\n")
+    argv = ["eval", str(program), "--data", str(cases), "--json"]
+    assert main([*argv, "--model", "Fast=openai://named"]) == 0
+    assert [body["model"] for body in server.requests] == ["named"]
+    capsys.readouterr()
+    assert main([*argv, "--model", "Quick=openai://named"]) == 2
+    assert "its llm names: Fast, Slow" in capsys.readouterr().err
+    assert len(server.requests) == 1

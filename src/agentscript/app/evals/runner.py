@@ -568,12 +568,20 @@ class _Eval:
     def _model_options(self, configuration: Configuration, judge: bool) -> list[str]:
         """The `--model` values a cell's run gets (agentscript.app.model_choice): the
         configuration's model for the program; for the judge, `judge_model`, else the
-        configuration's model when it names no single llm of the program."""
+        configuration's model when it names no single llm of the program (and the judge
+        imports an llm to replace)."""
+        from agentscript.app.model_choice import llm_names, parse_model_option
+
         if judge and self.config.judge_model:
             return [self.config.judge_model]
         chosen = configuration.model
-        if chosen is None or chosen == MOCK or (judge and "=" in chosen.split("://", 1)[0]):
+        if chosen is None or chosen == MOCK:
             return []
+        if judge:
+            assert isinstance(self.metric, JudgeMetric)
+            named = parse_model_option(chosen).name is not None
+            if named or not llm_names(self.metric.program):
+                return []
         return [chosen]
 
     def _run_config(
