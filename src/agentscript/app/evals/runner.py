@@ -58,7 +58,9 @@ LEARNING_ON = "on"
 class EvalConfig:
     """How to run an eval; every field has a default (the program's own model, no budget)."""
 
-    # Each model URI and each variant (`LABEL=CHOICE`) makes a configuration (their product).
+    # Each model and each variant (`LABEL=CHOICE`) makes a configuration (their product). A
+    # model is `URI` (every `import llm`), `NAME=URI` (one) or "mock" (the mock model, answering
+    # from `mock` when that is a file, beside real models).
     models: list[str] = field(default_factory=list)
     variants: list[str] = field(default_factory=list)
     # Answer with the mock model: True for shape defaults, a path for scripted answers (one
