@@ -21,7 +21,7 @@ from agentscript.runtime.context import (
 )
 from agentscript.runtime.errors import AgentScriptError, ExecutionError, ModelOutputError
 from agentscript.runtime.jsjson import stringify
-from agentscript.runtime.ports import GenerateRequest, GenerateResponse, LlmProvider
+from agentscript.runtime.ports import GenerateRequest, LlmProvider
 from agentscript.runtime.shapes import coerce, shape_schema, validate_output
 from agentscript.runtime.trace import Tracer, short
 from agentscript.runtime.usage import Usage
