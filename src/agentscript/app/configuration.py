@@ -33,6 +33,9 @@ class RunConfig:
     """How to run a program. Every field has a sensible default; the CLI fills it from flags."""
 
     model: ModelChoice | LlmProvider = "real"
+    # `--model` values: `URI` replaces every `import llm` of the program, `NAME=URI` one of
+    # them (agentscript.app.model_choice), without editing the program.
+    models: list[str] = field(default_factory=list)
     # With model="mock": answer generates from this script instead of shape defaults.
     responses: str | Path | None = None
     # Save every model exchange to this JSONL file.
