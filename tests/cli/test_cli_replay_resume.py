@@ -200,3 +200,87 @@ def test_a_finished_run_is_not_resumed(capsys: pytest.CaptureFixture[str], works
 
     assert code == 1
     assert "is ok, nothing to resume; replay it with `run --replay`" in err
+
+
+# ------------------------------------------------------- the journal is untrusted input
+
+
+def stopped_run(capsys: pytest.CaptureFixture[str], workspace: Path) -> None:
+    code, _, err = mocked(capsys, workspace, "--max-calls", "2")
+    assert code == 1 and "Run budget exceeded" in err
+    (workspace / "rest.json").write_text(json.dumps({"Notes": [{"text": "three"}]}))
+
+
+def resume(capsys: pytest.CaptureFixture[str], workspace: Path) -> tuple[int, str, str]:
+    return runs(
+        capsys, workspace, "resume", "last", "--mock", str(workspace / "rest.json"),
+        "--approve", "auto", "--no-learn",
+    )  # fmt: skip
+
+
+def forge(folder: Path, **columns: str) -> None:
+    """Change the last run's row of the journal as a hostile repository could ship it."""
+    import sqlite3
+
+    with sqlite3.connect(folder / ".agentscript" / "runs.db") as journal:
+        for column, value in columns.items():
+            journal.execute(
+                f"UPDATE runs SET {column} = ? WHERE run_id = "
+                "(SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 1)",
+                (value,),
+            )
+
+
+def test_a_resume_never_runs_a_program_or_writes_outside_its_own_workspace(
+    capsys: pytest.CaptureFixture[str], workspace: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (elsewhere / "notes.as").write_text(PROGRAM)
+    stopped_run(capsys, workspace)
+    forge(workspace, workspace="/", program=str(elsewhere / "notes.as"))
+
+    code, _, err = resume(capsys, workspace)
+
+    assert code != 0
+    assert "is not a file inside this workspace" in err
+    assert "Traceback" not in err
+    assert list(elsewhere.iterdir()) == [elsewhere / "notes.as"]
+
+
+def test_a_copied_workspace_resumes_its_own_copy(
+    capsys: pytest.CaptureFixture[str],
+    workspace: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import shutil
+
+    stopped_run(capsys, workspace)
+    copy = tmp_path_factory.mktemp("copy") / "notes"
+    shutil.copytree(workspace, copy)
+    monkeypatch.chdir(copy)  # `agentscript runs resume last` in the copy, no --workspace
+
+    code, _, err = cli(
+        capsys, "runs", "resume", "last", "--mock", str(copy / "rest.json"), "--approve",
+        "auto", "--no-learn",
+    )  # fmt: skip
+
+    assert code == 0, err
+    assert files(copy)["c.md"] == "three"
+    assert "c.md" not in files(workspace)  # the original folder is left alone
+
+
+def test_a_run_is_resumed_once(capsys: pytest.CaptureFixture[str], workspace: Path) -> None:
+    stopped_run(capsys, workspace)
+    code, _, err = runs(
+        capsys, workspace, "resume", "last", "--mock", str(workspace / "rest.json"),
+        "--approve", "auto", "--no-learn",
+    )  # fmt: skip
+    assert code == 0, err
+    code, shown, _ = runs(capsys, workspace, "list", "--json")
+    stopped = json.loads(shown)[-1]["id"]
+
+    code, _, err = runs(capsys, workspace, "resume", stopped, "--mock", "--approve", "auto")
+
+    assert code != 0
+    assert f"Run {stopped} was resumed already, by run" in err
