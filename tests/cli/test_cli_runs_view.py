@@ -144,3 +144,22 @@ def test_runs_view_open_hands_the_page_to_the_browser(
     code, out, _ = cli(capsys, "runs", "view", "--open", "--workspace", str(workspace))
     assert code == 0
     assert opened == [Path(out.strip()).resolve().as_uri()]
+
+
+def test_a_forged_run_id_never_becomes_a_path_outside_views(
+    capsys: pytest.CaptureFixture[str], workspace: Path
+) -> None:
+    import sqlite3
+
+    run_notes(capsys, workspace)
+    forged = "../../escaped"
+    with sqlite3.connect(workspace / ".agentscript" / "runs.db") as journal:
+        (real,) = journal.execute("SELECT run_id FROM runs").fetchone()
+        for table in ("runs", "entries"):
+            journal.execute(f"UPDATE {table} SET run_id = ? WHERE run_id = ?", (forged, real))
+    code, _, err = cli(capsys, "runs", "view", "last", "--workspace", str(workspace))
+    assert code != 0
+    assert "a run id that is not a plain name: '../../escaped'" in err
+    assert "Traceback" not in err
+    assert not (workspace.parent / "escaped.html").exists()
+    assert not list(workspace.parent.glob("**/escaped.html"))

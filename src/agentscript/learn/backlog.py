@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agentscript.learn.journal import Journal, Learner
+from agentscript.learn.journal_store import file_safe_run_id
 from agentscript.learn.locks import LockTimeout, file_lock
 
 # Makes the learner a queued run's request asks for, or None to leave the run queued (a
@@ -54,7 +55,7 @@ def learn_backlog(journal: Journal, learner_for: LearnerFor, lock_dir: Path) -> 
             report.left.append(run_id)
             continue
         try:
-            with file_lock(lock_dir / f"{run_id}.lock", timeout=0):
+            with file_lock(lock_dir / f"{file_safe_run_id(run_id)}.lock", timeout=0):
                 _learn_one(journal, run_id, learner, report)
         except LockTimeout:
             report.left.append(run_id)  # another process is learning it right now

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,19 @@ INLINE_LIMIT = 8 * 1024
 SCHEMA_VERSION = 1
 
 PathPart = str | int
+
+
+# What a run id may look like where it names a file (a page, a lock): the ids the journal
+# makes (`YYYYMMDD-HHMMSS-xxxxxx`) and other plain names, never a path.
+_FILE_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def file_safe_run_id(run_id: object) -> str:
+    """`run_id` when it can name a file inside a folder, or a JournalError: a journal is
+    untrusted input, and a forged id such as `../../x` must never become a path."""
+    if isinstance(run_id, str) and _FILE_SAFE_ID.fullmatch(run_id) and ".." not in run_id:
+        return run_id
+    raise JournalError(f"The journal holds a run id that is not a plain name: {run_id!r}")
 
 
 class JournalError(AgentScriptError):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from agentscript.app.run_view.document import RunDocument, run_document
 from agentscript.learn.journal import Journal
+from agentscript.learn.journal_store import file_safe_run_id
 
 
 def render_page(document: RunDocument) -> str:
@@ -32,13 +33,13 @@ def write_run_pages(journal: Journal, reference: str, out: str | Path | None) ->
     """Write RUN's page to `out` (default `<journal folder>/views/<run id>.html`), and beside
     it the page of each run it called, so its links work; the paths written, RUN's first."""
     first = run_document(journal, reference)
-    run_id = first.data["run"]["id"]
+    run_id = file_safe_run_id(first.data["run"]["id"])
     target = Path(out) if out is not None else _views_folder(journal) / f"{run_id}.html"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(render_page(first), encoding="utf-8")
     written = [target]
     for linked in first.linked_runs:
-        page = target.parent / f"{linked}.html"
+        page = target.parent / f"{file_safe_run_id(linked)}.html"
         page.write_text(render_page(run_document(journal, linked)), encoding="utf-8")
         written.append(page)
     return written
