@@ -5,6 +5,7 @@ cannot launder it through the memory service into a later run."""
 
 from __future__ import annotations
 
+import base64
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -30,6 +31,8 @@ from timings import without_timings
 TOKEN = 'ghp_Tok"en\\é/+ 0123456789abcdef'
 PROVIDER_KEY = "sk-test-provider-key-0123456789"
 URI_PASSWORD = "pw-9f8e7d6c"
+# What an HTTP client sends for robot:URI_PASSWORD in an `Authorization: Basic` header.
+BASIC_TOKEN = base64.b64encode(f"robot:{URI_PASSWORD}".encode()).decode()
 
 
 def forms(secret: str) -> list[str]:
@@ -73,7 +76,9 @@ def echo_server() -> Iterator[HTTPServer]:
 
     def echo(request: Request) -> Response:
         seen = unquote(request.query_string.decode().removeprefix("t="))
-        body = json.dumps({"url": request.url, "seen": seen, seen: 1})
+        # The Authorization header too: the Basic-auth form of the URI's password.
+        auth = request.headers.get("Authorization", "")
+        body = json.dumps({"url": request.url, "seen": seen, seen: 1, "auth": auth})
         return Response(body, content_type="application/json")
 
     server.expect_request("/echo").respond_with_handler(echo)
@@ -131,7 +136,8 @@ def test_no_secret_lands_in_anything_a_run_writes(tmp_path: Path, echo_server: H
     assert http_result["json"]["seen"] == "[REDACTED]"
     stored = every_file_text(tmp_path)
     assert "[REDACTED]" in (workspace / "notes.jsonl").read_text()
-    for secret in (TOKEN, URI_PASSWORD):
+    assert http_result["json"]["auth"] == "Basic [REDACTED]"  # it was sent, then hidden
+    for secret in (TOKEN, URI_PASSWORD, BASIC_TOKEN):
         assert leaks(json.dumps(failed.value.trace), secret) == []
         assert leaks(failed.value.located(), secret) == []
         assert leaks(stored, secret) == [], f"{secret!r} stored under {tmp_path}"

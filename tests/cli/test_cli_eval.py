@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -149,6 +150,11 @@ def test_model_text_in_the_report_stays_text(tmp_path: Path) -> None:
         "--mock", str(folder / "hostile.json"), "--report", str(page), "--tag", "hard",
     ]  # fmt: skip
     assert main(args) == 0
+    # As the run page: nothing but the page's own inline code and styles may load or run.
+    assert (
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\';'
+        in page.read_text()
+    )
     with Browser.launch() as browser:
         browser.open(page.as_uri())
         assert browser.evaluate("document.title") != "owned"
@@ -319,3 +325,28 @@ def test_a_report_that_cannot_be_written_is_an_error_after_the_summary(
     captured = capsys.readouterr()
     assert "0.800" in captured.out
     assert "Cannot write the report" in captured.err and "Traceback" not in captured.err
+
+
+def test_a_key_a_model_echoes_never_reaches_the_results_or_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = example_copy(tmp_path)
+    key = "sk-local-test"  # what serving().environ() sets as OPENAI_API_KEY
+
+    def echoes_the_key(model: str, body: dict[str, Any]) -> str:
+        return json.dumps({"label": f"bug {key}", "reason": f"the key is {key}"})
+
+    out, page = tmp_path / "out.jsonl", tmp_path / "report.html"
+    with serving(echoes_the_key) as server:
+        for name, value in server.environ().items():
+            monkeypatch.setenv(name, value)
+        code = main(
+            [
+                "eval", str(folder / "classifier.as"), "--data", str(folder / "cases.jsonl"),
+                "--model", "openai://echo", "--field", "label", "--tag", "hard",
+                "--out", str(out), "--report", str(page),
+            ]
+        )  # fmt: skip
+    assert code in (0, 1)
+    assert "[REDACTED]" in out.read_text()
+    assert key not in out.read_text() and key not in page.read_text()

@@ -41,11 +41,11 @@ def run_secrets(config: RunConfig) -> SecretSet:
     """The redaction set a run starts with: the provider keys and base-URL passwords it may
     send, and the password of the memory database it may open (see runtime/secrets.py)."""
     from agentscript.providers.llm.endpoints import endpoint_secrets
-    from agentscript.runtime.uris import uri_password
+    from agentscript.runtime.uris import uri_secrets
 
     environ = config.environ if config.environ is not None else os.environ
     memory_db = config.memory_db or environ.get("AGENTSCRIPT_MEMORY_DB")
-    return SecretSet([*endpoint_secrets(environ), uri_password(str(memory_db or ""))])
+    return SecretSet([*endpoint_secrets(environ), *uri_secrets(str(memory_db or ""))])
 
 
 def build_llm(

@@ -47,7 +47,7 @@ from agentscript.runtime.ports import (
 from agentscript.runtime.scope import MISSING, CallFrame, Scope, UseDeclaration
 from agentscript.runtime.secrets import SecretSet
 from agentscript.runtime.trace import TraceEvent, Tracer, TraceSink, elapsed_ms, event_json
-from agentscript.runtime.uris import scrub_uri, uri_password
+from agentscript.runtime.uris import scrub_uri, uri_secrets
 from agentscript.runtime.values import (
     AgentBinding,
     FunctionBinding,
@@ -123,7 +123,8 @@ class Interpreter:
         self.program = program
         self.options = options
         self.tracer = Tracer(options.trace_sinks, options.secrets)
-        options.secrets.update(uri_password(decl.uri) for decl in program.imports)
+        for decl in program.imports:
+            options.secrets.update(uri_secrets(decl.uri))
         self.agents = {agent.name: agent for agent in program.agents}
         self._local = threading.local()
         self._statement_rules = self._statement_table()

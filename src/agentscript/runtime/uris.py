@@ -29,6 +29,24 @@ def uri_password(uri: str) -> str | None:
     return SplitUri.split(uri).password or None
 
 
+def uri_secrets(uri: str) -> list[str]:
+    """Every form in which a URI's password can be sent, for the redaction set: the password,
+    and the Basic-auth token (`base64(user:password)`) an HTTP client sends for it."""
+    if "://" not in uri:
+        return []
+    split = SplitUri.split(uri)
+    if not split.password:
+        return []
+    return [split.password, basic_token(unquote(split.user), split.password)]
+
+
+def basic_token(user: str, password: str) -> str:
+    """What an `Authorization: Basic …` header carries for these credentials."""
+    import base64
+
+    return base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+
+
 @dataclass(frozen=True, slots=True)
 class SplitUri:
     """A connection URI cut into credentials and the rest, erring towards hiding.

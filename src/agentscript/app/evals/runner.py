@@ -44,6 +44,7 @@ from agentscript.app.evals.workers import worker_count
 from agentscript.app.model_choice import MOCK
 from agentscript.lang import ast
 from agentscript.runtime.errors import AgentScriptError, ExecutionError, LoadError
+from agentscript.runtime.secrets import SecretSet
 
 if TYPE_CHECKING:
     from agentscript import RunConfig
@@ -179,6 +180,16 @@ def evaluate(
     return eval_run.run()
 
 
+def _eval_secrets(config: EvalConfig) -> SecretSet:
+    """What the eval's runs could send and must never write down: the providers' keys and the
+    passwords of their base URLs (the redaction set every run starts with)."""
+    import os
+
+    from agentscript.providers.llm.endpoints import endpoint_secrets
+
+    return SecretSet(endpoint_secrets(config.environ if config.environ is not None else os.environ))
+
+
 def check_models(program: ast.Program, config: EvalConfig, metric: Metric) -> None:
     """Refuse, before any cell runs, a model that cannot be reached (a bad URI, a missing key),
     instead of twenty cells failing with the same error."""
@@ -255,6 +266,7 @@ class _Eval:
             self.replayed_rows = read_rows(self.source.replay)
         self.stop = threading.Event()
         self._lock = threading.Lock()
+        self.secrets = _eval_secrets(config)
         self._router: LlmProvider | None = None
         self.results = ResultsFile(Path(config.out), config.fresh) if config.out else None
         self.rows: dict[tuple[str, str], CellResult] = {}
@@ -414,7 +426,12 @@ class _Eval:
         self._keep(row)
 
     def _keep(self, row: CellResult) -> None:
-        """A finished cell's row: kept, written to --out and counted in the progress."""
+        """A finished cell's row: kept, written to --out and counted in the progress. Scored
+        first, then scrubbed: a provider key a model echoed never reaches the results file or
+        the report, as it never reaches a trace."""
+        row.value = self.secrets.scrub(row.value)
+        row.error = self.secrets.scrub_text(row.error) if row.error is not None else None
+        row.reason = self.secrets.scrub_text(row.reason)
         with self._lock:
             self.rows[row.key] = row
             if self.results is not None:

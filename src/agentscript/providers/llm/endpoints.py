@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 from agentscript.runtime.errors import ExecutionError
+from agentscript.runtime.uris import uri_secrets
 
 PROTOCOLS = ("openai", "anthropic", "ollama")
 # The protocols with an embedding API (embeddings.py).
@@ -74,10 +75,7 @@ def endpoint_secrets(environ: Mapping[str, str]) -> list[str]:
     found = [environ.get(variable, "") for variable in KEY_VARIABLES.values()]
     for variables in BASE_URL_VARIABLES.values():
         for variable in variables:
-            try:
-                found.append(urlsplit(environ.get(variable, "")).password or "")
-            except ValueError:
-                continue
+            found += uri_secrets(environ.get(variable, ""))
     return [secret for secret in found if secret]
 
 
