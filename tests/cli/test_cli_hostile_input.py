@@ -25,7 +25,7 @@ needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 
 
 def agentscript(
-    tmp_path: Path, *args: str, stdin: IO[bytes] | None = None
+    tmp_path: Path, *args: str, stdin: IO[bytes] | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
     environ = {**os.environ, "AGENTSCRIPT_MEMORY_DB": str(tmp_path / "memory.db")}
     return subprocess.run(
@@ -34,7 +34,7 @@ def agentscript(
         stdin=stdin if stdin is not None else subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout,
         env=environ,
         check=False,
     )
@@ -140,3 +140,73 @@ def test_memory_import_refuses_devices_and_endless_lines(tmp_path: Path) -> None
         agentscript(tmp_path, "memory", "import", uri, "/dev/zero"),
         "Export is a device or socket, not a file: /dev/zero",
     )
+
+
+# ------------------------------------------------- every file argument is bounded (issue 27)
+
+PROGRAM_WITH_MODEL = """import llm M from "openai://m"
+agent A {
+  model M
+  role "r"
+  description "d"
+  main func() { return generate({ input: "x" }) -> { a } }
+}
+"""
+
+
+def file_arguments(tmp_path: Path, program: Path, target: Path) -> list[list[str]]:
+    """Every command line that reads `target` as a file argument, other than the program."""
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"id": "a", "input": {}, "expected": 1}\n')
+    return [
+        ["run", str(program), "--mock", str(target)],
+        ["run", str(program), "--replay", str(target)],
+        ["run", str(program), "--mock", "--approvals", str(target)],
+        ["eval", str(program), "--data", str(target), "--mock"],
+        ["eval", str(program), "--data", str(cases), "--mock", str(target)],
+        ["eval", str(program), "--data", str(cases), "--mock", "--approvals", str(target)],
+        ["eval", str(program), "--data", str(cases), "--replay", str(target)],
+        ["eval", str(program), "--data", str(cases), "--mock", "--out", str(target)],
+        ["memory", "show", f"file://{target}"],
+        ["runs", "resume", "last", "--mock", str(target)],
+    ]
+
+
+@needs_fifo
+def test_no_file_argument_waits_for_a_fifo_writer(tmp_path: Path, fifo: Path) -> None:
+    program = tmp_path / "model.as"
+    program.write_text(PROGRAM_WITH_MODEL)
+    for arguments in file_arguments(tmp_path, program, fifo):
+        # A hang would time out and fail here; a file read lazily may never be opened.
+        result = agentscript(tmp_path, *arguments)
+        assert "Traceback" not in result.stderr, (arguments, result.stderr)
+
+
+def test_no_file_argument_reads_an_endless_device(tmp_path: Path) -> None:
+    program = tmp_path / "model.as"
+    program.write_text(PROGRAM_WITH_MODEL)
+    for arguments in file_arguments(tmp_path, program, Path("/dev/zero")):
+        # Read to its end, /dev/zero would take minutes and all the memory there is.
+        result = agentscript(tmp_path, *arguments, timeout=30)
+        assert "Traceback" not in result.stderr, (arguments, result.stderr)
+
+
+def test_deep_json_and_huge_numbers_in_files_are_one_line_errors(tmp_path: Path) -> None:
+    program = tmp_path / "model.as"
+    program.write_text(PROGRAM_WITH_MODEL)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    deep_cases = tmp_path / "deep.jsonl"
+    deep_cases.write_text('{"id": "a", "input": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    huge = tmp_path / "huge.json"
+    huge.write_text('{"n": 1' + "0" * 4000 + "}")
+    for arguments in (
+        ["run", str(program), "--mock", "--approvals", str(deep)],
+        ["eval", str(program), "--data", str(deep_cases), "--mock"],
+        ["run", str(program), "--mock", "--input-file", str(huge)],
+        ["run", str(program), "--mock", str(huge)],
+    ):
+        result = agentscript(tmp_path, *arguments)
+        assert result.returncode != 0, arguments
+        assert "Traceback" not in result.stderr, (arguments, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1, (arguments, result.stderr)

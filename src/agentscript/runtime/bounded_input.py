@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import TextIO
 
 MIB = 1024 * 1024
+# The most a file handed over on the command line may hold (scripts, cassettes, cases,
+# policies, results): far past any real one, and never "until memory runs out".
+USER_FILE_LIMIT = 256 * MIB
 
 
 class UnusableInput(ValueError):

@@ -169,7 +169,26 @@ def parse(text: str) -> Any:
     without values nested deeper than MAX_JSON_DEPTH (a ValueError, like any bad JSON)."""
     if text.count("[") + text.count("{") > MAX_JSON_DEPTH:
         _check_depth(text)
-    return json.loads(text, parse_constant=_reject_constant)
+    return json.loads(
+        text, parse_constant=_reject_constant, parse_int=_parse_int, parse_float=_parse_float
+    )
+
+
+# A whole number with more digits than this is past what a double holds (about 1.8e308).
+_MAX_INT_DIGITS = 309
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > _MAX_INT_DIGITS:
+        raise ValueError(f"Number {text[:20]}… ({len(text)} digits) is too large for JSON")
+    return int(text)
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"Number {text[:40]} is too large for JSON")
+    return value
 
 
 def _check_depth(text: str) -> None:

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentscript.runtime.bounded_input import USER_FILE_LIMIT, UnusableInput, read_regular_text
 from agentscript.runtime.errors import AgentScriptError
+from agentscript.runtime.jsjson import parse
 
 CASE_FIELDS = frozenset({"input", "expected", "id", "tags"})
 
@@ -34,18 +36,20 @@ def load_cases(path: str | Path) -> list[Case]:
     """Read a JSONL file of cases; blank lines are skipped. Errors name `file:line`."""
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as problem:
-        raise CaseError(f"Cannot read cases {file}: {problem.strerror}") from None
+        text = read_regular_text(file, USER_FILE_LIMIT, "Cases")
+    except UnusableInput as problem:
+        raise CaseError(str(problem)) from None
     items: list[tuple[str, Any]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{file}:{number}"
         try:
-            items.append((where, json.loads(line)))
+            items.append((where, parse(line)))
         except json.JSONDecodeError as problem:
             raise CaseError(f"{where}: not a JSON object ({problem.msg})") from None
+        except ValueError as problem:
+            raise CaseError(f"{where}: {problem}") from None
     if not items:
         raise CaseError(f"{file}: no cases (one JSON object per line)")
     return _build(items)

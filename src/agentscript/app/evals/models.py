@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from agentscript.runtime.bounded_input import USER_FILE_LIMIT, UnusableInput, read_regular_text
 from agentscript.runtime.budgets import BudgetExceeded
 from agentscript.runtime.context import PromptLayout
 from agentscript.runtime.errors import LoadError, ModelOutputError
@@ -192,9 +193,9 @@ class MockScripts:
 
     def __init__(self, path: Path) -> None:
         try:
-            data = parse(path.read_text(encoding="utf-8"))
-        except OSError as problem:
-            raise LoadError(f"Cannot read scripted responses {path}: {problem.strerror}") from None
+            data = parse(read_regular_text(path, USER_FILE_LIMIT, "Scripted responses"))
+        except UnusableInput as problem:
+            raise LoadError(str(problem)) from None
         except ValueError as problem:
             raise LoadError(f"Scripted responses {path} are not valid JSON: {problem}") from None
         self._path = path

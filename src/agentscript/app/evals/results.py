@@ -14,7 +14,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentscript.runtime.bounded_input import USER_FILE_LIMIT, UnusableInput, read_regular_bytes
 from agentscript.runtime.errors import AgentScriptError
+from agentscript.runtime.jsjson import parse
 
 
 @dataclass(slots=True)
@@ -70,9 +72,9 @@ def read_rows(path: Path) -> dict[tuple[str, str], CellResult]:
     eval (`--replay RESULTS.jsonl` reads a previous eval's); a last line cut short is left
     out."""
     try:
-        data = path.read_bytes()
-    except OSError as problem:
-        raise ResultsError(f"Cannot read results file {path}: {problem.strerror}") from None
+        data = read_regular_bytes(path, USER_FILE_LIMIT, "Results file")
+    except UnusableInput as problem:
+        raise ResultsError(str(problem)) from None
     return parse_rows(path, data[: data.rfind(b"\n") + 1])
 
 
@@ -82,8 +84,8 @@ def parse_rows(path: Path, data: bytes, hint: str = "") -> dict[tuple[str, str],
         if not line.strip():
             continue
         try:
-            row = CellResult.from_json(json.loads(line))
-        except (json.JSONDecodeError, TypeError) as problem:
+            row = CellResult.from_json(parse(line))
+        except (ValueError, TypeError) as problem:
             raise ResultsError(f"{path}:{number}: not a result row ({problem}){hint}") from None
         rows[row.key] = row
     return rows
@@ -111,6 +113,9 @@ class ResultsFile:
         except OSError as problem:
             raise ResultsError(f"Cannot use results file {path}: {problem.strerror}") from None
         try:
+            if path.exists() and not path.is_file():
+                # A FIFO would block the append below; a device would never end.
+                raise ResultsError(f"Results file is not a regular file: {path}")
             if fresh or not path.exists():
                 path.write_text("", encoding="utf-8")
             else:
@@ -124,7 +129,10 @@ class ResultsFile:
             raise
 
     def _load(self) -> None:
-        data = self.path.read_bytes()
+        try:
+            data = read_regular_bytes(self.path, USER_FILE_LIMIT, "Results file")
+        except UnusableInput as problem:
+            raise ResultsError(str(problem)) from None
         complete = data[: data.rfind(b"\n") + 1]
         if len(complete) != len(data):
             # The last line was cut short (a crash mid-write): drop it so appends start clean.

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentscript.providers.llm.json_text import extract_json
+from agentscript.runtime.bounded_input import USER_FILE_LIMIT, UnusableInput, read_regular_text
 from agentscript.runtime.errors import ExecutionError, LoadError
 from agentscript.runtime.jsjson import parse, stringify
 from agentscript.runtime.ports import GenerateRequest, GenerateResponse
@@ -71,9 +72,9 @@ class ScriptedLlm:
     def from_file(cls, path: str | Path) -> ScriptedLlm:
         file = Path(path)
         try:
-            text = file.read_text(encoding="utf-8")
-        except OSError as problem:
-            raise LoadError(f"Cannot read scripted responses {file}: {problem.strerror}") from None
+            text = read_regular_text(file, USER_FILE_LIMIT, "Scripted responses")
+        except UnusableInput as problem:
+            raise LoadError(str(problem)) from None
         try:
             script = parse(text)
         except ValueError as problem:

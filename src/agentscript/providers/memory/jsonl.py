@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import threading
 import uuid
 from collections.abc import Iterator
@@ -34,6 +35,8 @@ from agentscript.providers.memory.store import MemoryStoreError
 from agentscript.providers.tools.workspace import Workspace, WorkspaceError
 from agentscript.runtime.jsjson import parse, stringify
 
+# The most a memory file may hold: reading one larger (or a device named as one) is refused.
+MAX_MEMORY_FILE_BYTES = 256 * 1024 * 1024
 _APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
 _LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
 
@@ -66,11 +69,20 @@ class _Files:
         self.jail = jail
 
     def open(self, path: Path, flags: int, mode: int = 0o644) -> int:
+        """A descriptor of the regular file `path`. O_NONBLOCK: a FIFO named as the memory
+        file must not hold the open until a writer comes; it is refused right after, by its
+        type, as a device would be (reading /dev/zero never ends)."""
         if self.jail is None:
             if flags & os.O_CREAT:
                 path.parent.mkdir(parents=True, exist_ok=True)
-            return os.open(path, flags, mode)
-        return self.jail.open_file(self._inside(path), flags, mode)
+            descriptor = os.open(path, flags | os.O_NONBLOCK, mode)
+        else:
+            descriptor = self.jail.open_file(self._inside(path), flags | os.O_NONBLOCK, mode)
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            os.close(descriptor)
+            raise MemoryStoreError(f"Memory file is not a regular file: {path}")
+        os.set_blocking(descriptor, True)
+        return descriptor
 
     def read_if_exists(self, path: Path) -> bytes:
         try:
@@ -78,7 +90,12 @@ class _Files:
         except FileNotFoundError:
             return b""
         with os.fdopen(descriptor, "rb") as handle:
-            return handle.read()
+            data = handle.read(MAX_MEMORY_FILE_BYTES + 1)
+        if len(data) > MAX_MEMORY_FILE_BYTES:
+            raise MemoryStoreError(
+                f"Memory file is larger than {MAX_MEMORY_FILE_BYTES // (1024 * 1024)} MiB: {path}"
+            )
+        return data
 
     def append(self, path: Path, data: bytes) -> None:
         """Append `data` (whole lines) with one write and fsync it; the caller holds the lock.

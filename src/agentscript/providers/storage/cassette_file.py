@@ -15,6 +15,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from agentscript.runtime.bounded_input import USER_FILE_LIMIT, UnusableInput, read_regular_text
 from agentscript.runtime.errors import LoadError
 from agentscript.runtime.jsjson import parse, stringify
 from agentscript.runtime.ports import Cassette, ToolExchange
@@ -43,9 +44,9 @@ def entry_digest(entry: dict[str, Any]) -> str:
 def read_cassette(path: Path) -> Cassette:
     """The exchanges of the recording at `path`; a line that is not one is an error naming it."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as problem:
-        raise LoadError(f"Cannot read recording {path}: {problem.strerror}") from None
+        lines = read_regular_text(path, USER_FILE_LIMIT, "Recording").splitlines()
+    except UnusableInput as problem:
+        raise LoadError(str(problem)) from None
     cassette = Cassette(str(path), tools_recorded=False)
     for number, line in enumerate(lines, start=1):
         if not line.strip():

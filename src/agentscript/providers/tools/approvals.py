@@ -19,7 +19,6 @@ by the mode: `auto` starts it, `ask` asks, `deny` and `autonomous` refuse.
 from __future__ import annotations
 
 import itertools
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,7 +29,9 @@ from agentscript.providers.tools.base import Risk
 from agentscript.providers.tools.mcp_launch import ServerLaunch, StartRefused
 from agentscript.providers.tools.registry import ToolRegistry
 from agentscript.providers.tools.tool_uris import scheme_of
+from agentscript.runtime.bounded_input import USER_FILE_LIMIT, UnusableInput, read_regular_text
 from agentscript.runtime.errors import ExecutionError, LoadError
+from agentscript.runtime.jsjson import parse
 from agentscript.runtime.ports import ToolCall
 from agentscript.runtime.uris import scrub_uri
 from agentscript.runtime.values import sanitize
@@ -123,13 +124,13 @@ class ApprovalPolicy:
 
         file = Path(path)
         try:
-            text = file.read_text(encoding="utf-8")
-        except OSError as problem:
-            raise LoadError(f"Cannot read approval policy {file}: {problem.strerror}") from None
+            text = read_regular_text(file, USER_FILE_LIMIT, "Approval policy")
+        except UnusableInput as problem:
+            raise LoadError(str(problem)) from None
         try:
-            data = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
-        except (ValueError, yaml.YAMLError) as problem:
-            raise LoadError(f"Approval policy {file} is not valid: {problem}") from None
+            data = parse(text) if file.suffix == ".json" else yaml.safe_load(text)
+        except (ValueError, RecursionError, yaml.YAMLError) as problem:
+            raise LoadError(f"Approval policy {file} is not valid: {_short(problem)}") from None
         return cls.from_data(data or {}, f"Approval policy {file}")
 
 
@@ -357,3 +358,10 @@ def _start_refusal(launch: ServerLaunch, by: str) -> str:
     if by == "policy":
         return f"{what}: refused by the approval policy"
     return f"{what}: refused by the user"
+
+
+def _short(problem: BaseException) -> str:
+    """A parser's complaint on one line (YAML's span several, RecursionError's is unhelpful)."""
+    if isinstance(problem, RecursionError):
+        return "it is nested too deeply"
+    return " ".join(str(problem).split())[:300]
