@@ -3,6 +3,8 @@ real LSP client (pytest-lsp), on programs in a temporary folder."""
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from pathlib import Path
 
@@ -416,3 +418,40 @@ async def test_semantic_tokens_and_folding(client: LanguageClient, tmp_path: Pat
     assert folds is not None
     boss = _position(MAIN, "main agent Boss").line
     assert any(fold.start_line == boss for fold in folds)
+
+
+@pytest.mark.asyncio
+async def test_imports_outside_the_workspace_are_not_read_and_a_rename_stays_inside(
+    client: LanguageClient, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "worker.as").write_text(WORKER, encoding="utf-8")
+    escaping = os.path.relpath(outside / "worker.as", tmp_path)
+    text = MAIN.replace('"./worker.as"', json.dumps(escaping))
+    uri = _open(client, tmp_path, "main.as", text)
+    found = await _diagnostics(client, uri)
+    # The outside file is not read: its agent is unknown here, as a missing file's would be.
+    assert "UNKNOWN_IDENTIFIER" in [d.code for d in found]
+    edit = await client.text_document_rename_async(
+        types.RenameParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=_position(text, "step.query", 1),
+            new_name="plan",
+        )
+    )
+    assert edit is not None and edit.changes is not None
+    assert sorted(edit.changes) == [uri]
+
+
+@pytest.mark.asyncio
+async def test_an_import_of_a_fifo_or_a_device_does_not_hang_the_server(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    os.mkfifo(tmp_path / "pipe.as")
+    (tmp_path / "zero.as").symlink_to("/dev/zero")
+    text = MAIN.replace('"./worker.as"', '"./pipe.as"').replace(
+        'import file Notes from "./notes.md"', 'import agent Zero from "./zero.as"'
+    )
+    uri = _open(client, tmp_path, "main.as", text)
+    found = await _diagnostics(client, uri)
+    assert found  # answered: the imports are reported, the server is not stuck reading them

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import select
@@ -92,3 +93,32 @@ def _read_until(descriptor: int, wanted: bytes, timeout: float = 30.0) -> bytes:
                 break
     assert wanted in seen, seen
     return seen
+
+
+def test_a_session_that_shuts_down_and_exits_ends_with_code_0_and_nothing_on_stderr() -> None:
+    def message(payload: dict[str, object]) -> bytes:
+        body = json.dumps(payload).encode()
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    session = b"".join(
+        message(payload)
+        for payload in (
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"processId": None, "rootUri": None, "capabilities": {}},
+            },
+            {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+            {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
+            {"jsonrpc": "2.0", "method": "exit"},
+        )
+    )
+    ended = subprocess.run(
+        [sys.executable, "-m", "agentscript", "lsp"],
+        input=session,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert (ended.returncode, ended.stderr.decode()) == (0, "")

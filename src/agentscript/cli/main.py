@@ -45,7 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     try:
         code = _dispatch(list(sys.argv[1:] if argv is None else argv))
-        sys.stdout.flush()
+        if not sys.stdout.closed:  # the language server closes it at the end of a session
+            sys.stdout.flush()
     except BrokenPipeError:
         from agentscript.cli.errors import reader_gone
 

@@ -29,6 +29,7 @@ from agentscript.app.lsp.index import DocumentIndex
 from agentscript.app.lsp.positions import LineIndex
 from agentscript.app.lsp.semantic_tokens import TOKEN_TYPES, semantic_tokens
 from agentscript.app.lsp.tool_methods import Method, ToolCatalog
+from agentscript.runtime.bounded_input import UnusableInput, read_regular_text
 from agentscript.runtime.loader import MAX_PROGRAM_BYTES
 
 DIAGNOSTICS_DELAY = 0.075
@@ -63,16 +64,31 @@ class AgentScriptServer(LanguageServer):
         self.listed_tools: dict[tuple[str, str], tuple[Method, ...]] = {}
 
     def read_text(self, path: Path) -> str | None:
-        """A file's text: the editor's buffer when it is open, else the file on disk."""
+        """A file's text: the editor's buffer when it is open, else the file on disk when it
+        is a regular file of the workspace (an import of `/etc/shadow`, a FIFO or `/dev/zero`
+        is read as missing: an imported path comes from the program, which is untrusted)."""
         document = self.workspace.text_documents.get(from_fs_path(str(path)) or "")
         if document is not None:
             return str(document.source)
-        try:
-            if path.stat().st_size > MAX_PROGRAM_BYTES:
-                return None
-            return path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+        if not self.in_workspace(path):
             return None
+        try:
+            return read_regular_text(path, MAX_PROGRAM_BYTES, "Program file")
+        except UnusableInput:
+            return None
+
+    def in_workspace(self, path: Path) -> bool:
+        """Whether `path` (symlinks resolved) lies in a folder the editor opened, or, with
+        none, beside a document it opened."""
+        roots = [Path(to_fs_path(folder.uri) or "") for folder in self.workspace.folders.values()]
+        if not roots and self.workspace.root_path:
+            roots = [Path(self.workspace.root_path)]
+        if not roots:
+            roots = [
+                Path(to_fs_path(uri) or "").parent for uri in self.workspace.text_documents
+            ]
+        real = path.resolve()
+        return any(real.is_relative_to(root.resolve()) for root in roots if str(root))
 
     def analysis(self, uri: str) -> Analysis:
         document = self.workspace.get_text_document(uri)
@@ -243,7 +259,9 @@ def build_server() -> AgentScriptServer:
         changes: dict[str, list[types.TextEdit]] = {}
         for place in navigation.references(symbol, ls.indexes(analysis), tools, True):
             location = ls.location(place, analysis)
-            if location is not None:
+            # A rename edits the workspace's files only, never a file an import reached
+            # outside it.
+            if location is not None and ls.in_workspace(Path(to_fs_path(location.uri) or "")):
                 edit = types.TextEdit(range=location.range, new_text=params.new_name)
                 changes.setdefault(location.uri, []).append(edit)
         return types.WorkspaceEdit(changes=changes)
