@@ -566,3 +566,22 @@ def test_import_remembers_lines_of_remember_arguments_in_batches(
     assert (code, out) == (1, "")
     assert err.startswith(f"{source}:3: items[0].kind: ")
     assert err.endswith("(the 2 lines before its batch were stored)\n")
+
+
+def test_an_import_refuses_an_entry_remember_would_refuse_as_too_large(
+    capsys: pytest.CaptureFixture[str], where: list[str], workspace: Path, tmp_path: Path
+) -> None:
+    remember(where, capsys, "A small note")
+    _, out, _ = cli(capsys, "memory", "export", *where)
+    exported = json.loads(out.splitlines()[0])
+    exported["body"] = "x" * 2_000_000
+    source = tmp_path / "export.jsonl"
+    source.write_text(json.dumps(exported) + "\n")
+    copy = ["--workspace", str(workspace), "--db", str(tmp_path / "copy.db")]
+    remember(copy, capsys, "Kept note")
+    code, _, err = cli(capsys, "memory", "import", str(source), *copy)
+    assert code == 1
+    assert err.startswith(f"{source}:1: the entry is 2,000,")
+    assert "the limit is 16,384 bytes (max_entry_bytes in memory.yml)" in err
+    with memory(workspace, tmp_path / "copy.db") as service:
+        assert service.stats()["active"] == 1  # what was stored stays

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from agentscript.memory.entries import Entry
+from agentscript.memory.entries import Entry, check_size
 from agentscript.memory.errors import CONFLICT, MemoryServiceError
 from agentscript.memory.scopes import parse_scope
 from agentscript.memory.service import MemoryService
@@ -48,10 +48,12 @@ def import_entries(service: MemoryService, entries: Sequence[tuple[int, Entry]])
     key or summary bucket with another id) imports nothing. Ids the database already holds,
     in any scope, and ids repeated in the input are skipped. An entry holding a secret the
     service knows imports nothing either: credentials are never remembered, imported ones
-    neither."""
+    neither; nor does one larger than `remember` takes (max_entry_bytes)."""
     for number, entry in entries:
         try:
             service.refuse_secrets_in(entry)
+            # What `remember` refuses as too large, an import refuses too.
+            check_size(entry, service.config.max_entry_bytes)
         except MemoryServiceError as refused:
             raise ImportConflict(number, refused.message, refused.code) from None
     known = {count.scope for count in service.store.scopes()}

@@ -84,9 +84,7 @@ class AgentScriptServer(LanguageServer):
         if not roots and self.workspace.root_path:
             roots = [Path(self.workspace.root_path)]
         if not roots:
-            roots = [
-                Path(to_fs_path(uri) or "").parent for uri in self.workspace.text_documents
-            ]
+            roots = [Path(to_fs_path(uri) or "").parent for uri in self.workspace.text_documents]
         real = path.resolve()
         return any(real.is_relative_to(root.resolve()) for root in roots if str(root))
 
