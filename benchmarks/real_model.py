@@ -186,9 +186,11 @@ def run_prompt(prompt: dict[str, Any], mode: Mode, proxy: UsageProxy, folder: Pa
     )
 
 
-def measure(url: str, prompts: list[dict[str, Any]], folder: Path) -> list[ModeReport]:
+def measure(
+    url: str, prompts: list[dict[str, Any]], modes: list[Mode], folder: Path
+) -> list[ModeReport]:
     reports = []
-    for mode in MODES:
+    for mode in modes:
         rewrite = None if mode.schema_to_server else without_response_format
         report = ModeReport(mode)
         with UsageProxy(url, rewrite) as proxy:
@@ -215,8 +217,11 @@ def _short(text: str, limit: int = 110) -> str:
 
 def summary(reports: list[ModeReport], seconds: float) -> dict[str, Any]:
     by_mode = {report.mode.name: report.summary() for report in reports}
-    constrained, unconstrained = by_mode["constrained"], by_mode["unconstrained"]
-    prompts = constrained["prompts"]
+    empty = ModeReport(MODES[0]).summary()
+    constrained = by_mode.get("constrained", empty)
+    unconstrained = by_mode.get("unconstrained", empty)
+    ignored = by_mode.get("compact-ignored", empty)
+    prompts = max(mode["prompts"] for mode in by_mode.values())
     return {
         "model": local_model.MODEL_FILE,
         "prompts": prompts,
@@ -227,12 +232,8 @@ def summary(reports: list[ModeReport], seconds: float) -> dict[str, Any]:
         "unconstrained_first_try_valid": _rate(unconstrained["first_try_valid"], prompts),
         "unconstrained_after_repair_valid": _rate(unconstrained["after_repair_valid"], prompts),
         "mean_attempts": unconstrained["mean_attempts"],
-        "compact_ignored_first_try_valid": _rate(
-            by_mode["compact-ignored"]["first_try_valid"], prompts
-        ),
-        "compact_ignored_after_repair_valid": _rate(
-            by_mode["compact-ignored"]["after_repair_valid"], prompts
-        ),
+        "compact_ignored_first_try_valid": _rate(ignored["first_try_valid"], prompts),
+        "compact_ignored_after_repair_valid": _rate(ignored["after_repair_valid"], prompts),
         "calls": sum(mode["calls"] for mode in by_mode.values()),
         "seconds": round(seconds, 1),
         "load_average": [round(value, 2) for value in os.getloadavg()],
@@ -283,7 +284,13 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help=f"the first {QUICK} prompts only")
     parser.add_argument("--json", action="store_true", help="print a JSON summary object")
     parser.add_argument("--url", help="an already running server's base URL (…/v1)")
+    parser.add_argument(
+        "--modes",
+        default=",".join(mode.name for mode in MODES),
+        help="which modes to run, comma-separated (default: all)",
+    )
     options = parser.parse_args()
+    modes = [mode for mode in MODES if mode.name in options.modes.split(",")]
     prompts = json.loads(PROMPTS.read_text(encoding="utf-8"))
     if options.quick:
         prompts = prompts[:QUICK]
@@ -294,7 +301,7 @@ def main() -> int:
         url = options.url or stack.enter_context(local_model.serve())
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="real-model-")))
         started = time.monotonic()
-        reports = measure(url, prompts, folder)
+        reports = measure(url, prompts, modes, folder)
         result = summary(reports, time.monotonic() - started)
     if options.json:
         print(json.dumps(result, indent=2))
