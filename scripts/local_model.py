@@ -155,7 +155,7 @@ def _build_server(source: Path, build: Path, target: Path, quiet: bool) -> None:
         check=True,
         stdout=output,
     )
-    (built,) = list(build.rglob("llama-server"))[:1] or [None]
+    built = next((path for path in build.rglob("llama-server") if path.is_file()), None)
     if built is None:
         raise SystemExit("the llama.cpp build made no llama-server")
     shutil.copy2(built, target)
