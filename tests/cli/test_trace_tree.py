@@ -55,6 +55,20 @@ def test_loop_rounds_nest_between_their_markers() -> None:
     ]
 
 
+def test_a_loop_that_reached_its_bound_says_so() -> None:
+    trace = [
+        {"kind": "loop", "data": {"loop": "5:3", "statement": "loop until done", "index": 0}},
+        {
+            "kind": "loop_end",
+            "data": {"loop": "5:3", "rounds": 1, "bound_reached": True, "limit": 1},
+        },
+    ]
+    lines = tree_lines(run_tree("main.as", trace))
+    assert lines[1] == (
+        "└─ loop until done  [1 round, stopped at its bound (max 1), condition never met]"
+    )
+
+
 def test_failed_attempts_and_repairs_are_marked_with_why() -> None:
     repaired = generate(
         {"ok": True},

@@ -67,7 +67,7 @@ def test_ollama_host_is_completed_like_the_ollama_cli_does(value: str, base: str
 
 
 def test_timeout_comes_from_the_environment_and_must_be_positive() -> None:
-    assert resolve_endpoint("openai://m", {}).timeout_ms == 30_000
+    assert resolve_endpoint("openai://m", {}).timeout_ms == 300_000
     assert resolve_endpoint("openai://m", {"AGENTSCRIPT_LLM_TIMEOUT_MS": "1500"}).timeout_ms == 1500
     with pytest.raises(
         ExecutionError, match="AGENTSCRIPT_LLM_TIMEOUT_MS must be a positive integer"

@@ -63,7 +63,7 @@ def test_replay_of_a_recorded_session_reproduces_value_trace_and_repairs(
     generate = recorded.trace[1]["data"]
     assert generate["model"] == "openai://gpt-4.1-mini"
     assert generate["response_model"] == "gpt-4.1-mini-2025-04-14"
-    assert generate["finish_reasons"] == ["stop"]  # the first answer was not JSON
+    assert generate["finish_reasons"] == ["stop", "stop"]  # each attempt, the failed one too
     assert replayed.usage["input_tokens"] == 100
     assert httpserver.log == []
 

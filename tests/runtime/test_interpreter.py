@@ -375,6 +375,14 @@ def test_loop_until_stops_silently_at_its_bound(run: Run, program: Program) -> N
     assert value_of(run, program, body) == 4
 
 
+def test_the_loop_end_event_says_the_bound_was_reached(run: Run, program: Program) -> None:
+    reached = run(program("n = 0\nloop until n == 9 < 3 { n = n + 1 }\nreturn n")).trace[-1]
+    assert reached["kind"] == "loop_end"
+    assert reached["data"]["bound_reached"] is True and reached["data"]["limit"] == 3
+    held = run(program("n = 0\nloop until n == 2 < 3 { n = n + 1 }\nreturn n")).trace[-1]
+    assert held["kind"] == "loop_end" and "bound_reached" not in held["data"]
+
+
 # ----------------------------------------------------------------------------- entry input
 
 

@@ -27,10 +27,11 @@ def example_copy(tmp_path: Path) -> Path:
 
 
 def ticket_of(body: dict[str, Any]) -> str:
+    """The ticket in the prompt: headed `ticket:` (the compact layout real providers get) or
+    `[ticket] input.ticket:` (the 0.1.0 layout)."""
     lines = user_message(body).split("\n")
-    return lines[
-        lines.index(next(line for line in lines if line.startswith("[ticket]"))) + 1
-    ].lower()
+    heading = next(line for line in lines if line.startswith(("ticket:", "[ticket]")))
+    return lines[lines.index(heading) + 1].lower()
 
 
 def classify(model: str, body: dict[str, Any]) -> str:

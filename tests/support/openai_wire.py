@@ -41,6 +41,8 @@ class OpenAiWireServer:
         self.latency = latency
         self.hold_after = hold_after
         self.requests: list[dict[str, Any]] = []
+        # The bodies exactly as they arrived.
+        self.raw: list[bytes] = []
         self.in_flight = 0
         self.most_in_flight = 0
         self.released = threading.Event()
@@ -55,9 +57,11 @@ class OpenAiWireServer:
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", "0"))
-                body = json.loads(self.rfile.read(length))
+                raw = self.rfile.read(length)
+                body = json.loads(raw)
                 with server._lock:
                     server.requests.append(body)
+                    server.raw.append(raw)
                     held = (
                         server.hold_after is not None and len(server.requests) > server.hold_after
                     )

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentscript.app.configuration import RunConfig, learns_from, leaves_run_memory
 from agentscript.runtime.budgets import RunBudget, RunMeter
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from agentscript.learn.journal import JournalSink
     from agentscript.providers.telemetry.otel import OtelTraceSink
     from agentscript.providers.tools.base import SchemeTool
+    from agentscript.providers.tools.workspace import Workspace
 
 
 def run_secrets(config: RunConfig) -> SecretSet:
@@ -269,7 +270,7 @@ def build_journal(config: RunConfig, workspace: Path) -> JournalSink | None:
         return None
     from agentscript.learn.journal import shared_journal
 
-    sink = shared_journal(journal_location(config, workspace)).sink()
+    sink = shared_journal(journal_location(config, workspace)).sink(config.run_id)
     if learns_from(config) or leaves_run_memory(config):
         from agentscript.app.learning import learner_for, learning_request
 
@@ -323,6 +324,32 @@ def build_memory(
     router = MemoryRouter(root, program_dir)
     owned.append(router)
     return router
+
+
+def optimizer_tool(config: RunConfig, jail: Workspace) -> SchemeTool:
+    """`host://optimizer` for a run: its trials answer with the run's model choice (the real
+    one, the mock or its script) and the mock tools, and journal nothing."""
+    from agentscript.app.optimize.primitives import OptimizerTool
+
+    def run_trial(
+        target: Path, value: Any, picks: dict[str, str], agent: str | None, function: str | None
+    ) -> Any:
+        from agentscript.app.run import run
+
+        trial = RunConfig(
+            model=config.model,
+            responses=config.responses,
+            environ=config.environ,
+            mock_tools=True,
+            journal=False,
+            learn=False,
+            variants=picks,
+            agent=agent,
+            function=function,
+        )
+        return run(target, value, trial)
+
+    return OptimizerTool(jail, run_trial)
 
 
 def build_tools(
@@ -379,6 +406,11 @@ def build_tools(
             database = scratch.path / "memory.db"
         return memory_tools(jail.root, database, environ, granted, secrets)
 
+    def host_tools() -> SchemeTool:
+        from agentscript.app.host_tools import HostTools
+
+        return HostTools({"optimizer": lambda: optimizer_tool(config, jail)})
+
     http = LazyTool(http_tools)
     registry = ToolRegistry(
         {
@@ -389,6 +421,7 @@ def build_tools(
             "https": http,
             "mcp": LazyTool(mcp_tools),
             "memory": LazyTool(memory_tools),
+            "host": LazyTool(host_tools),
         }
     )
     if config.model == "dry-run":

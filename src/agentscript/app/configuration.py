@@ -33,6 +33,9 @@ class RunConfig:
     """How to run a program. Every field has a sensible default; the CLI fills it from flags."""
 
     model: ModelChoice | LlmProvider = "real"
+    # `--model` values: `URI` replaces every `import llm` of the program, `NAME=URI` one of
+    # them (agentscript.app.model_choice), without editing the program.
+    models: list[str] = field(default_factory=list)
     # With model="mock": answer generates from this script instead of shape defaults.
     responses: str | Path | None = None
     # Save every model exchange to this JSONL file.
@@ -111,6 +114,9 @@ class RunConfig:
     # Rewrite new experiences with a model: None (the rules' text), "program" (the program's
     # own model), a model URI, or a provider.
     learn_model: str | LlmProvider | None = None
+    # The id the run is journaled under (default: a new one). A queue's worker names each
+    # attempt of a job itself, so a worker that takes a dead one's job finds what it did.
+    run_id: str | None = None
     # Let providers that can stream (OpenAI, Anthropic, Ollama) hand the answer text to the
     # trace sinks as it arrives; the answer is validated as a whole either way.
     stream: bool = False

@@ -35,6 +35,26 @@ def load_source(
     )
 
 
+def program_files(program: ast.Program) -> list[str]:
+    """Every file the program was loaded from (the entry and each imported agent's), sorted."""
+    paths = {program.source_path, *(agent.source_path for agent in program.agents)}
+    return sorted(path for path in paths if path)
+
+
+def program_digest(program: ast.Program) -> str:
+    """A digest of the text of every file of the program: what a queued run or an
+    optimizer's trials were made for, so a changed file is noticed, never mixed in."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in program_files(program):
+        digest.update(path.encode())
+        digest.update(b"\0")
+        digest.update(Path(path).read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
 def check(program: ast.Program) -> list[Diagnostic]:
     """Static diagnostics; an empty list means the program is valid. Beyond the language
     rules, tool and llm imports must name a scheme or provider that exists."""

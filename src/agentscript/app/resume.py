@@ -57,5 +57,7 @@ def resume(run: str, config: RunConfig | None = None) -> RunResult:
         journal_path=path,
         agent=config.agent or agent or None,
         function=config.function or function or None,
+        # The models it ran with, so its answers match and the live part asks the same ones.
+        models=config.models or old.models,
     )
     return run_program(load(old.run.program), old.input, config, resumed_from=old.run.run_id)

@@ -39,6 +39,9 @@ def run_program(
     program: ast.Program, input_value: Any, config: RunConfig, resumed_from: str | None = None
 ) -> RunResult:
     """`run` with everything given; the journal start names the run this one resumes."""
+    from agentscript.app.model_choice import with_models
+
+    program = with_models(program, config.models)
     diagnostics = [d for d in check_program(program) if d.severity == "error"]
     if diagnostics:
         raise SemanticError(diagnostics)
@@ -60,6 +63,7 @@ def run_program(
             entry=entry,
             workspace=setup.workspace,
             resumed_from=resumed_from,
+            models=config.models,
         )
     try:
         result = execute(program, input_value, setup.options)

@@ -19,6 +19,8 @@ from agentscript.cli.options import (
     json_option,
     mock_option,
     run_budget_options,
+    timeout_environ,
+    timeout_option,
     workspace_option,
 )
 
@@ -33,6 +35,8 @@ LAZY_COMMANDS = {
     "fmt": ("agentscript.cli.fmt", "fmt_command"),
     "memory": ("agentscript.cli.memory_service", "memory_commands"),
     "optimize": ("agentscript.cli.optimize", "optimize_command"),
+    "submit": ("agentscript.cli.queue", "submit_command"),
+    "worker": ("agentscript.cli.queue", "worker_command"),
     "profile": ("agentscript.cli.reflect", "profile_group"),
     "reflect": ("agentscript.cli.reflect", "reflect_command"),
     "runs": ("agentscript.cli.runs", "runs_group"),
@@ -44,9 +48,9 @@ HELP = """Run, check and explore AgentScript programs.
 With no arguments, starts the REPL. The 0.1.0 flag form also works:
   agentscript FILE [--check | --parse] [--input JSON | --input-file F]
                    [--agent A] [--function F] [--real-llm | --mock | --dry-run]
-                   [--trace FILE|pretty] [--trace-file F] [--concurrency N]
-                   [--verbose | --quiet]
-It answers with the mock model unless --real-llm is given (as 0.1.0 did).
+                   [--model URI|NAME=URI]... [--trace FILE|pretty] [--trace-file F]
+                   [--concurrency N] [--verbose | --quiet]
+It answers with the mock model unless --real-llm or --model is given (as 0.1.0 did).
 """
 
 
@@ -148,6 +152,14 @@ def cli(ctx: click.Context) -> None:
     "Use the mock model: shape defaults, or scripted answers from FILE "
     "(put --mock after the program, or write --mock=FILE)."
 )
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    metavar="URI|NAME=URI",
+    help="Answer with this model instead of the program's (every `import llm`, or the one "
+    "named NAME). Repeatable.",
+)
 @click.option("--dry-run", is_flag=True, help="Print each prompt to stderr instead of sending it.")
 @click.option(
     "--prompt-layout",
@@ -173,6 +185,7 @@ def cli(ctx: click.Context) -> None:
     help="Show model answers as they arrive (default: when stderr is a terminal).",
 )
 @run_budget_options
+@timeout_option
 @click.option("--record", metavar="FILE", help="Save every model exchange to FILE (JSONL).")
 @click.option(
     "--replay",
@@ -295,6 +308,8 @@ def run_command(
         model="dry-run" if dry_run else "mock" if responses is not None else "real",
         responses=responses or None,
         journal=not no_journal,
+        models=list(settings.pop("models")),
+        environ=timeout_environ(settings.pop("timeout")),
         **settings,
     )
     output = actions.RunOutput(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 
 from agentscript.cli.errors import REPORTED_ERRORS, error_lines
+from agentscript.cli.options import timeout_environ, timeout_option
 
 if TYPE_CHECKING:
     from agentscript.app.evals.report_data import EvalReport
@@ -60,7 +61,13 @@ class _EvalCommand(click.Command):
     show_default=True,
     help="A cell passes with at least this score.",
 )
-@click.option("--model", "models", multiple=True, metavar="URI", help="A model to compare.")
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    metavar="URI|NAME=URI|mock",
+    help="A model to compare: every `import llm`, the one named NAME, or the mock.",
+)
 @click.option(
     "--variant", "variants", multiple=True, metavar="LABEL=CHOICE", help="A `use one of` pick."
 )
@@ -103,6 +110,7 @@ class _EvalCommand(click.Command):
     type=click.FloatRange(min=0, min_open=True),
     help="Time limit of each cell's run.",
 )
+@timeout_option
 @click.option("--tag", "tags", multiple=True, metavar="TAG", help="Only cases with this tag.")
 @click.option("--out", metavar="RESULTS.jsonl", help="One line per cell; resumes if it exists.")
 @click.option("--fresh", is_flag=True, help="Run every cell again, ignoring --out's rows.")
@@ -169,6 +177,7 @@ def _evaluate(program: str, options: dict[str, Any]) -> int:
             mock_tools=options["mock_tools"],
             approve=options["approve"],
             approvals=options["approvals"],
+            environ=timeout_environ(options["timeout"]),
             on_progress=on_progress,
         )
         try:

@@ -51,6 +51,8 @@ class LegacyArgs:
     file: str | None = None
     values: dict[str, str] = field(default_factory=dict)
     switches: set[str] = field(default_factory=set)
+    # `--model URI` / `--model NAME=URI`, repeatable, as `agentscript run --model`.
+    models: list[str] = field(default_factory=list)
 
     def run_config(self) -> RunConfig:
         from agentscript.app.configuration import RunConfig
@@ -60,6 +62,7 @@ class LegacyArgs:
             agent=self.values.get("agent"),
             function=self.values.get("function"),
             model=self.model(),
+            models=list(self.models),
             concurrency=self.concurrency(),
             # 0.1.0 rooted host tools at the working directory and memory at the program's.
             workspace=os.getcwd(),
@@ -75,10 +78,13 @@ class LegacyArgs:
         )
 
     def model(self) -> ModelChoice:
-        """0.1.0 answered with the mock model unless asked for the real one."""
+        """0.1.0 answered with the mock model unless asked for the real one; naming a model
+        with `--model` asks for it too (unless `--mock` is given)."""
         if "dry_run" in self.switches:
             return "dry-run"
-        return "real" if "real_llm" in self.switches else "mock"
+        if "real_llm" in self.switches or (self.models and "mock" not in self.switches):
+            return "real"
+        return "mock"
 
     def concurrency(self) -> int:
         text = self.values.get("concurrency", "4")
@@ -100,6 +106,11 @@ def parse_args(args: list[str]) -> LegacyArgs:
             parsed.request = "version"
         elif arg in _SWITCHES:
             parsed.switches.add(_SWITCHES[arg])
+        elif arg == "--model":
+            if position >= len(args) or args[position].startswith("--"):
+                raise CliError(f"Expected value after {arg}")
+            parsed.models.append(args[position])
+            position += 1
         elif arg in _VALUE_FLAGS:
             if position >= len(args) or args[position].startswith("--"):
                 raise CliError(f"Expected value after {arg}")

@@ -31,6 +31,8 @@ SUBCOMMANDS = frozenset(
         "fmt",
         "eval",
         "optimize",
+        "submit",
+        "worker",
     }
 )
 

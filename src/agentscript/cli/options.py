@@ -8,7 +8,8 @@ its value name and its parsing stay the same everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import click
@@ -72,3 +73,25 @@ def run_budget_options(command: Command) -> Command:
     ):
         command = option(command)
     return command
+
+
+def timeout_option(command: Command) -> Command:
+    """`--timeout SECONDS`: how long to wait for a model's answer (for each piece of a streamed
+    one), received as `timeout`; the command passes it on with `timeout_environ`."""
+    return click.option(
+        "--timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        metavar="SECONDS",
+        help="Wait this long for a model's answer, or for each piece of a streamed one "
+        "(default 300, or $AGENTSCRIPT_LLM_TIMEOUT_MS).",
+    )(command)
+
+
+def timeout_environ(seconds: float | None) -> Mapping[str, str] | None:
+    """The environment a run reads its model settings from, with `--timeout` in it as the
+    providers read it (AGENTSCRIPT_LLM_TIMEOUT_MS); None (the process's own) without it."""
+    if seconds is None:
+        return None
+    from agentscript.providers.llm.endpoints import TIMEOUT_VARIABLE
+
+    return {**os.environ, TIMEOUT_VARIABLE: str(max(1, round(seconds * 1000)))}

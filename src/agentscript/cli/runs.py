@@ -36,20 +36,47 @@ def runs_group() -> None:
 
 @runs_group.command(name="list")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option(
+    "--queue", "url", metavar="URL", help="The runs of a queue: queued, running, done, failed."
+)
 @json_option("Print JSON instead of a table.")
 @_WORKSPACE
 @click.pass_context
-def list_command(ctx: click.Context, limit: int, as_json: bool, workspace: str | None) -> None:
-    """The newest runs: id, status, start, duration, events, program."""
+def list_command(
+    ctx: click.Context, limit: int, url: str | None, as_json: bool, workspace: str | None
+) -> None:
+    """The newest runs: id, status, start, duration, events, program (with --queue: the
+    queue's runs, their state and the worker that ran each)."""
     from agentscript.app import runs
     from agentscript.learn.journal import format_runs
 
     def show() -> int:
+        if url is not None:
+            return _list_queue(url, limit, as_json)
         views = runs.list_runs(workspace, limit)
         print(to_json([view.to_json() for view in views]) if as_json else format_runs(views))
         return 0
 
     ctx.exit(reporting_errors(show))
+
+
+def _list_queue(url: str, limit: int, as_json: bool) -> int:
+    from dataclasses import asdict
+
+    from agentscript.app.queue.engine import QueueClient
+
+    client = QueueClient(url)
+    try:
+        queued = client.runs(limit)
+    finally:
+        client.close()
+    if as_json:
+        print(to_json([asdict(run) for run in queued]))
+        return 0
+    for run in queued:
+        where = run.worker or "-"
+        print(f"{run.workflow_id}  {run.status.lower():9}  {where}  {run.label}  {run.program}")
+    return 0
 
 
 @runs_group.command(name="show")

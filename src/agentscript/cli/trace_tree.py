@@ -126,6 +126,7 @@ class _Builder:
                     rounds = int(data.get("rounds") or len(loop_node.children))
                     loop_node.facts = [
                         f"{rounds} round{'' if rounds == 1 else 's'}",
+                        *_bound(data),
                         *_timing(data),
                     ]
                 continue
@@ -145,6 +146,13 @@ def _loop_label(kind: str, data: dict[str, Any]) -> str:
     if kind == "for":
         return f"for {data.get('item', '?')}"
     return str(data.get("statement") or "loop")
+
+
+def _bound(data: dict[str, Any]) -> list[str]:
+    """A `loop until` that ran out of rounds: its condition never held before a round."""
+    if data.get("bound_reached") is not True:
+        return []
+    return [f"stopped at its bound (max {data.get('limit', '?')}), condition never met"]
 
 
 def _round_label(kind: str, data: dict[str, Any]) -> str:

@@ -96,7 +96,15 @@ class ListShapeType(Node):
     item_type: ShapeType
 
 
-ShapeType = NamedShapeType | ListShapeType
+@dataclass(slots=True, eq=False)
+class ChoiceShapeType(Node):
+    """A closed choice, `"billing" | "bug" | "feature"`: the field's value is one of these
+    literals (strings or numbers). An extension of the original's shapes."""
+
+    values: list[str | float]
+
+
+ShapeType = NamedShapeType | ListShapeType | ChoiceShapeType
 
 
 @dataclass(slots=True, eq=False)

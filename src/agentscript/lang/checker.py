@@ -591,6 +591,32 @@ class _Checker:
                     shape_field.range,
                 )
             names.add(shape_field.name)
+            self.check_choices(shape_field.name, shape_field.type)
+
+    def check_choices(self, name: str, shape_type: ast.ShapeType) -> None:
+        """A closed choice lists distinct values of one kind (all strings or all numbers)."""
+        if isinstance(shape_type, ast.ListShapeType):
+            self.check_choices(name, shape_type.item_type)
+            return
+        if not isinstance(shape_type, ast.ChoiceShapeType):
+            return
+        kinds = {type(value) for value in shape_type.values}
+        if len(kinds) > 1:
+            self.report(
+                "SHAPE_CHOICE_MIXED",
+                f"The choices of field '{name}' mix strings and numbers; use one kind",
+                shape_type.range,
+            )
+        seen: set[str | float] = set()
+        for value in shape_type.values:
+            if value in seen:
+                shown = f'"{value}"' if isinstance(value, str) else f"{value:g}"
+                self.report(
+                    "SHAPE_CHOICE_DUPLICATE",
+                    f"The choice {shown} is listed twice in field '{name}'",
+                    shape_type.range,
+                )
+            seen.add(value)
 
 
 def _root_identifier(expr: ast.Expr) -> ast.IdentifierExpr | None:

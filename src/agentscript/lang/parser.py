@@ -346,6 +346,8 @@ class _Parser:
 
     def shape_type(self) -> ast.ShapeType:
         token = self.current
+        if token.kind in (TokenKind.STRING, TokenKind.NUMBER):
+            return self.choice_type()
         if not token.is_name:
             raise self.error("Expected shape type")
         self.advance()
@@ -358,6 +360,24 @@ class _Parser:
             hint = did_you_mean(token.value, SHAPE_TYPE_NAMES)
             raise self.error(f"Unsupported shape type '{token.value}'{hint}", token)
         return ast.NamedShapeType(range=self.span(token.start), name=token.value)
+
+    def choice_type(self) -> ast.ChoiceShapeType:
+        """`"a" | "b" | …` (or numbers): the values a field may take."""
+        start = self.current.start
+        values: list[str | float] = []
+        while True:
+            token = self.current
+            if token.kind is TokenKind.STRING:
+                values.append(token.value)
+            elif token.kind is TokenKind.NUMBER:
+                values.append(float(token.value))
+            else:
+                raise self.error("Expected a string or a number after '|' in a choice")
+            self.advance()
+            if not self.current.is_symbol("|"):
+                break
+            self.advance()
+        return ast.ChoiceShapeType(range=self.span(start), values=values)
 
     # ------------------------------------------------------------------ statements
 

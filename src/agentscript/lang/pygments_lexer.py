@@ -103,7 +103,7 @@ class AgentScriptLexer(RegexLexer):
             (rf"({_NAME})(?=[ \t]*\()", Name.Function),
             (rf"(?<=\.){_NAME}", Name.Attribute),
             (_NAME, Name),
-            (r"->|==|!=|<=|>=|\+=|-=|[=!<>*+\-/]", Operator),
+            (r"->|==|!=|<=|>=|\+=|-=|[=!<>*+\-/|]", Operator),
             (r"[{}()\[\].,:]", Punctuation),
             (r".", Text),
         ],

@@ -35,6 +35,12 @@ class JournaledRun:
     def input(self) -> Any:
         return self.start.get("input")
 
+    @property
+    def models(self) -> list[str]:
+        """The `--model` values the run was started with (agentscript.app.model_choice)."""
+        models = self.start.get("models")
+        return [str(text) for text in models] if isinstance(models, list) else []
+
 
 def journaled_run(journal: Journal, reference: str) -> JournaledRun:
     """The run named by `reference` (id, prefix or `last`) with its cassette."""

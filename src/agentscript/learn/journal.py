@@ -279,9 +279,11 @@ class JournalSink(TraceSink):
         entry: str | None = None,
         workspace: str | Path | None = None,
         resumed_from: str | None = None,
+        models: list[str] | None = None,
     ) -> str:
         """Record the run's start (program path, entry input, `Agent.function` if not the main
-        one, workspace, the run it resumes) and start flushing; returns the run id."""
+        one, workspace, the run it resumes, the `--model` values it runs with) and start
+        flushing; returns the run id."""
         now = self.journal.clock()
         self._record = RunRecord(
             run_id=self.run_id,
@@ -294,9 +296,15 @@ class JournalSink(TraceSink):
             entry=entry,
             workspace=str(workspace) if workspace is not None else None,
         )
-        data = {"program": program, "entry": entry, "workspace": self._record.workspace}
+        data: dict[str, Any] = {
+            "program": program,
+            "entry": entry,
+            "workspace": self._record.workspace,
+        }
         if resumed_from is not None:
             data["resumed_from"] = resumed_from
+        if models:
+            data["models"] = list(models)
         input = self._scrub(input)
         # Written with the first batch: by the background thread within FLUSH_SECONDS, or
         # after `finish_run` for a shorter run, which then costs one transaction in all.

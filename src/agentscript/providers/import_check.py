@@ -8,11 +8,16 @@ from agentscript.lang import ast
 from agentscript.lang.errors import Diagnostic
 from agentscript.lang.suggest import did_you_mean
 from agentscript.providers.llm.endpoints import PROTOCOLS, parse_llm_uri
-from agentscript.providers.tools.tool_uris import scheme_of, supported_command
+from agentscript.providers.tools.tool_uris import (
+    HOST_TOOLS,
+    host_tool_of,
+    scheme_of,
+    supported_command,
+)
 from agentscript.runtime.errors import ExecutionError
 
 # The schemes the host tool registry serves (composition.build_tools).
-TOOL_SCHEMES = ("env", "file", "http", "https", "mcp", "memory", "sh")
+TOOL_SCHEMES = ("env", "file", "host", "http", "https", "mcp", "memory", "sh")
 
 
 def import_diagnostics(program: ast.Program) -> list[Diagnostic]:
@@ -31,6 +36,16 @@ def import_diagnostics(program: ast.Program) -> list[Diagnostic]:
                             "UNSUPPORTED_SHELL_TOOL", problem.bare_message, decl.range, path=path
                         )
                     )
+            elif scheme == "host" and host_tool_of(decl.uri) not in HOST_TOOLS:
+                diagnostics.append(
+                    Diagnostic(
+                        "UNKNOWN_HOST_TOOL",
+                        f"Tool '{decl.name}' names no host tool: {decl.uri}; host tools: "
+                        + ", ".join(f"host://{known}" for known in HOST_TOOLS),
+                        decl.range,
+                        path=path,
+                    )
+                )
             elif scheme not in TOOL_SCHEMES:
                 diagnostics.append(
                     Diagnostic(

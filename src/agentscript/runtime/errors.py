@@ -84,15 +84,25 @@ class ReplayMismatch(ExecutionError):
 class ModelOutputError(ExecutionError):
     """The model answered, but not with usable JSON. The only provider error that is repaired.
 
-    `raw_text` is what the model said and `usage` what the call cost, so both are accounted.
+    `raw_text` is what the model said and `usage` what the call cost, so both are accounted;
+    `details` what the provider said besides (`finish_reason`) for the trace. `cut_off`: the
+    answer stopped at the output limit, so asking again with the same limit cannot succeed and
+    the generate does not repair it.
     """
 
     def __init__(
-        self, message: str, raw_text: str | None = None, usage: Usage | None = None
+        self,
+        message: str,
+        raw_text: str | None = None,
+        usage: Usage | None = None,
+        details: dict[str, Any] | None = None,
+        cut_off: bool = False,
     ) -> None:
         super().__init__(message)
         self.raw_text = raw_text
         self.usage = usage
+        self.details: dict[str, Any] = dict(details or {})
+        self.cut_off = cut_off
 
 
 class LoadError(AgentScriptError):

@@ -21,8 +21,8 @@ from agentscript.runtime.context import (
 )
 from agentscript.runtime.errors import AgentScriptError, ExecutionError, ModelOutputError
 from agentscript.runtime.jsjson import stringify
-from agentscript.runtime.ports import GenerateRequest, GenerateResponse, LlmProvider
-from agentscript.runtime.shapes import coerce, shape_schema, validate_output
+from agentscript.runtime.ports import GenerateRequest, LlmProvider
+from agentscript.runtime.shapes import choice_values, coerce, shape_schema, validate_output
 from agentscript.runtime.trace import Tracer, short
 from agentscript.runtime.usage import Usage
 from agentscript.runtime.values import LlmBinding, sanitize
@@ -95,11 +95,13 @@ class _Answered:
     response_model: str | None = None
     finish_reasons: list[str] = field(default_factory=list)
 
-    def saw(self, response: GenerateResponse) -> None:
-        model = response.details.get("response_model")
+    def saw(self, details: dict[str, Any]) -> None:
+        """One attempt's answer details (a failed attempt's too): the finish reasons are
+        listed attempt by attempt, for the attempts whose provider reports one."""
+        model = details.get("response_model")
         if isinstance(model, str):
             self.response_model = model
-        reason = response.details.get("finish_reason")
+        reason = details.get("finish_reason")
         if isinstance(reason, str):
             self.finish_reasons.append(reason)
 
@@ -198,6 +200,7 @@ def run_generate(
                 response = llm.generate(request)
             except ModelOutputError as error:
                 usage.add(error.usage)
+                answered.saw(error.details)
                 if meter is not None:
                     meter.after_model_call(error.usage)
                 raise
@@ -207,7 +210,7 @@ def run_generate(
                 detail = str(problem) or type(problem).__name__
                 raise ExecutionError(f"LLM provider failed: {detail}") from problem
             usage.add(response.usage)
-            answered.saw(response)
+            answered.saw(response.details)
             if meter is not None:
                 if response.budgeted:
                     meter.after_model_call(response.usage)
@@ -232,7 +235,8 @@ def run_generate(
             provider_message = str(error)
             error.at(where, call.path)
             failures.append(str(error))
-            if attempt < settings.attempts:
+            # A cut-off answer is not repaired: the same output limit would cut it off again.
+            if attempt < settings.attempts and not error.cut_off:
                 instruction = repair_instruction(
                     call.instruction, provider_message, call.layout, shape=shape
                 )
@@ -320,6 +324,8 @@ def answer_form(shape: ast.ShapeObjectExpr) -> str:
 def _placeholder(shape_type: ast.ShapeType) -> str:
     if isinstance(shape_type, ast.ListShapeType):
         return "[" + _placeholder(shape_type.item_type) + "]"
+    if isinstance(shape_type, ast.ChoiceShapeType):
+        return "<" + " | ".join(stringify(value) for value in choice_values(shape_type)) + ">"
     if shape_type.name == "list":
         return "[<json>]"
     return f"<{shape_type.name}>"

@@ -468,7 +468,8 @@ class Interpreter:
     def exec_loop(self, stmt: ast.LoopUntilStmt, scope: Scope) -> _Return | None:
         site = _loop_site(stmt)
         statement = f"loop until {format_expr(stmt.condition)}"
-        with self._loop_rounds(site) as rounds:
+        ending: dict[str, Any] = {}
+        with self._loop_rounds(site, ending) as rounds:
             for index in range(stmt.max_iterations):
                 self.options.meter.check_time()
                 if truthy(self.evaluate(stmt.condition, scope)):
@@ -477,6 +478,10 @@ class Interpreter:
                 outcome = self.exec_block(stmt.body, Scope(scope))
                 if outcome is not None:
                     return outcome
+            # Every round ran with the condition false before it. As in 0.1.0 the run goes on
+            # (the condition is not evaluated again), but the trace says the bound stopped it.
+            ending["bound_reached"] = True
+            ending["limit"] = stmt.max_iterations
         return None
 
     def exec_repeat(self, stmt: ast.RepeatStmt, scope: Scope) -> _Return | None:
@@ -500,9 +505,10 @@ class Interpreter:
         )
 
     @contextmanager
-    def _loop_rounds(self, site: str) -> Iterator[list[int]]:
+    def _loop_rounds(self, site: str, ending: dict[str, Any] | None = None) -> Iterator[list[int]]:
         """Close a loop that ran at least one round with a `loop_end` event (also when it
-        returns or fails), so renderers can nest each round's events under it."""
+        returns or fails), so renderers can nest each round's events under it; `ending` is
+        what the loop adds to it (a `loop until` that reached its bound says so)."""
         rounds: list[int] = []
         started = time.monotonic()
         try:
@@ -511,7 +517,12 @@ class Interpreter:
             if rounds:
                 self.tracer.emit(
                     "loop_end",
-                    {"loop": site, "rounds": len(rounds), "duration_ms": elapsed_ms(started)},
+                    {
+                        "loop": site,
+                        "rounds": len(rounds),
+                        **(ending or {}),
+                        "duration_ms": elapsed_ms(started),
+                    },
                 )
 
     def exec_config(self, stmt: ast.ConfigStmt, scope: Scope) -> None:

@@ -28,7 +28,18 @@ _TYPE_SCHEMAS: dict[str, dict[str, Any]] = {
 def type_schema(shape_type: ast.ShapeType) -> dict[str, Any]:
     if isinstance(shape_type, ast.ListShapeType):
         return {"type": "array", "items": type_schema(shape_type.item_type)}
+    if isinstance(shape_type, ast.ChoiceShapeType):
+        values = choice_values(shape_type)
+        kind = "string" if all(isinstance(value, str) for value in values) else "number"
+        return {"type": kind, "enum": values}
     return dict(_TYPE_SCHEMAS[shape_type.name])
+
+
+def choice_values(shape_type: ast.ChoiceShapeType) -> list[Any]:
+    """The values of a closed choice as JSON has them (whole numbers as integers)."""
+    return [
+        value if isinstance(value, str) else normalise_number(value) for value in shape_type.values
+    ]
 
 
 def shape_schema(shape: ast.ShapeObjectExpr) -> dict[str, Any]:
@@ -45,6 +56,8 @@ def default_value(shape_type: ast.ShapeType) -> Any:
     """What the mock model answers for a field: "" / 0 / true / {} / [] / [default(T)]."""
     if isinstance(shape_type, ast.ListShapeType):
         return [default_value(shape_type.item_type)]
+    if isinstance(shape_type, ast.ChoiceShapeType):
+        return choice_values(shape_type)[0]
     return {"string": "", "number": 0, "boolean": True, "json": {}, "list": []}[shape_type.name]
 
 
@@ -73,6 +86,13 @@ def _coerce_value(value: Any, shape_type: ast.ShapeType) -> Any:
             return [_coerce_value(item, shape_type.item_type) for item in value]
         return value
     if not isinstance(value, str):
+        return value
+    if isinstance(shape_type, ast.ChoiceShapeType):
+        # A number choice takes "2" for 2, as a number field does; a string choice is exact.
+        if all(isinstance(choice, float) for choice in shape_type.values):
+            text = value.strip()
+            if _NUMBER_TEXT.match(text):
+                return normalise_number(float(text))
         return value
     if shape_type.name == "number":
         text = value.strip()
@@ -136,6 +156,12 @@ def _check_type(
             raise _wrong_type(f"{prefix} '{name}' must be a list", value, field, path)
         for index, item in enumerate(value):
             _check_type(item, shape_type.item_type, prefix, field, f"{name}[{index}]", path)
+        return
+    if isinstance(shape_type, ast.ChoiceShapeType):
+        allowed = choice_values(shape_type)
+        if isinstance(value, bool) or value not in allowed:
+            listed = ", ".join(stringify(choice) for choice in allowed)
+            raise _wrong_type(f"{prefix} '{name}' must be one of {listed}", value, field, path)
         return
     type_name = shape_type.name
     if type_name == "json":

@@ -62,7 +62,13 @@ class Configuration:
 def configurations(
     program: ast.Program, models: Sequence[str], variants: Sequence[str]
 ) -> list[Configuration]:
-    """The product of `models` (or the program's own) and `variants` (or the default pick)."""
+    """The product of `models` (or the program's own) and `variants` (or the default pick).
+    A model is `URI`, `NAME=URI` (agentscript.app.model_choice) or `mock`."""
+    from agentscript.app.model_choice import MOCK, with_models
+
+    for text in models:
+        if text != MOCK:
+            with_models(program, [text])  # refuses a bad URI or an unknown NAME now
     resolved = [resolve_variant(program, text) for text in variants]
     chosen: list[Configuration] = []
     model_choices: list[str | None] = [*models] or [None]

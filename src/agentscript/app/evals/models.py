@@ -10,7 +10,6 @@ such a replay answers tools too, and makes no model call to meter).
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import threading
 import time
@@ -21,7 +20,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agentscript.runtime.budgets import BudgetExceeded
+from agentscript.runtime.context import PromptLayout
 from agentscript.runtime.errors import LoadError, ModelOutputError
+from agentscript.runtime.generate import prompt_layout_of
 from agentscript.runtime.jsjson import parse
 from agentscript.runtime.ports import GenerateRequest, GenerateResponse, LlmProvider
 from agentscript.runtime.usage import Usage
@@ -114,25 +115,22 @@ class EventLike(Protocol):
 
 
 class CellModel:
-    """One cell's provider: the inner model (maybe with its URI replaced), metered and priced.
-    `cost` is None while any call's price is unknown (or the model is a mock)."""
+    """One cell's provider: the inner model, metered and priced. `cost` is None while any
+    call's price is unknown (or the model is a mock). A `--model` reaches it already in the
+    request (agentscript.app.model_choice rewrites the program's imports), and it lets the
+    inner model choose the prompt layout, so a cell sends the prompt `agentscript run` sends."""
 
-    def __init__(
-        self, inner: LlmProvider, meter: EvalMeter, model_uri: str | None, priced: bool
-    ) -> None:
+    def __init__(self, inner: LlmProvider, meter: EvalMeter, priced: bool) -> None:
         self._inner = inner
         self._meter = meter
-        self._model_uri = model_uri
         self._priced = priced
         self._lock = threading.Lock()
         self.cost: float | None = 0.0 if priced else None
 
+    def prompt_layout(self, model: LlmBinding | None) -> PromptLayout:
+        return prompt_layout_of(self._inner, model)
+
     def generate(self, request: GenerateRequest) -> GenerateResponse:
-        if self._model_uri is not None:
-            # The program's name for its model stays (traces still say `Model`); the URI is
-            # the configuration's.
-            name = request.model.name if request.model is not None else "model"
-            request = dataclasses.replace(request, model=LlmBinding(name, self._model_uri))
         self._meter.before_call()
         try:
             response = self._inner.generate(request)

@@ -41,11 +41,13 @@ from agentscript.app.evals.models import (
 from agentscript.app.evals.report_data import EvalReport, build_report
 from agentscript.app.evals.results import CellResult, ResultsFile, read_rows
 from agentscript.app.evals.workers import worker_count
+from agentscript.app.model_choice import MOCK
 from agentscript.lang import ast
 from agentscript.runtime.errors import AgentScriptError, ExecutionError, LoadError
 
 if TYPE_CHECKING:
     from agentscript import RunConfig
+    from agentscript.providers.llm.answer_cache import AnswerCache
     from agentscript.providers.tools.approvals import ApprovalMode
     from agentscript.runtime.ports import Cassette, Closeable, LlmProvider
 
@@ -57,11 +59,15 @@ LEARNING_ON = "on"
 class EvalConfig:
     """How to run an eval; every field has a default (the program's own model, no budget)."""
 
-    # Each model URI and each variant (`LABEL=CHOICE`) makes a configuration (their product).
+    # Each model and each variant (`LABEL=CHOICE`) makes a configuration (their product). A
+    # model is `URI` (every `import llm`), `NAME=URI` (one) or "mock" (the mock model, answering
+    # from `mock` when that is a file, beside real models).
     models: list[str] = field(default_factory=list)
     variants: list[str] = field(default_factory=list)
     # Or the configurations themselves (an optimizer's trials), instead of that product.
     plan: list[Configuration] | None = None
+    # Answer a prompt asked before from this cache instead of the model (an optimizer's).
+    answers: AnswerCache | None = None
     # Answer with the mock model: True for shape defaults, a path for scripted answers (one
     # script for every case, or {"cases": {id: script}}).
     mock: bool | str | Path = False
@@ -163,7 +169,8 @@ def evaluate(
             for configuration in plan
             for arm in (LEARNING_OFF, LEARNING_ON)
         ]
-    if config.mock is False and config.replay is None and config.llm is None:
+    live = config.mock is False or MOCK in config.models
+    if live and config.replay is None and config.llm is None:
         check_models(loaded, config, chosen_metric)
     if config.concurrency < 1:
         raise LoadError(f"Concurrency must be at least 1, got {config.concurrency}")
@@ -177,13 +184,15 @@ def check_models(program: ast.Program, config: EvalConfig, metric: Metric) -> No
     instead of twenty cells failing with the same error."""
     import os
 
+    from agentscript.app.model_choice import parse_model_option
     from agentscript.providers.llm.endpoints import report_model
 
     def imported(of: ast.Program) -> list[str]:
         return [decl.uri for decl in of.imports if decl.resource_kind == "llm"]
 
-    chosen = [c.model for c in config.plan if c.model] if config.plan is not None else config.models
-    uris = list(chosen) or imported(program)
+    texts = [c.model for c in config.plan if c.model] if config.plan is not None else config.models
+    real = [parse_model_option(text).uri for text in texts if text != MOCK]
+    uris = real or ([] if texts else imported(program))
     if isinstance(metric, JudgeMetric):
         uris += [config.judge_model] if config.judge_model else imported(metric.program)
     environ = config.environ if config.environ is not None else os.environ
@@ -231,7 +240,8 @@ class _Eval:
         may_fork = worker_count(config.workers, config.concurrency, config.concurrency) > 1
         self.meter = EvalMeter(config.max_tokens, config.max_calls, shared=may_fork)
         self.source = ModelSource(
-            kind="mock" if config.mock is not False else "real",
+            # With `--model mock` among the models, only that configuration is the mock.
+            kind="mock" if config.mock is not False and MOCK not in config.models else "real",
             responses=Path(config.mock) if isinstance(config.mock, str | Path) else None,
             record=Path(config.record) if config.record is not None else None,
             replay=Path(config.replay) if config.replay is not None else None,
@@ -491,6 +501,7 @@ class _Eval:
                 judge_model,
                 learn=False,
                 replay=self._replayed_run(case, configuration, judge=True),
+                judge=True,
             )
             if result is None:
                 raise EvalBudgetExceeded("eval", "the eval's budget is spent")
@@ -542,11 +553,13 @@ class _Eval:
         model: CellModel,
         learn: bool,
         replay: Cassette | None = None,
+        judge: bool = False,
     ) -> tuple[Any, str | None, dict[str, float | int], str | None] | None:
         """(value, error, usage, run id), or None when the eval's budget stopped the run."""
         import agentscript
 
         run_config = self._run_config(configuration, model, learn)
+        run_config.models = self._model_options(configuration, judge)
         if replay is not None:
             run_config.replay = replay
         try:
@@ -563,6 +576,25 @@ class _Eval:
             )
         journal_id = result.journal.run_id if result.journal is not None else None
         return result.value, None, dict(result.usage), journal_id
+
+    def _model_options(self, configuration: Configuration, judge: bool) -> list[str]:
+        """The `--model` values a cell's run gets (agentscript.app.model_choice): the
+        configuration's model for the program; for the judge, `judge_model`, else the
+        configuration's model when it names no single llm of the program (and the judge
+        imports an llm to replace)."""
+        from agentscript.app.model_choice import llm_names, parse_model_option
+
+        if judge and self.config.judge_model:
+            return [self.config.judge_model]
+        chosen = configuration.model
+        if chosen is None or chosen == MOCK:
+            return []
+        if judge:
+            assert isinstance(self.metric, JudgeMetric)
+            named = parse_model_option(chosen).name is not None
+            if named or not llm_names(self.metric.program):
+                return []
+        return [chosen]
 
     def _run_config(
         self, configuration: Configuration, model: LlmProvider, learn: bool
@@ -611,7 +643,9 @@ class _Eval:
         """The cell's model: replayed, mock or real, maybe recorded, always metered. The judge
         answers with `judge_model` or its own model, the same in every configuration."""
         source = self.source
-        uri = self.config.judge_model if judge else configuration.model
+        mock_cell = source.kind == "mock" or (
+            configuration.model == MOCK and not (judge and self.config.judge_model)
+        )
         inner: LlmProvider
         if source.replays_runs:
             # The run's own replay answers (agentscript.app.replay); this model is not asked.
@@ -625,10 +659,12 @@ class _Eval:
             inner = ReplayLlm(path)
         elif self.config.llm is not None:
             inner = self.config.llm
-        elif source.kind == "mock":
+        elif mock_cell:
             inner = self.scripts.for_case(case.id) if self.scripts else _shape_defaults()
         else:
             inner = self._shared_router()
+        if self.config.answers is not None and not source.replays_runs:
+            inner = self.config.answers.around(inner)
         if source.record is not None:
             from agentscript.providers.llm.recording import RecordingLlm
 
@@ -637,8 +673,8 @@ class _Eval:
             )
             owned.append(recorder)
             inner = recorder
-        priced = source.kind == "real" and self.config.llm is None
-        return CellModel(inner, self.meter, uri, priced=priced)
+        priced = not mock_cell and self.config.llm is None
+        return CellModel(inner, self.meter, priced=priced)
 
     def _shared_router(self) -> LlmProvider:
         with self._lock:

@@ -101,6 +101,10 @@ def _value_members(shape: ast.ShapeType | ast.ShapeObjectExpr | None) -> list[Me
 def type_text(shape_type: ast.ShapeType) -> str:
     if isinstance(shape_type, ast.ListShapeType):
         return f"list[{type_text(shape_type.item_type)}]"
+    if isinstance(shape_type, ast.ChoiceShapeType):
+        return " | ".join(
+            f'"{value}"' if isinstance(value, str) else f"{value:g}" for value in shape_type.values
+        )
     return shape_type.name
 
 

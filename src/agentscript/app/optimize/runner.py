@@ -19,7 +19,6 @@ Tools answer from the mock during trials, so no trial has an effect.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import random
@@ -36,7 +35,9 @@ from agentscript.app.evals.runner import EvalConfig, EvalProgress, evaluate, res
 from agentscript.app.evals.stats import PairedDifference, paired_difference
 from agentscript.app.optimize.source import Rewrite, rewrite
 from agentscript.app.optimize.space import SearchSpace, Trial
+from agentscript.app.programs import program_digest
 from agentscript.lang import ast
+from agentscript.providers.llm.answer_cache import AnswerCache
 from agentscript.runtime.call_bound import max_model_calls
 from agentscript.runtime.errors import AgentScriptError
 
@@ -131,6 +132,8 @@ class OptimizeReport:
     seconds: float
     rewrites: list[Rewrite] = field(default_factory=list)
     stopped: str | None = None
+    # Model answers taken from the answer cache, and asks it passed on (None: no cache).
+    cache: tuple[int, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         estimate = self.plan.max_calls
@@ -150,6 +153,7 @@ class OptimizeReport:
                 "spent": self.spent_calls,
                 "share_of_estimate": round(self.spent_calls / estimate, 4) if estimate else None,
             },
+            "cache": _cache_json(self.cache),
             "tokens": self.spent_tokens,
             "seconds": round(self.seconds, 3),
             "stopped": self.stopped,
@@ -226,11 +230,20 @@ class _Optimization:
         self.spent_tokens = 0
         self.stopped: str | None = None
         self.scores: dict[Trial, TrialScore] = {}
-        digest = _program_digest(program)
+        digest = program_digest(program)[:12]
         self.trials_file = out / f"trials-{digest}.jsonl"
         self.held_out_file = out / f"held-out-{digest}.jsonl"
+        # A real model's answers by prompt: trials that share a prompt ask the model once.
+        self.answers = None if config.mock is not False else AnswerCache(out / "answers.db")
 
     def run(self) -> OptimizeReport:
+        try:
+            return self._run()
+        finally:
+            if self.answers is not None:
+                self.answers.close()
+
+    def _run(self) -> OptimizeReport:
         self.out.mkdir(parents=True, exist_ok=True)
         space = self.plan.space
         baseline = space.baseline
@@ -278,6 +291,7 @@ class _Optimization:
             time.monotonic() - self.started,
             rewrites,
             self.stopped,
+            (self.answers.hits, self.answers.misses) if self.answers is not None else None,
         )
         (self.out / "report.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
         return report
@@ -360,6 +374,7 @@ class _Optimization:
                 environ=self.config.environ,
                 # Trials never touch the world: every tool answers from the mock.
                 mock_tools=True,
+                answers=self.answers,
                 on_progress=(
                     (lambda progress: self.config.on_progress(stage, progress))  # type: ignore[misc]
                     if self.config.on_progress
@@ -402,6 +417,14 @@ class _Optimization:
         (self.out / "optimized.diff").write_text("".join(diffs), encoding="utf-8")
 
 
+def _cache_json(cache: tuple[int, int] | None) -> dict[str, Any] | None:
+    if cache is None:
+        return None
+    hits, misses = cache
+    asked = hits + misses
+    return {"hits": hits, "misses": misses, "hit_rate": round(hits / asked, 4) if asked else None}
+
+
 def apply(report: OptimizeReport) -> list[Path]:
     """Write an accepted optimization's files in place; an unaccepted one changes nothing."""
     if not report.accepted:
@@ -416,16 +439,6 @@ def apply(report: OptimizeReport) -> list[Path]:
 
 def _scores_of(report: EvalReport, configuration: str) -> dict[str, float]:
     return {row.id: row.score for row in report.rows if row.configuration == configuration}
-
-
-def _program_digest(program: ast.Program) -> str:
-    """What the trials were run on: every file of the program, so a changed file starts anew."""
-    digest = hashlib.sha256()
-    paths = {program.source_path, *(agent.source_path for agent in program.agents)}
-    for path in sorted(p for p in paths if p):
-        digest.update(path.encode())
-        digest.update(Path(path).read_bytes())
-    return digest.hexdigest()[:12]
 
 
 def _inside(path: Path, root: Path) -> Path:

@@ -31,7 +31,11 @@ BASE_URL_VARIABLES = {
 }
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 TIMEOUT_VARIABLE = "AGENTSCRIPT_LLM_TIMEOUT_MS"
-DEFAULT_TIMEOUT_MS = 30_000
+# Five minutes: a CPU model writing the default 1,024 output tokens at 4–10 tokens/s needs
+# 100–250 s, and its first answer after the server starts comes later still (warm-up). The
+# timeout bounds each wait on the server (each piece, when the answer streams) and never the
+# run's own `--max-seconds`; hosted APIs answer far sooner, and a dead server fails at once.
+DEFAULT_TIMEOUT_MS = 300_000
 OLLAMA_DEFAULT_PORT = 11434
 
 

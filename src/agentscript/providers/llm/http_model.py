@@ -7,12 +7,13 @@ and how to read its answer; this base does the rest the same way for all of them
 from __future__ import annotations
 
 import os
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 from agentscript.providers.llm.endpoints import ModelEndpoint, resolve_endpoint
-from agentscript.providers.llm.json_text import extract_json, snippet
+from agentscript.providers.llm.json_text import complete_json, extract_json, snippet
 from agentscript.providers.llm.transport import HttpTransport
 from agentscript.runtime.errors import ExecutionError, ModelOutputError
 from agentscript.runtime.jsjson import parse
@@ -21,6 +22,9 @@ from agentscript.runtime.usage import Usage
 
 # Output tokens requested when a generate sets no `limit`/`max_output` and the API needs one.
 DEFAULT_MAX_TOKENS = 1024
+# Why a model stopped when it hit the output limit: OpenAI-compatible servers and Ollama say
+# `length`, Anthropic `max_tokens`.
+CUT_OFF_REASONS = frozenset({"length", "max_tokens"})
 
 
 class HttpModel(ABC):
@@ -50,8 +54,11 @@ class HttpModel(ABC):
             self.transport.secrets.append(endpoint.api_key)
         url, headers, body = self.build(request, endpoint)
         timeout_ms = endpoint.timeout_ms
-        if request.deadline_seconds is not None:
-            timeout_ms = max(1, min(timeout_ms, int(request.deadline_seconds * 1000)))
+        deadline = (
+            time.monotonic() + request.deadline_seconds
+            if request.deadline_seconds is not None
+            else None
+        )
         report = lambda data: request.report("llm_retry", data)  # noqa: E731
         if request.wants_stream:
             # Streamed, the pieces are shown as they come and then assembled into the payload
@@ -63,14 +70,54 @@ class HttpModel(ABC):
                 timeout_ms,
                 read=lambda lines: self.assemble_stream(lines, request),
                 report_retry=report,
+                deadline=deadline,
             )
         else:
-            payload = self.transport.post_json(url, headers, body, timeout_ms, report_retry=report)
+            payload = self.transport.post_json(
+                url, headers, body, timeout_ms, report_retry=report, deadline=deadline
+            )
         if not isinstance(payload, dict):
             raise self.failure("response is not a JSON object")
-        response = self.parse(payload, request)
-        response.details.update(self.describe(payload))
+        details = self.describe(payload)
+        try:
+            response = self.parse(payload, request)
+        except ModelOutputError as error:
+            raise self.unusable(error, details, request) from None
+        if (
+            request.return_shape is not None
+            and details.get("finish_reason") in CUT_OFF_REASONS
+            and not complete_json(response.raw_text or "")
+        ):
+            # What was found is a fragment of an answer the limit cut off, not the answer.
+            fragment = ModelOutputError("", raw_text=response.raw_text, usage=response.usage)
+            raise self.unusable(fragment, details, request)
+        response.details.update(details)
         return response
+
+    def unusable(
+        self, error: ModelOutputError, details: dict[str, Any], request: GenerateRequest
+    ) -> ModelOutputError:
+        """An answer that is not the JSON asked for, with why the model stopped; one cut off
+        by the output limit says so, and that asking again with that limit cannot help."""
+        reason = details.get("finish_reason")
+        if reason not in CUT_OFF_REASONS:
+            error.details.update(details)
+            return error
+        limit = (
+            f"max_output {request.max_output_tokens} tokens"
+            if request.max_output_tokens is not None
+            else "the server's output limit"
+        )
+        return ModelOutputError(
+            f"LLM provider '{self.protocol}' answer was cut off at the output limit "
+            f"({limit}, finish reason {reason}) before its JSON was complete: "
+            f"{snippet(error.raw_text or '')}; raise the generate's max_output (another attempt "
+            "with the same limit would be cut off too)",
+            raw_text=error.raw_text,
+            usage=error.usage,
+            details=details,
+            cut_off=True,
+        )
 
     def describe(self, payload: dict[str, Any]) -> dict[str, Any]:
         """What the trace keeps about an answer besides its text: the model that answered and

@@ -35,6 +35,20 @@ def extract_json(text: str) -> Any:
     raise ModelOutputError(f"LLM provider did not return JSON: {snippet(text)}")
 
 
+def complete_json(text: str) -> bool:
+    """Whether the whole text, or a fenced block of it, is JSON: an answer cut off mid-JSON
+    may still hold a balanced fragment (`{"a": {"b": 1}, "c": [` holds `{"b": 1}`), which
+    `extract_json` would find but which is not the answer."""
+    whole = [text.strip(), *(match.group(1).strip() for match in _FENCE.finditer(text))]
+    for candidate in whole:
+        try:
+            parse(candidate)
+        except ValueError:
+            continue
+        return True
+    return False
+
+
 def _candidates(text: str) -> list[str]:
     candidates = [text.strip()]
     candidates.extend(match.group(1).strip() for match in _FENCE.finditer(text))

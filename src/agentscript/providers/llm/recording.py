@@ -110,6 +110,10 @@ class RecordingLlm:
             entry["error"] = str(error)
             entry["raw_text"] = error.raw_text
             entry["usage"] = error.usage.to_json() if error.usage else None
+            if error.details:
+                entry["details"] = sanitize(error.details)
+            if error.cut_off:
+                entry["cut_off"] = True
             self._write(entry)
             raise
         entry["outcome"] = "ok"
@@ -204,6 +208,8 @@ class ReplayLlm:
                 str(entry.get("error") or "LLM provider did not return JSON"),
                 raw_text=entry.get("raw_text"),
                 usage=usage,
+                details=dict(entry.get("details") or {}),
+                cut_off=entry.get("cut_off") is True,
             )
         provider = str(entry.get("provider"))
         return GenerateResponse(

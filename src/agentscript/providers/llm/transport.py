@@ -5,6 +5,11 @@ retries, clear errors.
 `retry-after` / `retry-after-ms`; each retry is reported so the trace shows it. Everything else
 (network failures, 401/403, 404, timeouts, malformed bodies) fails at once with a message that
 names the provider and the status. Secrets are scrubbed from every message.
+
+Timeouts suit slow models: the timeout bounds each wait for the server (the whole answer when
+it comes at once; each piece of a streamed answer, the first included), so a streamed answer
+lives as long as pieces keep coming. A `deadline` (the run's `--max-seconds`) bounds the whole
+request. A timeout names the setting that changes it; a deadline names `--max-seconds`.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ from typing import Any, TypeVar
 
 import httpx
 
+from agentscript.providers.llm.endpoints import TIMEOUT_VARIABLE
 from agentscript.providers.llm.json_text import snippet
 from agentscript.providers.tls import shared_ssl_context
+from agentscript.runtime.budgets import BudgetExceeded
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.jsjson import parse
 
@@ -74,11 +81,13 @@ class HttpTransport:
         body: dict[str, Any],
         timeout_ms: int,
         report_retry: ReportRetry | None = None,
+        deadline: float | None = None,
     ) -> Any:
-        """The decoded JSON body of a 2xx answer, after retrying 429/5xx."""
+        """The decoded JSON body of a 2xx answer, after retrying 429/5xx. `deadline` is a
+        `time.monotonic()` moment the whole request must end by."""
         retries = 0
         while True:
-            response = self._send(url, headers, body, timeout_ms)
+            response = self._send(url, headers, body, Wait(timeout_ms, deadline))
             if 200 <= response.status_code < 300:
                 return self._decode(response)
             retries += 1
@@ -92,18 +101,21 @@ class HttpTransport:
         timeout_ms: int,
         read: Callable[[Iterator[str]], Answer],
         report_retry: ReportRetry | None = None,
+        deadline: float | None = None,
     ) -> Answer:
         """POST and hand the lines of a 2xx streaming answer (SSE or NDJSON) to `read` as
-        they arrive; 429/5xx are retried as for `post_json`, before anything was read."""
+        they arrive; 429/5xx are retried as for `post_json`, before anything was read. The
+        answer may take as long as it likes while lines keep coming, up to `deadline`."""
         retries = 0
         while True:
-            with self._open_stream(url, headers, body, timeout_ms) as response:
+            wait = Wait(timeout_ms, deadline)
+            with self._open_stream(url, headers, body, wait) as response:
                 if 200 <= response.status_code < 300:
-                    return read(self._lines(response, url, timeout_ms))
+                    return read(self._lines(response, url, wait))
                 response.read()
-                wait = self._retry_wait(response, retries + 1, report_retry)
+                pause = self._retry_wait(response, retries + 1, report_retry)
             retries += 1
-            self.sleep(wait)
+            self.sleep(pause)
 
     def _retry_wait(
         self, response: httpx.Response, retry: int, report_retry: ReportRetry | None
@@ -129,25 +141,28 @@ class HttpTransport:
 
     @contextmanager
     def _open_stream(
-        self, url: str, headers: dict[str, str], body: dict[str, Any], timeout_ms: int
+        self, url: str, headers: dict[str, str], body: dict[str, Any], wait: Wait
     ) -> Iterator[httpx.Response]:
         with (
-            self._failures(url, timeout_ms),
+            self._failures(url, wait),
             self.client().stream(
                 "POST",
                 url,
                 headers={"content-type": "application/json", **headers},
                 json=body,
-                timeout=timeout_ms / 1000,
+                timeout=wait.seconds(),
             ) as response,
         ):
             yield response
 
-    def _lines(self, response: httpx.Response, url: str, timeout_ms: int) -> Iterator[str]:
-        """The answer's lines, capped at MAX_RESPONSE_BYTES in all."""
+    def _lines(self, response: httpx.Response, url: str, wait: Wait) -> Iterator[str]:
+        """The answer's lines, capped at MAX_RESPONSE_BYTES in all and ended at the deadline."""
         received = 0
-        with self._failures(url, timeout_ms):
+        wait.streaming = True
+        with self._failures(url, wait):
             for line in response.iter_lines():
+                if wait.past_deadline():
+                    raise wait.deadline_error(self.provider, url)
                 received += len(line) + 1
                 if received > MAX_RESPONSE_BYTES:
                     raise ExecutionError(
@@ -157,14 +172,14 @@ class HttpTransport:
                 yield line
 
     @contextmanager
-    def _failures(self, url: str, timeout_ms: int) -> Iterator[None]:
+    def _failures(self, url: str, wait: Wait) -> Iterator[None]:
         """httpx errors as the one-line messages every provider error has."""
         try:
             yield
         except httpx.TimeoutException:
-            raise ExecutionError(
-                f"LLM provider '{self.provider}' request timed out after {timeout_ms}ms: {url}"
-            ) from None
+            if wait.past_deadline():
+                raise wait.deadline_error(self.provider, url) from None
+            raise ExecutionError(wait.timeout_message(self.provider, url)) from None
         except httpx.HTTPError as problem:
             raise ExecutionError(
                 f"LLM provider '{self.provider}' request failed: "
@@ -172,14 +187,14 @@ class HttpTransport:
             ) from None
 
     def _send(
-        self, url: str, headers: dict[str, str], body: dict[str, Any], timeout_ms: int
+        self, url: str, headers: dict[str, str], body: dict[str, Any], wait: Wait
     ) -> httpx.Response:
-        with self._failures(url, timeout_ms):
+        with self._failures(url, wait):
             return self.client().post(
                 url,
                 headers={"content-type": "application/json", **headers},
                 json=body,
-                timeout=timeout_ms / 1000,
+                timeout=wait.seconds(),
             )
         raise AssertionError("unreachable: _failures re-raises")
 
@@ -222,6 +237,45 @@ class HttpTransport:
             if secret:
                 text = text.replace(secret, "[REDACTED]")
         return text
+
+
+@dataclass(slots=True)
+class Wait:
+    """How long one request may wait: `timeout_ms` for each wait on the server, within the
+    `deadline` (a `time.monotonic()` moment, the run's `--max-seconds`) for all of it."""
+
+    timeout_ms: int
+    deadline: float | None = None
+    # Set once a streamed answer has begun: a timeout then means the stream went quiet.
+    streaming: bool = False
+
+    def seconds(self) -> float:
+        """The timeout of each wait: `timeout_ms`, or less when the deadline comes sooner."""
+        timeout = self.timeout_ms / 1000
+        if self.deadline is None:
+            return timeout
+        return max(0.001, min(timeout, self.deadline - time.monotonic()))
+
+    def past_deadline(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline - 0.001
+
+    def deadline_error(self, provider: str, url: str) -> BudgetExceeded:
+        return BudgetExceeded(
+            "seconds",
+            f"Run budget exceeded: the run's time limit (--max-seconds) ran out while LLM "
+            f"provider '{provider}' was still answering: {url}",
+        )
+
+    def timeout_message(self, provider: str, url: str) -> str:
+        what = (
+            f"sent nothing for {self.timeout_ms}ms in the middle of its answer"
+            if self.streaming
+            else f"request timed out after {self.timeout_ms}ms"
+        )
+        return (
+            f"LLM provider '{provider}' {what}: {url} (a slow or warming-up model may need "
+            f"longer: set {TIMEOUT_VARIABLE}, in milliseconds, or --timeout SECONDS)"
+        )
 
 
 def retry_delay(response: httpx.Response, retry: int) -> float:

@@ -14,6 +14,18 @@ FORBIDDEN = frozenset({"sh", "bash", "zsh", "fish"})
 SUPPORTED = ("find", "grep", "sed")
 
 
+# The `host://NAME` tools, by the names a program may import them by (the original's aliases
+# map to the tool's own name).
+HOST_TOOLS = {"optimizer": "optimizer", "agentscript": "optimizer"}
+
+
+def host_tool_of(uri: str) -> str:
+    """The tool a `host://NAME` URI names, lower case (`host://optimizer` → `optimizer`)."""
+    from urllib.parse import urlsplit
+
+    return (urlsplit(uri).hostname or "").lower()
+
+
 def scheme_of(uri: str) -> str:
     """The lower-case scheme of a tool URI (`sh://grep` → `sh`), or "" when there is none."""
     matched = _SCHEME.match(uri)

@@ -1,0 +1,94 @@
+"""Carry out one job from the journal: run it, or take over the attempt a dead worker left.
+
+Each attempt runs under a run id the queue recorded before it started (`name_attempt`, a DBOS
+step in the worker), so the queue's replay of the job after a crash walks the same ids:
+
+- an attempt the journal never saw is run now (resuming the attempt before it, if any);
+- an attempt that ended `ok` or `error` is the job's outcome (an error of the program, a
+  budget, a refused approval: never retried, as `runs resume` never retries them);
+- an attempt `interrupted` (its process died) is resumed by the next attempt;
+- an attempt still `running` belongs to a live process: this one waits for it to end.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agentscript.app.queue.jobs import JobOutcome, RunJob, changed_since_submit
+
+# How often a worker looks again at an attempt another live process is running.
+WAIT_SECONDS = 1.0
+
+
+def carry_out(
+    job: RunJob, name_attempt: Callable[[int], str], approve: str | None = None
+) -> JobOutcome:
+    problem = changed_since_submit(job)
+    if problem is not None:
+        return JobOutcome(False, error=problem)
+    runs: list[str] = []
+    previous: str | None = None
+    number = 0
+    while True:
+        number += 1
+        run_id = name_attempt(number)
+        runs.append(run_id)
+        state = _journaled(job, run_id)
+        while state is not None and state[0] == "running":
+            time.sleep(WAIT_SECONDS)
+            state = _journaled(job, run_id)
+        if state is None:
+            return _attempt(job, run_id, previous, runs, approve)
+        status, end = state
+        if status == "ok":
+            return JobOutcome(True, value=end.get("value"), runs=runs)
+        if status == "error":
+            return JobOutcome(False, error=str(end.get("error") or "the run failed"), runs=runs)
+        previous = run_id  # interrupted: the next attempt resumes it
+
+
+def _attempt(
+    job: RunJob, run_id: str, previous: str | None, runs: list[str], approve: str | None
+) -> JobOutcome:
+    import agentscript
+    from agentscript.app.resume import resume
+    from agentscript.runtime.errors import AgentScriptError
+
+    config = agentscript.RunConfig(
+        run_id=run_id,
+        workspace=job.workspace,
+        approve=approve,  # type: ignore[arg-type]
+        max_calls=job.max_calls,
+        max_tokens=job.max_tokens,
+        max_seconds=job.max_seconds,
+    )
+    try:
+        if previous is None:
+            result = agentscript.run(job.program, job.input, config)
+        else:
+            result = resume(previous, config)
+    except AgentScriptError as error:
+        located = error.located() if hasattr(error, "located") else str(error)
+        return JobOutcome(False, error=located, runs=runs)
+    return JobOutcome(True, value=result.value, runs=runs)
+
+
+def _journaled(job: RunJob, run_id: str) -> tuple[str, dict[str, Any]] | None:
+    """The attempt's status and the data of its end, or None when the journal never saw it."""
+    from agentscript.learn.journal import run_journal_path, shared_journal
+    from agentscript.learn.journal_store import RUN_KIND
+
+    journal = shared_journal(run_journal_path(job.workspace, Path(job.program).parent))
+    record = journal.store.run(run_id)
+    if record is None:
+        return None
+    status = journal.status(record)
+    end: dict[str, Any] = {}
+    if status in ("ok", "error"):
+        for entry in journal.store.entries(run_id):
+            if entry.kind == RUN_KIND and entry.phase == "end" and isinstance(entry.data, dict):
+                end = entry.data
+    return status, end

@@ -1,0 +1,191 @@
+"""Runs on a durable queue shared by many workers, on DBOS Transact (its state in PostgreSQL,
+or SQLite on one machine).
+
+What DBOS owns: the queue, which worker takes a job, concurrency per worker and per queue, the
+rate limit, and replaying a job after a crash (a job is a DBOS workflow; the run id of each
+attempt is a DBOS step, recorded before the attempt starts). What the run journal owns: what
+every run did, so a replayed job resumes its run from the journal (attempts.py) instead of
+doing it again.
+
+DBOS recovers the jobs of a worker that restarts with the same executor id. A worker that
+never comes back is noticed by the others: every worker writes a heartbeat to the queue's
+database (heartbeats.py); a live worker that sees another's heartbeat older than
+`DEAD_AFTER_SECONDS` hands that worker's pending jobs back to the queue.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentscript.app.errors import AppError
+from agentscript.app.queue.heartbeats import Heartbeats
+from agentscript.app.queue.jobs import JobOutcome, RunJob
+
+WORKFLOW = "agentscript.run"
+QUEUE = "agentscript-runs"
+APPLICATION = "agentscript"
+# A worker whose heartbeat is older than this is taken for dead.
+DEAD_AFTER_SECONDS = 10.0
+HEARTBEAT_SECONDS = 1.0
+# How often workers look for queued jobs.
+POLL_SECONDS = 0.1
+
+
+# DBOS's workflow states as a queue's user reads them.
+_STATES = {
+    "ENQUEUED": "queued",
+    "PENDING": "running",
+    "SUCCESS": "done",
+    "ERROR": "failed",
+    "CANCELLED": "cancelled",
+}
+
+
+def check_url(url: str) -> str:
+    """`postgresql://…` or `sqlite:///path`, or a clear error naming the forms."""
+    if url.startswith(("postgresql://", "postgres://", "sqlite:///")):
+        return url
+    raise AppError(
+        f"--queue {url!r}: give postgresql://USER@HOST/DB (many machines) or "
+        "sqlite:///PATH (worker processes on one machine)"
+    )
+
+
+def new_executor_id() -> str:
+    """A worker's name in the queue: its host, its pid and a random part."""
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedRun:
+    workflow_id: str
+    status: str
+    worker: str | None
+    label: str
+    program: str
+    created_at: float | None
+
+
+class Worker:
+    """One worker process: takes jobs from the queue, `concurrency` at a time, until stopped."""
+
+    def __init__(
+        self,
+        url: str,
+        concurrency: int = 4,
+        approve: str | None = None,
+        executor_id: str | None = None,
+        dead_after: float = DEAD_AFTER_SECONDS,
+    ) -> None:
+        self.url = check_url(url)
+        self.concurrency = concurrency
+        self.approve = approve
+        self.dead_after = dead_after
+        self.executor_id = executor_id or new_executor_id()
+        self._stopped = threading.Event()
+
+    def serve(self, until: Callable[[], bool] | None = None) -> None:
+        """Launch DBOS, work, and keep the heartbeat until `stop()` (or `until()` is true)."""
+        from dbos import DBOS
+
+        _launch(self.url, self.executor_id, self.approve)
+        DBOS.register_queue(
+            QUEUE, worker_concurrency=self.concurrency, polling_interval_sec=POLL_SECONDS
+        )
+        heartbeats = Heartbeats(self.url)
+        try:
+            while not self._stopped.is_set() and not (until is not None and until()):
+                heartbeats.beat(self.executor_id)
+                for dead in heartbeats.dead(self.dead_after, self.executor_id):
+                    # DBOS recovers a worker's jobs when it restarts with the same id; one
+                    # that never comes back is recovered here, by a live one.
+                    DBOS._recover_pending_workflows([dead])
+                    heartbeats.forget(dead)
+                self._stopped.wait(HEARTBEAT_SECONDS)
+        finally:
+            heartbeats.forget(self.executor_id)
+            heartbeats.close()
+            DBOS.destroy(destroy_registry=True)
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+
+def _launch(url: str, executor_id: str, approve: str | None) -> None:
+    from dbos import DBOS
+
+    DBOS(
+        config={
+            "name": APPLICATION,
+            "system_database_url": url,
+            "executor_id": executor_id,
+            "log_level": "WARNING",
+            "notification_listener_polling_interval_sec": POLL_SECONDS,
+        }
+    )
+
+    @DBOS.step(name="agentscript.attempt")
+    def name_attempt(number: int) -> str:
+        from agentscript.learn.journal import new_run_id
+
+        return new_run_id(time.time())
+
+    @DBOS.workflow(name=WORKFLOW)
+    def run_job(job: dict[str, Any]) -> dict[str, Any]:
+        from agentscript.app.queue.attempts import carry_out
+
+        return carry_out(RunJob.from_json(job), name_attempt, approve).to_json()
+
+    DBOS.launch()
+
+
+class QueueClient:
+    """Submit jobs to the queue and read them back, without being a worker."""
+
+    def __init__(self, url: str) -> None:
+        from dbos import DBOS, DBOSClient
+
+        self.url = check_url(url)
+        # The queue's tables, made (or brought up to date) by whoever comes first: a run may be
+        # submitted before any worker started.
+        DBOS.migrate(self.url)
+        self._client = DBOSClient(system_database_url=self.url)
+
+    def submit(self, jobs: Sequence[RunJob]) -> list[str]:
+        options: Any = {"queue_name": QUEUE, "workflow_name": WORKFLOW}
+        return [self._client.enqueue(options, job.to_json()).get_workflow_id() for job in jobs]
+
+    def wait(self, workflow_id: str) -> JobOutcome:
+        data: dict[str, Any] = self._client.retrieve_workflow(workflow_id).get_result()
+        return JobOutcome(**data)
+
+    def runs(self, limit: int = 100) -> list[QueuedRun]:
+        """The newest runs of the queue: queued, running, done or failed (a run whose program
+        failed is failed, though its job ended normally), with the worker that took each."""
+        found = []
+        for status in self._client.list_workflows(name=WORKFLOW, limit=limit, sort_desc=True):
+            job = status.input["args"][0] if status.input and status.input.get("args") else {}
+            state = _STATES.get(str(status.status), str(status.status).lower())
+            if state == "done" and isinstance(status.output, dict) and not status.output["ok"]:
+                state = "failed"
+            found.append(
+                QueuedRun(
+                    status.workflow_id,
+                    state,
+                    status.executor_id,
+                    str(job.get("label", "")),
+                    str(job.get("program", "")),
+                    status.created_at / 1000 if status.created_at else None,
+                )
+            )
+        return found
+
+    def close(self) -> None:
+        self._client.destroy()

@@ -1,0 +1,156 @@
+"""`agentscript worker --queue URL` and `agentscript submit PROGRAM --queue URL`: runs on a
+durable queue shared by any number of workers (agentscript.app.queue, on DBOS).
+
+Exit codes of `submit`: 0 when the runs were queued (with `--wait`: when every one succeeded),
+1 when a waited-for run failed, 2 when nothing could be queued, 130 on Ctrl-C (what was queued
+stays queued, and is listed by `agentscript runs list --queue URL`).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from typing import Any
+
+import click
+
+from agentscript.cli.errors import REPORTED_ERRORS, error_lines
+
+USAGE_EXIT = 2
+
+
+@click.command(name="worker")
+@click.option(
+    "--queue", "url", required=True, metavar="URL", help="postgresql://… or sqlite:///PATH"
+)
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option(
+    "--approve",
+    type=click.Choice(["auto", "deny"]),
+    default="deny",
+    show_default=True,
+    help="Calls that need approval (nobody is at a worker's terminal to ask).",
+)
+@click.option(
+    "--dead-after",
+    type=click.FloatRange(min=1),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Take over the runs of a worker not heard from for this long.",
+)
+@click.pass_context
+def worker_command(
+    ctx: click.Context, url: str, concurrency: int, approve: str, dead_after: float
+) -> None:
+    """Take queued runs and carry them out, CONCURRENCY at a time, until stopped (Ctrl-C or
+    SIGTERM). A run a dead worker left is taken over from its journal."""
+    from agentscript.app.queue.engine import Worker
+
+    worker = Worker(url, concurrency=concurrency, approve=approve, dead_after=dead_after)
+    signal.signal(signal.SIGTERM, lambda *_: worker.stop())
+    print(f"worker {worker.executor_id} on {url}, {concurrency} at a time", file=sys.stderr)
+    try:
+        worker.serve()
+    except KeyboardInterrupt:
+        pass
+    except REPORTED_ERRORS as error:
+        for line in error_lines(error):
+            print(line, file=sys.stderr)
+        ctx.exit(USAGE_EXIT)
+    ctx.exit(0)
+
+
+@click.command(name="submit")
+@click.argument("program")
+@click.option("--input", "input_json", metavar="JSON", help="One run's input object.")
+@click.option("--input-file", metavar="CASES.jsonl", help="One run per case (eval's format).")
+@click.option(
+    "--queue", "url", required=True, metavar="URL", help="postgresql://… or sqlite:///PATH"
+)
+@click.option("--wait", is_flag=True, help="Wait for the runs to end and print each result.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--workspace", metavar="DIR", help="The runs' workspace (default: the program's).")
+@click.option("--max-calls", type=click.IntRange(min=1), help="Model-call budget of each run.")
+@click.option("--max-tokens", type=click.IntRange(min=1), help="Token budget of each run.")
+@click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), help="Per run.")
+@click.pass_context
+def submit_command(ctx: click.Context, /, program: str, **options: Any) -> None:
+    """Queue runs of PROGRAM (its text is pinned now: a run never mixes two versions), print
+    their ids, and with --wait their results."""
+    if (options["input_json"] is None) == (options["input_file"] is None):
+        raise click.UsageError("Give either --input JSON or --input-file CASES.jsonl")
+    ctx.exit(_submit(program, options))
+
+
+def _submit(program: str, options: dict[str, Any]) -> int:
+    from pathlib import Path
+
+    from agentscript.app.evals.cases import load_cases
+    from agentscript.app.queue.engine import QueueClient
+    from agentscript.app.queue.jobs import pin
+
+    try:
+        if options["input_file"] is not None:
+            inputs = [(case.id, case.input) for case in load_cases(options["input_file"])]
+        else:
+            inputs = [("", json.loads(options["input_json"]))]
+        workspace = options["workspace"] or str(Path(program).resolve().parent)
+        jobs = [
+            pin(
+                program,
+                value,
+                workspace=str(Path(workspace).resolve()),
+                max_calls=options["max_calls"],
+                max_tokens=options["max_tokens"],
+                max_seconds=options["max_seconds"],
+                label=label,
+            )
+            for label, value in inputs
+        ]
+        client = QueueClient(options["url"])
+    except json.JSONDecodeError as error:
+        print(f"--input is not JSON: {error}", file=sys.stderr)
+        return USAGE_EXIT
+    except REPORTED_ERRORS as error:
+        for line in error_lines(error):
+            print(line, file=sys.stderr)
+        return USAGE_EXIT
+    try:
+        ids = client.submit(jobs)
+        if not options["wait"]:
+            _print(
+                options["as_json"],
+                [{"id": i, "label": j.label} for i, j in zip(ids, jobs, strict=True)],
+            )
+            return 0
+        failed = 0
+        results = []
+        for workflow_id, job in zip(ids, jobs, strict=True):
+            outcome = client.wait(workflow_id)
+            failed += not outcome.ok
+            results.append({"id": workflow_id, "label": job.label, **outcome.to_json()})
+            if not options["as_json"]:
+                shown = json.dumps(outcome.value) if outcome.ok else f"error: {outcome.error}"
+                print(f"{workflow_id} {job.label} {shown}".replace("  ", " "))
+        if options["as_json"]:
+            _print(True, results)
+        return 1 if failed else 0
+    except KeyboardInterrupt:
+        print(
+            f"Interrupted; the queued runs stay queued (agentscript runs list --queue "
+            f"{options['url']})",
+            file=sys.stderr,
+        )
+        return 130
+    finally:
+        client.close()
+
+
+def _print(as_json: bool, rows: list[dict[str, Any]]) -> None:
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        print(f"{row['id']} {row['label']}".rstrip())

@@ -1,0 +1,236 @@
+"""Runs on a durable queue (DBOS on SQLite here): several worker processes, `submit --wait`, a
+worker killed mid-run and its run taken over from the journal, a program changed under a
+queued run. The model is a local OpenAI-wire server; workers are real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentscript.app.queue.engine import QueueClient
+from agentscript.app.queue.jobs import JobOutcome
+from agentscript.cli.main import main
+from openai_wire import OpenAiWireServer, serving, user_message
+
+TWO_STEPS = """import llm Model from "openai://steps"
+
+main agent Writer {
+    model Model
+    role "writer"
+    description "Outlines, then writes."
+
+    main func(input { topic: string }) {
+        use input.topic as "topic"
+        outline = generate({ input: "Outline it." }) -> { points: string }
+        use outline.points as "outline"
+        generate({ input: "Write it from the outline." }) -> { text: string }
+    }
+}
+"""
+
+
+def answer(model: str, body: dict[str, Any]) -> str:
+    prompt = user_message(body)
+    topic = prompt.split("topic:\n", 1)[1].splitlines()[0]
+    if "Outline it." in prompt:
+        return json.dumps({"points": f"points about {topic}"})
+    return json.dumps({"text": f"text from points about {topic}"})
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    (tmp_path / "writer.as").write_text(TWO_STEPS, encoding="utf-8")
+    cases = [{"id": f"c{i}", "input": {"topic": f"topic {i}"}, "expected": None} for i in range(6)]
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    return tmp_path
+
+
+class Workers:
+    """Worker processes on one queue, stopped (SIGTERM, then SIGKILL) at the end."""
+
+    def __init__(self, url: str, server: OpenAiWireServer) -> None:
+        self.url = url
+        self.environ = {**os.environ, **server.environ()}
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def start(self, dead_after: float = 2.0) -> subprocess.Popen[bytes]:
+        command = [
+            sys.executable, "-m", "agentscript", "worker", "--queue", self.url,
+            "--approve", "auto", "--concurrency", "2", "--dead-after", str(dead_after),
+        ]  # fmt: skip
+        process = subprocess.Popen(
+            command, env=self.environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        self.processes.append(process)
+        return process
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def queue(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh queue: a SQLite file, or a database of its own in the session's PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'queue.db'}"
+    import pg_cluster
+    from system_parts import require
+
+    require("postgres")
+    cluster = pg_cluster.shared_cluster()
+    name = f"queue_{uuid.uuid4().hex[:12]}"
+    with cluster.connect() as connection:
+        connection.autocommit = True
+        connection.execute(f"CREATE DATABASE {name}")
+    return f"postgresql://{pg_cluster.SUPERUSER}:{cluster.password}@127.0.0.1:{cluster.port}/{name}"
+
+
+@pytest.fixture
+def server() -> Iterator[OpenAiWireServer]:
+    with serving(answer) as started:
+        yield started
+
+
+def journaled_answers(workspace: Path, at_least: int) -> None:
+    """Wait until the workspace's journal holds `at_least` model answers (it is written in the
+    background, a few milliseconds after each call)."""
+    from agentscript.learn.journal import Journal, journal_path
+    from agentscript.runtime.ports import MODEL_EXCHANGE
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        journal = Journal.open(journal_path(workspace))
+        try:
+            runs = journal.store.runs()
+            answers = [
+                entry
+                for run in runs
+                for entry in journal.store.entries(run.run_id)
+                if entry.kind == MODEL_EXCHANGE and entry.phase == "end"
+            ]
+        finally:
+            journal.close()
+        if len(answers) >= at_least:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the journal never held {at_least} model answers")
+
+
+def wait_for(queue: str, workflow_id: str) -> JobOutcome:
+    client = QueueClient(queue)
+    try:
+        return client.wait(workflow_id)
+    finally:
+        client.close()
+
+
+def submit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
+    code = main(["submit", *args, "--json"])
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out.strip() else None
+
+
+def test_two_workers_finish_every_submitted_run(
+    workspace: Path, queue: str, server: OpenAiWireServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    workers = Workers(queue, server)
+    workers.start()
+    workers.start()
+    try:
+        code, results = submit(
+            capsys, str(workspace / "writer.as"), "--input-file",
+            str(workspace / "cases.jsonl"), "--queue", queue, "--wait",
+        )  # fmt: skip
+    finally:
+        workers.stop()
+    assert code == 0
+    assert [row["label"] for row in results] == [f"c{i}" for i in range(6)]
+    assert [row["value"] for row in results] == [
+        {"text": f"text from points about topic {i}"} for i in range(6)
+    ]
+    assert all(row["ok"] and len(row["runs"]) == 1 for row in results)
+    assert len(server.requests) == 12  # two generates a run, each asked once
+    assert main(["runs", "list", "--queue", queue, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert sorted(run["label"] for run in listed) == [f"c{i}" for i in range(6)]
+    assert all(run["status"] == "done" and run["worker"] for run in listed)
+
+
+def test_a_killed_workers_run_is_taken_over_without_asking_twice(
+    workspace: Path, queue: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The first generate is answered; the second waits at the server until the kill.
+    with serving(answer, hold_after=1) as server:
+        workers = Workers(queue, server)
+        doomed = workers.start()
+        try:
+            code, queued = submit(
+                capsys, str(workspace / "writer.as"), "--input", '{"topic": "tea"}',
+                "--queue", queue,
+            )  # fmt: skip
+            assert code == 0
+            deadline = time.monotonic() + 60
+            while len(server.requests) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert len(server.requests) == 2
+            journaled_answers(workspace, at_least=1)
+            doomed.kill()
+            doomed.wait()
+            server.release()
+            workers.start()
+            outcome = wait_for(queue, queued[0]["id"])
+        finally:
+            workers.stop()
+    assert outcome.ok, outcome.error
+    assert outcome.value == {"text": "text from points about tea"}
+    assert len(outcome.runs) == 2  # the dead attempt, and the one that resumed it
+    outlines = [b for b in server.requests if "Outline it." in user_message(b)]
+    assert len(outlines) == 1  # answered before the kill: never asked again
+    # The request in flight at the kill may be sent once more, and only that one.
+    assert len(server.requests) in (2, 3)
+
+
+def test_a_program_changed_under_a_queued_run_is_refused_not_mixed(
+    workspace: Path, queue: str, server: OpenAiWireServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, queued = submit(
+        capsys, str(workspace / "writer.as"), "--input", '{"topic": "tea"}', "--queue", queue
+    )
+    assert code == 0
+    program = workspace / "writer.as"
+    program.write_text(TWO_STEPS.replace("Outline it.", "Outline it well."), encoding="utf-8")
+    workers = Workers(queue, server)
+    workers.start()
+    try:
+        outcome = wait_for(queue, queued[0]["id"])
+    finally:
+        workers.stop()
+    assert not outcome.ok
+    assert "changed since the run was submitted" in (outcome.error or "")
+    assert server.requests == []
+
+
+def test_a_bad_queue_url_is_a_clear_error(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["submit", str(workspace / "writer.as"), "--input", "{}", "--queue", "redis://x"])
+    assert code == 2
+    assert "give postgresql://USER@HOST/DB" in capsys.readouterr().err
