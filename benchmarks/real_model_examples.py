@@ -2,10 +2,10 @@
 `make local-model`): what each ends with.
 
 Each program that documents an offline run (`//   agentscript run FILE --mock … --input …` in
-its header) runs as that command says, without `--mock` and with `--approve auto`, in a scratch
-copy of its folder (examples/ or tutorials/), its llm imports pointed at the local model
-(`openai://smollm2`, as `run --model` does) and OPENAI_BASE_URL at the server. Its memory
-database and journal stay in the scratch folder.
+its header) runs as that command says, without `--mock`, with `--approve auto` and
+`--model openai://smollm2` (every llm import on the local model), OPENAI_BASE_URL at the
+server, in a scratch copy of its folder (examples/ or tutorials/), so what it writes, its
+journal and its memory database stay there. The request timeout is the default.
 
 A program passes when it ends with a value, or with one located error line (FILE:LINE:COL) that
 says what the model did wrong; it fails on a traceback, on an error without a location, or
@@ -42,7 +42,6 @@ import local_model  # noqa: E402
 
 FOLDERS = ("examples", "tutorials")
 COMMAND = re.compile(r"^//\s+agentscript run (.+)$", re.MULTILINE)
-LLM_IMPORT = re.compile(r'^(import llm \w+ from )"[^"]*"', re.MULTILINE)
 LOCATED = re.compile(r"\.as:\d+:\d+")
 # Flags of the documented command that a real run drops, with how many values each takes.
 DROPPED = {"--mock": 1, "--trace": 1}
@@ -82,18 +81,14 @@ def _real_run_arguments(words: list[str]) -> list[str]:
             skip = DROPPED[word]
         else:
             kept.append(word)
+    kept += ["--model", f"openai://{local_model.MODEL_NAME}"]
     return kept if "--approve" in kept else [*kept, "--approve", "auto"]
 
 
 def scratch_copy(program: Path, into: Path) -> Path:
-    """A copy of the program's top folder with every llm import on the local model."""
+    """A copy of the program's top folder (examples/ or tutorials/) to run in."""
     top = program.relative_to(ROOT).parts[0]
     shutil.copytree(ROOT / top, into / top)
-    for source in (into / top).rglob("*.as"):
-        text = source.read_text(encoding="utf-8")
-        source.write_text(
-            LLM_IMPORT.sub(rf'\1"openai://{local_model.MODEL_NAME}"', text), encoding="utf-8"
-        )
     return into
 
 
