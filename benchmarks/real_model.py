@@ -13,10 +13,13 @@ the repair message), in two modes:
 - compact-ignored: the default compact layout sent to such a server: the first prompt has no
   shape at all, so only the repair message (which ends with the answer's form) can tell it.
 
-For each mode: how many prompts were valid at the first attempt and within the attempts, the
-mean attempts used, the model calls, seconds and tokens per call (as the server counted them),
-and the errors the failed attempts gave. The load average is printed beside the figures: the
-machine is shared, so the seconds are noisy; the valid counts are not (temperature 0).
+For each mode: how many prompts were valid at the first attempt and within the attempts, how
+many failed because the answer was cut off at `max_output` (a cut-off answer is not repaired:
+the same limit would cut it off again), the mean attempts used, the model calls, seconds and
+tokens per call (as the server counted them), and the errors the failed attempts gave. The
+load average is printed beside the figures: the machine is shared, so the seconds are noisy;
+the valid counts much less so (temperature 0, though two requests at once on the server's two
+slots can change an answer).
 
     python benchmarks/real_model.py [--quick] [--json] [--url http://127.0.0.1:PORT/v1]
 
@@ -115,6 +118,8 @@ class ModeReport:
             "first_try_valid": sum(o.first_try for o in outcomes),
             "after_repair_valid": sum(o.valid for o in outcomes),
             "mean_attempts": round(sum(o.attempts for o in outcomes) / max(len(outcomes), 1), 2),
+            # Failed because the last answer hit max_output (not repaired: it would again).
+            "cut_off": sum(not o.valid and "cut off" in (o.errors or [""])[-1] for o in outcomes),
             "calls": sum(o.calls for o in outcomes),
             "seconds": round(sum(o.seconds for o in outcomes), 1),
             "seconds_per_call": round(sum(o.seconds for o in outcomes) / calls, 2),
@@ -252,7 +257,17 @@ def _rate(count: int, total: int) -> float:
 
 def print_table(result: dict[str, Any]) -> None:
     rows = [
-        ("mode", "first try", "after repair", "attempts", "calls", "s/call", "in tok", "out tok")
+        (
+            "mode",
+            "first try",
+            "after repair",
+            "cut off",
+            "attempts",
+            "calls",
+            "s/call",
+            "in tok",
+            "out tok",
+        )
     ]
     for name, mode in result["modes"].items():
         prompts = mode["prompts"]
@@ -261,6 +276,7 @@ def print_table(result: dict[str, Any]) -> None:
                 name,
                 f"{mode['first_try_valid']}/{prompts}",
                 f"{mode['after_repair_valid']}/{prompts}",
+                str(mode["cut_off"]),
                 f"{mode['mean_attempts']:.2f}",
                 str(mode["calls"]),
                 f"{mode['seconds_per_call']:.1f}",
