@@ -21,7 +21,8 @@ load average is printed beside the figures: the machine is shared, so the second
 the valid counts much less so (temperature 0, though two requests at once on the server's two
 slots can change an answer).
 
-    python benchmarks/real_model.py [--quick] [--json] [--url http://127.0.0.1:PORT/v1]
+    python benchmarks/real_model.py [--quick] [--json] [--max-output 160] [--modes a,b]
+        [--url http://127.0.0.1:PORT/v1]
 
 Without --url it starts the local server itself (and stops it at the end). Never asserts.
 """
@@ -139,20 +140,22 @@ class GenerateEvents(TraceSink):
             self.events.append(event.data)
 
 
-def program_text(prompt: dict[str, Any]) -> str:
+def program_text(prompt: dict[str, Any], max_output: int = MAX_OUTPUT) -> str:
     shape = "\n".join(" " * 12 + line for line in prompt["shape"].splitlines())
     return PROGRAM.format(
         model=local_model.MODEL_NAME,
         instruction=json.dumps(prompt["instruction"]),
         attempts=ATTEMPTS,
-        max_output=MAX_OUTPUT,
+        max_output=max_output,
         shape=shape,
     )
 
 
-def run_prompt(prompt: dict[str, Any], mode: Mode, proxy: UsageProxy, folder: Path) -> Outcome:
+def run_prompt(
+    prompt: dict[str, Any], mode: Mode, proxy: UsageProxy, folder: Path, max_output: int
+) -> Outcome:
     program = folder / f"{prompt['id']}.as"
-    program.write_text(program_text(prompt), encoding="utf-8")
+    program.write_text(program_text(prompt, max_output), encoding="utf-8")
     environ = {
         **os.environ,
         "OPENAI_BASE_URL": proxy.url,
@@ -192,7 +195,7 @@ def run_prompt(prompt: dict[str, Any], mode: Mode, proxy: UsageProxy, folder: Pa
 
 
 def measure(
-    url: str, prompts: list[dict[str, Any]], modes: list[Mode], folder: Path
+    url: str, prompts: list[dict[str, Any]], modes: list[Mode], folder: Path, max_output: int
 ) -> list[ModeReport]:
     reports = []
     for mode in modes:
@@ -200,7 +203,7 @@ def measure(
         report = ModeReport(mode)
         with UsageProxy(url, rewrite) as proxy:
             for prompt in prompts:
-                outcome = run_prompt(prompt, mode, proxy, folder)
+                outcome = run_prompt(prompt, mode, proxy, folder, max_output)
                 report.outcomes.append(outcome)
                 print(f"  {mode.name:15} {_line(outcome)}", file=sys.stderr, flush=True)
         reports.append(report)
@@ -220,7 +223,7 @@ def _short(text: str, limit: int = 110) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def summary(reports: list[ModeReport], seconds: float) -> dict[str, Any]:
+def summary(reports: list[ModeReport], seconds: float, max_output: int) -> dict[str, Any]:
     by_mode = {report.mode.name: report.summary() for report in reports}
     empty = ModeReport(MODES[0]).summary()
     constrained = by_mode.get("constrained", empty)
@@ -231,7 +234,7 @@ def summary(reports: list[ModeReport], seconds: float) -> dict[str, Any]:
         "model": local_model.MODEL_FILE,
         "prompts": prompts,
         "attempts": ATTEMPTS,
-        "max_output": MAX_OUTPUT,
+        "max_output": max_output,
         "constrained_first_try_valid": _rate(constrained["first_try_valid"], prompts),
         "constrained_valid": _rate(constrained["after_repair_valid"], prompts),
         "unconstrained_first_try_valid": _rate(unconstrained["first_try_valid"], prompts),
@@ -301,6 +304,9 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print a JSON summary object")
     parser.add_argument("--url", help="an already running server's base URL (…/v1)")
     parser.add_argument(
+        "--max-output", type=int, default=MAX_OUTPUT, help="each generate's max_output (tokens)"
+    )
+    parser.add_argument(
         "--modes",
         default=",".join(mode.name for mode in MODES),
         help="which modes to run, comma-separated (default: all)",
@@ -317,8 +323,8 @@ def main() -> int:
         url = options.url or stack.enter_context(local_model.serve())
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="real-model-")))
         started = time.monotonic()
-        reports = measure(url, prompts, modes, folder)
-        result = summary(reports, time.monotonic() - started)
+        reports = measure(url, prompts, modes, folder, options.max_output)
+        result = summary(reports, time.monotonic() - started, options.max_output)
     if options.json:
         print(json.dumps(result, indent=2))
     else:
