@@ -42,6 +42,8 @@ import local_model  # noqa: E402
 
 FOLDERS = ("examples", "tutorials")
 COMMAND = re.compile(r"^//\s+agentscript run (.+)$", re.MULTILINE)
+# A program with models of its own or in the agents it imports.
+MODELS = re.compile(r"^import (llm|agent) ", re.MULTILINE)
 LOCATED = re.compile(r"\.as:\d+:\d+")
 # Flags of the documented command that a real run drops, with how many values each takes.
 DROPPED = {"--mock": 1, "--trace": 1}
@@ -64,14 +66,17 @@ def programs() -> list[tuple[Path, list[str]]]:
     found = []
     for folder in FOLDERS:
         for path in sorted((ROOT / folder).rglob("*.as")):
-            matched = COMMAND.search(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+            matched = COMMAND.search(text)
             if matched:
                 words = shlex.split(matched.group(1))
-                found.append((path, _real_run_arguments(words[1:])))
+                found.append(
+                    (path, _real_run_arguments(words[1:], MODELS.search(text) is not None))
+                )
     return found
 
 
-def _real_run_arguments(words: list[str]) -> list[str]:
+def _real_run_arguments(words: list[str], has_models: bool) -> list[str]:
     kept: list[str] = []
     skip = 0
     for word in words:
@@ -81,7 +86,8 @@ def _real_run_arguments(words: list[str]) -> list[str]:
             skip = DROPPED[word]
         else:
             kept.append(word)
-    kept += ["--model", f"openai://{local_model.MODEL_NAME}"]
+    if has_models:  # a program without models (control-flow.as) refuses --model
+        kept += ["--model", f"openai://{local_model.MODEL_NAME}"]
     return kept if "--approve" in kept else [*kept, "--approve", "auto"]
 
 
