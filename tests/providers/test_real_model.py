@@ -17,8 +17,8 @@ import pytest
 
 import agentscript
 from agentscript.runtime.trace import TraceSink
-from real_model_support import UsageProxy
 from timings import without_timings
+from usage_proxy import UsageProxy
 
 pytestmark = pytest.mark.real_model
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from agentscript.providers.llm.mock import MockLlm, ScriptedLlm
+from agentscript.runtime.context import PromptLayout
 from agentscript.runtime.errors import ExecutionError, ModelOutputError
 
 Run = Callable[..., Any]
@@ -153,6 +154,34 @@ def test_json_parse_errors_are_retried_without_previous_output(run: Run, program
         "Decide.\n\nPrevious generation failed.\n\n"
         "Error:\nLLM provider did not return JSON: I think the answer is yes.\n\n"
         f"{REPAIR_TAIL}"
+    )
+
+
+def test_the_compact_layouts_repair_ends_with_the_answers_form(run: Run, program: Program) -> None:
+    """The compact prompt prints no schema: a model whose server ignored it learns the shape
+    from the repair, as placeholders it cannot pass by copying."""
+    llm = ScriptedLlm(["Sure! Here it is.", {"ok": True, "tags": ["a"], "n": 1, "kind": "b"}])
+    recorded: list[Any] = []
+
+    class CompactSpy:
+        def prompt_layout(self, model: Any) -> PromptLayout:
+            return PromptLayout.COMPACT
+
+        def generate(self, request: Any) -> Any:
+            recorded.append(request.instruction)
+            return llm.generate(request)
+
+    shaped = (
+        'return generate({ input: "Decide.", attempts: 2 }) -> '
+        '{ ok boolean tags list[string] n number kind: "a" | "b" }'
+    )
+    run(program(shaped), llm=CompactSpy())
+    assert recorded[1] == (
+        "Decide.\n\nPrevious generation failed.\n\n"
+        "Error:\nLLM provider did not return JSON: Sure! Here it is.\n\n"
+        f"{REPAIR_TAIL} Reply with one JSON object of this form, each <type> replaced by a value"
+        " of that type taken from the context, and nothing else:\n"
+        '{"ok": <boolean>, "tags": [<string>], "n": <number>, "kind": <"a" | "b">}'
     )
 
 

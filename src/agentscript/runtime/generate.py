@@ -22,7 +22,7 @@ from agentscript.runtime.context import (
 from agentscript.runtime.errors import AgentScriptError, ExecutionError, ModelOutputError
 from agentscript.runtime.jsjson import stringify
 from agentscript.runtime.ports import GenerateRequest, LlmProvider
-from agentscript.runtime.shapes import coerce, shape_schema, validate_output
+from agentscript.runtime.shapes import choice_values, coerce, shape_schema, validate_output
 from agentscript.runtime.trace import Tracer, short
 from agentscript.runtime.usage import Usage
 from agentscript.runtime.values import LlmBinding, sanitize
@@ -237,7 +237,9 @@ def run_generate(
             failures.append(str(error))
             # A cut-off answer is not repaired: the same output limit would cut it off again.
             if attempt < settings.attempts and not error.cut_off:
-                instruction = repair_instruction(call.instruction, provider_message, call.layout)
+                instruction = repair_instruction(
+                    call.instruction, provider_message, call.layout, shape=shape
+                )
                 continue
             _trace_failure(tracer, call, built, attempt, failures, usage, answered)
             raise
@@ -245,7 +247,9 @@ def run_generate(
             error.at(where, call.path)
             failures.append(str(error))
             if has_output and shape is not None and attempt < settings.attempts:
-                instruction = repair_instruction(call.instruction, str(error), call.layout, raw)
+                instruction = repair_instruction(
+                    call.instruction, str(error), call.layout, raw, shape=shape
+                )
                 continue
             _trace_failure(tracer, call, built, attempt, failures, usage, answered)
             raise
@@ -277,22 +281,54 @@ def repair_instruction(
     error: str,
     layout: PromptLayout = PromptLayout.ORIGINAL,
     output: Any = _NO_OUTPUT,
+    shape: ast.ShapeObjectExpr | None = None,
 ) -> Any:
     """The instruction for the next attempt: the original plus a repair message. The previous
     output is shown when there was one (a JSON null counts; a non-JSON answer does not), as
-    pretty JSON in the 0.1.0 layout and compact JSON in the compact one."""
+    pretty JSON in the 0.1.0 layout and compact JSON in the compact one.
+
+    The compact layout prints no schema (the provider sends it natively), so when a server
+    ignored it the model has never seen the shape: its repair message ends with the answer's
+    form (`answer_form`). The 0.1.0 layout keeps the original's message byte for byte; it
+    prints the whole schema after the instruction anyway."""
     parts = ["Previous generation failed."]
     if output is not _NO_OUTPUT:
         indent = 2 if layout is PromptLayout.ORIGINAL else None
         parts.append("Previous output:\n" + stringify(sanitize(output), indent))
     parts.append("Error:\n" + error)
-    parts.append("Return corrected JSON matching the requested schema only.")
+    tail = "Return corrected JSON matching the requested schema only."
+    if shape is not None and layout is not PromptLayout.ORIGINAL:
+        tail += (
+            " Reply with one JSON object of this form, each <type> replaced by a value of"
+            " that type taken from the context, and nothing else:\n" + answer_form(shape)
+        )
+    parts.append(tail)
     message = "\n\n".join(parts)
     if isinstance(original, str):
         return original + "\n\n" + message
     if isinstance(original, dict):
         return {**original, "repair": message}
     return {"input": original, "repair": message}
+
+
+def answer_form(shape: ast.ShapeObjectExpr) -> str:
+    """The shape as the JSON object a model should write, each value a placeholder naming its
+    type: `{"label": <string>, "tags": [<string>]}`. Not JSON itself, so a model that copies it
+    instead of filling it in fails again rather than passing with made-up values."""
+    fields = ", ".join(
+        f"{stringify(field.name)}: {_placeholder(field.type)}" for field in shape.fields
+    )
+    return "{" + fields + "}"
+
+
+def _placeholder(shape_type: ast.ShapeType) -> str:
+    if isinstance(shape_type, ast.ListShapeType):
+        return "[" + _placeholder(shape_type.item_type) + "]"
+    if isinstance(shape_type, ast.ChoiceShapeType):
+        return "<" + " | ".join(stringify(value) for value in choice_values(shape_type)) + ">"
+    if shape_type.name == "list":
+        return "[<json>]"
+    return f"<{shape_type.name}>"
 
 
 def _trace_failure(
