@@ -47,6 +47,10 @@ MODEL_NAME = "smollm2"
 # few requests can run at once, and no more threads than a small machine has.
 CONTEXT_TOKENS = 4096
 SLOTS = 2
+# The most one answer may hold when the request sets no limit: a small model caught in a
+# repetition loop otherwise writes until its context is full (minutes on a CPU); capped, the
+# answer ends as cut off ("finish_reason": "length"), which a run reports at the generate.
+ANSWER_TOKENS = 1024
 STARTUP_SECONDS = 60.0
 
 
@@ -185,6 +189,7 @@ def serve(found: LocalModel | None = None, threads: int | None = None) -> Iterat
         "--host", "127.0.0.1",
         "--port", str(port),
         "-c", str(CONTEXT_TOKENS),
+        "-n", str(ANSWER_TOKENS),
         "-np", str(SLOTS),
         "--threads", str(threads or min(os.cpu_count() or 2, 4)),
     ]  # fmt: skip
@@ -248,12 +253,16 @@ def _say(quiet: bool, text: str) -> None:
 def _usage_text(found: LocalModel) -> str:
     return f"""The local model is ready in {found.server.parent.parent}
 Serve it (in one shell):
-  {found.server} -m {found.model} --host 127.0.0.1 --port 8080 -c {CONTEXT_TOKENS}
+  {found.server} -m {found.model} --host 127.0.0.1 --port 8080 -c {CONTEXT_TOKENS} -n {ANSWER_TOKENS}
   (or: python scripts/local_model.py serve)
 Run a program on it (in another):
   OPENAI_BASE_URL=http://127.0.0.1:8080/v1 agentscript run FILE --model openai://{MODEL_NAME}
 A 135M model answers weakly and at a few tokens a second: it exercises every path a real model
 takes (schemas, repairs, streaming, timeouts), not task quality. See docs/models.md."""
+
+
+def _interrupt(number: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def main() -> int:
@@ -268,6 +277,8 @@ def main() -> int:
     if options.command == "build":
         print(_usage_text(found))
         return 0
+    # SIGTERM stops the server as Ctrl-C does (the `with` below stops it on the way out).
+    signal.signal(signal.SIGTERM, _interrupt)
     with serve(found) as url:
         print(f"serving {MODEL_FILE} at {url} (model name: {MODEL_NAME}); Ctrl-C stops it")
         with contextlib.suppress(KeyboardInterrupt):
