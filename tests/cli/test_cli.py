@@ -591,7 +591,7 @@ def test_click_runner_check_failure_exits_1() -> None:
         (["broken.as"], "Expected configuration declaration or function declaration at "),
         (["greet.as", "--input", "{"], "--input is not valid JSON: "),
         (["entries.as", "--function", "nope"], "Unknown function 'nope'"),
-        (["run", "greet.as", "--mock", "nowhere.json"], "Cannot read scripted responses "),
+        (["run", "greet.as", "--mock", "nowhere.json"], "Scripted responses not found: "),
         (["run", "greet.as", "--input", "{}", "--trace"], "Expected value after --trace"),
     ],
 )

@@ -683,7 +683,7 @@ def test_a_model_that_cannot_be_set_up_is_one_recorded_error(tmp_path: Path) -> 
 
     (run,) = report.runs
     assert run.outcome == "error"
-    assert "Cannot read scripted responses" in run.note
+    assert "Scripted responses not found" in run.note
     assert report.stopped == "unrunnable"
 
 

@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast, get_args
 
 from agentscript.providers.storage.sqlite_files import SqliteFile
 from agentscript.runtime.errors import AgentScriptError
@@ -359,24 +359,39 @@ class SqliteJournalStore:
                 "FROM entries WHERE run_id = ? ORDER BY seq",
                 (run_id,),
             ).fetchall()
-            wanted = {
-                digest for row in rows if row[8] is not None for _, digest in json.loads(row[8])
-            }
+            wanted: set[str] = set()
+            for row in rows:
+                if row[8] is not None:
+                    holes = _RowCheck(f"Entry {row[0]!r} of run {run_id!r}").json_value(
+                        "holes_json", row[8]
+                    )
+                    try:
+                        wanted.update(str(digest) for _, digest in holes)
+                    except (TypeError, ValueError):
+                        raise JournalError(
+                            f"Entry {row[0]!r} of run {run_id!r} in the journal is damaged: "
+                            "holes_json is not a list of holes"
+                        ) from None
             blobs = _read_blobs(connection, wanted)
         entries: list[JournalEntry] = []
         for seq, phase, kind, event_id, parent, depth, at, data_json, holes_json in rows:
-            holes = json.loads(holes_json) if holes_json is not None else []
+            check = _RowCheck(f"Entry {seq!r} of run {run_id!r}")
+            holes = check.json_value("holes_json", holes_json) if holes_json is not None else []
+            try:
+                data = unpack(check.text("data_json", data_json), holes, blobs)
+            except (ValueError, RecursionError, KeyError, IndexError, TypeError):
+                raise check._damaged("data_json", data_json, "the data it packed") from None
             entries.append(
                 JournalEntry(
                     run_id,
-                    seq,
-                    phase,
-                    kind,
-                    event_id,
-                    parent,
-                    depth,
-                    at,
-                    unpack(data_json, holes, blobs),
+                    int(check.number("seq", seq)),
+                    cast(Phase, check.choice("phase", phase, get_args(Phase))),
+                    check.text("kind", kind),
+                    None if event_id is None else int(check.number("event_id", event_id)),
+                    None if parent is None else int(check.number("parent", parent)),
+                    int(check.number("depth", depth)),
+                    check.number("at", at),
+                    data,
                 )
             )
         return entries
@@ -493,6 +508,8 @@ def _text(value: str | None) -> str | None:
 
 
 def _run_record(row: tuple[Any, ...]) -> RunRecord:
+    """A runs row as a RunRecord, each column checked: a journal can be shipped or edited by
+    someone else, and a damaged row is a clear error, never a traceback further on."""
     (
         run_id,
         status,
@@ -508,18 +525,68 @@ def _run_record(row: tuple[Any, ...]) -> RunRecord:
         usage_json,
         events,
     ) = row
+    check = _RowCheck(f"Run {run_id!r}")
+    usage = check.json_object("usage_json", usage_json)
     return RunRecord(
-        run_id=run_id,
-        status=status,
-        started_at=started_at,
-        heartbeat_at=heartbeat_at,
-        ended_at=ended_at,
-        pid=pid,
-        host=host,
-        program=program,
-        entry=entry,
-        workspace=workspace,
-        error=error,
-        usage=json.loads(usage_json) if usage_json is not None else None,
-        events=events,
+        run_id=check.text("run_id", run_id),
+        status=cast(RunStatus, check.choice("status", status, get_args(RunStatus))),
+        started_at=check.number("started_at", started_at),
+        heartbeat_at=check.number("heartbeat_at", heartbeat_at),
+        ended_at=None if ended_at is None else check.number("ended_at", ended_at),
+        pid=int(check.number("pid", pid)),
+        host=check.text("host", host),
+        program=check.optional_text("program", program),
+        entry=check.optional_text("entry", entry),
+        workspace=check.optional_text("workspace", workspace),
+        error=check.optional_text("error", error),
+        usage=usage,
+        events=int(check.number("events", events)),
     )
+
+
+class _RowCheck:
+    """Checks of one journal row's columns, each failure a JournalError naming the row, the
+    column and what it holds."""
+
+    def __init__(self, row: str) -> None:
+        self.row = row
+
+    def _damaged(self, column: str, value: Any, wanted: str) -> JournalError:
+        shown = repr(value)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        return JournalError(
+            f"{self.row} in the journal is damaged: {column} is {shown}, not {wanted}"
+        )
+
+    def number(self, column: str, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self._damaged(column, value, "a number")
+        return float(value) if isinstance(value, float) else value
+
+    def text(self, column: str, value: Any) -> str:
+        if not isinstance(value, str):
+            raise self._damaged(column, value, "text")
+        return value
+
+    def choice(self, column: str, value: Any, allowed: tuple[str, ...]) -> str:
+        if value not in allowed:
+            raise self._damaged(column, value, "one of " + ", ".join(allowed))
+        return str(value)
+
+    def optional_text(self, column: str, value: Any) -> str | None:
+        return None if value is None else self.text(column, value)
+
+    def json_value(self, column: str, value: Any) -> Any:
+        try:
+            return json.loads(self.text(column, value))
+        except (ValueError, RecursionError):
+            raise self._damaged(column, value, "JSON") from None
+
+    def json_object(self, column: str, value: Any) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        parsed = self.json_value(column, value)
+        if not isinstance(parsed, dict):
+            raise self._damaged(column, value, "a JSON object")
+        return parsed
