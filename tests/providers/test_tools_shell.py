@@ -148,3 +148,14 @@ def test_unknown_scheme_names_the_supported_ones(tools: ToolRegistry) -> None:
     with pytest.raises(ExecutionError) as caught:
         call(tools, "ftp://host", "get", {})
     assert str(caught.value) == "Unsupported tool URI scheme 'ftp'. Supported: file, sh"
+
+
+def test_grep_reads_a_file_whose_name_holds_a_backslash(
+    tools: ToolRegistry, tmp_path: Path
+) -> None:
+    (tmp_path / "docs" / "a\\b.md").write_text("generate here\n")
+    result = call(tools, "sh://grep", "run", {"path": "docs", "pattern": "generate"})
+    assert result == {
+        "ok": True,
+        "matches": [{"path": "docs/a\\b.md", "line": 1, "text": "generate here"}],
+    }

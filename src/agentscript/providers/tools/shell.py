@@ -94,10 +94,10 @@ class ShellTools:
             deadline.check()
             if entry.is_dir or (include is not None and not include.search(entry.path)):
                 continue
-            if self.workspace.size(entry.path) > GREP_MAX_FILE_BYTES:
+            if self.workspace.size(entry) > GREP_MAX_FILE_BYTES:
                 continue
             try:
-                yield entry.path, self.workspace.read_text(entry.path, limit=GREP_MAX_FILE_BYTES)
+                yield entry.path, self.workspace.read_text(entry, limit=GREP_MAX_FILE_BYTES)
             except ExecutionError:
                 continue
 

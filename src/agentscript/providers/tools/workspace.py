@@ -39,10 +39,12 @@ class WorkspaceError(ExecutionError):
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One file or directory met while walking a tree."""
+    """One file or directory met while walking a tree. Read it by the entry itself, not by
+    `path`: a name may hold a `\\`, which a path a program writes takes as a separator."""
 
     path: str  # workspace-relative, "/"-separated; "." for the root
     is_dir: bool
+    parts: tuple[str, ...] = ()  # the names below the root, as the file system has them
 
 
 class Workspace:
@@ -194,10 +196,10 @@ class Workspace:
         finally:
             os.close(fd)
 
-    def _split(self, path: str) -> tuple[list[str], str]:
-        parts = self.parts(path)
+    def _split(self, path: str | Entry) -> tuple[list[str], str]:
+        parts = list(path.parts) if isinstance(path, Entry) else self.parts(path)
         if not parts:
-            raise WorkspaceError(f"Path is the workspace root, not a file: {path}")
+            raise WorkspaceError(f"Path is the workspace root, not a file: {_shown(path)}")
         return parts[:-1], parts[-1]
 
     def _check_regular(self, info: os.stat_result, path: str) -> None:
@@ -227,9 +229,10 @@ class Workspace:
         except (FileNotFoundError, NotADirectoryError, WorkspaceError):
             return False
 
-    def read_bytes(self, path: str, limit: int | None = None) -> bytes:
+    def read_bytes(self, entry: str | Entry, limit: int | None = None) -> bytes:
         cap = self.max_file_bytes if limit is None else limit
-        parents, name = self._split(path)
+        parents, name = self._split(entry)
+        path = _shown(entry)
         try:
             with self._directory(parents) as directory:
                 try:
@@ -293,10 +296,10 @@ class Workspace:
             raise WorkspaceError(f"Path escapes workspace {self.root}: {path}")
         return self.read_bytes("/".join(inside) or ".", limit)
 
-    def read_text(self, path: str, limit: int | None = None) -> str:
+    def read_text(self, path: str | Entry, limit: int | None = None) -> str:
         return self.read_bytes(path, limit).decode("utf-8", errors="replace")
 
-    def size(self, path: str) -> int:
+    def size(self, path: str | Entry) -> int:
         parents, name = self._split(path)
         with self._directory(parents) as fd:
             return os.stat(name, dir_fd=fd, follow_symlinks=False).st_size
@@ -327,30 +330,31 @@ class Workspace:
             if stat.S_ISLNK(info.st_mode):
                 return
             if not stat.S_ISDIR(info.st_mode):
-                yield Entry(start, False)
+                yield Entry(start, False, tuple(parts))
                 return
-        yield Entry(start, True)
+        yield Entry(start, True, tuple(parts))
         with self._directory(parts) as fd:
-            yield from self._walk_below(fd, "" if start == "." else start)
+            yield from self._walk_below(fd, "" if start == "." else start, tuple(parts))
 
-    def _walk_below(self, fd: int, prefix: str) -> Iterator[Entry]:
+    def _walk_below(self, fd: int, prefix: str, above: tuple[str, ...]) -> Iterator[Entry]:
         for name in sorted(os.listdir(fd)):
             if not prefix and name == STATE_DIRECTORY:
                 # Our own state (journal, memory, effect side store) is not the user's files.
                 continue
             info = os.stat(name, dir_fd=fd, follow_symlinks=False)
             relative = f"{prefix}/{name}" if prefix else name
+            parts = (*above, name)
             if stat.S_ISLNK(info.st_mode):
                 continue
             if stat.S_ISDIR(info.st_mode):
-                yield Entry(relative, True)
+                yield Entry(relative, True, parts)
                 child = os.open(name, _DIRECTORY_FLAGS, dir_fd=fd)
                 try:
-                    yield from self._walk_below(child, relative)
+                    yield from self._walk_below(child, relative, parts)
                 finally:
                     os.close(child)
             else:
-                yield Entry(relative, False)
+                yield Entry(relative, False, parts)
 
     # ------------------------------------------------------------------ writing
 
@@ -430,3 +434,7 @@ def _read_capped(handle: BinaryIO, cap: int) -> bytes:
         chunks.append(chunk)
         size += len(chunk)
     return b"".join(chunks)
+
+
+def _shown(path: str | Entry) -> str:
+    return path.path if isinstance(path, Entry) else path
