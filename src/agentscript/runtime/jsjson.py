@@ -67,7 +67,10 @@ def format_number(value: float) -> str:
     if isinstance(value, int):
         if abs(value) < _EXACT_INTEGER_LIMIT:
             return str(value)
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:  # past a double: what JavaScript would hold
+            value = math.inf if value > 0 else -math.inf
     if math.isnan(value) or math.isinf(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if value == 0:
@@ -169,12 +172,11 @@ def parse(text: str) -> Any:
     without values nested deeper than MAX_JSON_DEPTH (a ValueError, like any bad JSON)."""
     if text.count("[") + text.count("{") > MAX_JSON_DEPTH:
         _check_depth(text)
-    return json.loads(
-        text, parse_constant=_reject_constant, parse_int=_parse_int, parse_float=_parse_float
-    )
+    return json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int)
 
 
-# A whole number with more digits than this is past what a double holds (about 1.8e308).
+# A whole number with more digits than this is past what a double holds (about 1.8e308):
+# refused (a float literal that large reads as Infinity, as JSON.parse reads it).
 _MAX_INT_DIGITS = 309
 
 
@@ -183,12 +185,6 @@ def _parse_int(text: str) -> int:
         raise ValueError(f"Number {text[:20]}… ({len(text)} digits) is too large for JSON")
     return int(text)
 
-
-def _parse_float(text: str) -> float:
-    value = float(text)
-    if math.isinf(value):
-        raise ValueError(f"Number {text[:40]} is too large for JSON")
-    return value
 
 
 def _check_depth(text: str) -> None:
