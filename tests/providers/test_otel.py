@@ -230,3 +230,14 @@ def test_settings_follow_the_standard_variables() -> None:
         {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://tempo:4318/custom/traces"}
     )
     assert traces.endpoint == "http://tempo:4318/custom/traces"
+
+
+def test_only_our_bounded_wait_runs_at_exit_not_the_sdks_own_shutdown() -> None:
+    """The SDK's own exit handler waits out the exporter's retries to a collector that is down
+    (3 s and more, where the docs promise at most 2 s): a pipeline never registers it, and
+    `wait_for_telemetry`, bounded by EXIT_WAIT_SECONDS, is what runs at exit."""
+    pipeline = Pipeline.open(OtlpSettings.from_environ({}, f"http://127.0.0.1:{closed_port()}"))
+    try:
+        assert getattr(pipeline.provider, "_atexit_handler", None) is None
+    finally:
+        pipeline.shutdown()

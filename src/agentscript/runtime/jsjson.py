@@ -186,7 +186,6 @@ def _parse_int(text: str) -> int:
     return int(text)
 
 
-
 def _check_depth(text: str) -> None:
     depth = 0
     for match in _STRUCTURE.finditer(text):

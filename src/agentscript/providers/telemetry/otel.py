@@ -101,7 +101,10 @@ class Pipeline:
 
     @classmethod
     def open(cls, settings: OtlpSettings) -> Pipeline:
-        provider = TracerProvider(resource=_resource(settings.service_name))
+        # Not shut down by OpenTelemetry at exit: `wait_for_telemetry` (atexit) bounds that wait,
+        # and a second, unbounded one would wait out the exporter's retries to a collector
+        # that is down.
+        provider = TracerProvider(resource=_resource(settings.service_name), shutdown_on_exit=False)
         exporter = CountingExporter(settings)
         provider.add_span_processor(BatchSpanProcessor(exporter))
         return cls(provider, exporter, provider.get_tracer(SCOPE))
