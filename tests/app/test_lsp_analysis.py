@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from agentscript.app.lsp import completion, diagnostics, hover, navigation, outline
 from agentscript.app.lsp.analysis import Analysis, Workspace
 from agentscript.app.lsp.recovery import parse_with_recovery
@@ -257,3 +259,30 @@ def test_a_config_file_nested_too_deep_is_ignored(tmp_path: Path) -> None:
         item.label for item in completion.complete(analysis, len(text), ToolCatalog(tmp_path))
     ]
     assert "sh://grep" in labels and not any(label.startswith("mcp://") for label in labels)
+
+
+def test_a_server_that_never_answers_costs_a_completion_its_short_start_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from agentscript.app.lsp import tool_methods
+
+    (tmp_path / "agentscript.mcp.json").write_text(
+        json.dumps(
+            {
+                "servers": {
+                    "hangs": {
+                        "command": sys.executable,
+                        "args": ["-c", "import time; time.sleep(60)"],
+                    }
+                }
+            }
+        )
+    )
+    monkeypatch.setattr(tool_methods, "LIST_START_SECONDS", 0.5)
+    catalog = ToolCatalog(tmp_path, start_mcp_servers=True)
+    # The default start bound is 20 s: with it, this call would wait that long (the test's
+    # own bound is what the suite's timeout would show); with the editor's, half a second.
+    assert [method.name for method in catalog.methods("mcp://hangs")] == ["call"]
+    assert catalog.listed == {(str(tmp_path), "mcp://hangs"): ()}

@@ -88,13 +88,19 @@ class ToolCatalog:
         return self.listed[key]
 
 
+# How long the editor waits for an MCP server to start and list its tools (unless the server's
+# configuration sets its own startTimeout): a completion must not hang on a server that never
+# answers.
+LIST_START_SECONDS = 3.0
+
+
 def _listed_by_server(workspace: Path, uri: str) -> tuple[Method, ...]:
     """Start the server, list its tools, stop it; nothing when it cannot start or answer."""
     from agentscript.providers.tools.mcp import list_server_tools
     from agentscript.runtime.errors import AgentScriptError
 
     try:
-        tools = list_server_tools(workspace, uri)
+        tools = list_server_tools(workspace, uri, start_timeout=LIST_START_SECONDS)
     except AgentScriptError:
         return ()
     return tuple(

@@ -150,11 +150,18 @@ def approve_every_start(request: ToolCall, launch: ServerLaunch) -> None:
 
 
 def list_server_tools(
-    workspace: Path, uri: str, *, environ: Mapping[str, str] | None = None
+    workspace: Path,
+    uri: str,
+    *,
+    environ: Mapping[str, str] | None = None,
+    start_timeout: float = DEFAULT_START_TIMEOUT,
 ) -> list[dict[str, Any]]:
     """The tools of the server `uri` names, without running a program: starts the server,
-    lists its tools and stops it again."""
-    with McpTools(workspace, environ=environ, approve_start=approve_every_start) as tools:
+    lists its tools and stops it again. `start_timeout` bounds the start of a server whose
+    configuration sets none."""
+    with McpTools(
+        workspace, environ=environ, approve_start=approve_every_start, start_timeout=start_timeout
+    ) as tools:
         return tools.list_tools(uri)
 
 
