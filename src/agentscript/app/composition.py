@@ -379,6 +379,11 @@ def build_tools(
             database = scratch.path / "memory.db"
         return memory_tools(jail.root, database, environ, granted, secrets)
 
+    def python_tools() -> SchemeTool:
+        from agentscript.providers.tools.python import PythonTools
+
+        return PythonTools(jail.root)
+
     http = LazyTool(http_tools)
     registry = ToolRegistry(
         {
@@ -389,6 +394,7 @@ def build_tools(
             "https": http,
             "mcp": LazyTool(mcp_tools),
             "memory": LazyTool(memory_tools),
+            "python": LazyTool(python_tools),
         }
     )
     if config.model == "dry-run":
