@@ -20,6 +20,7 @@ import importlib
 import inspect
 import sys
 import threading
+import time
 import typing
 from collections.abc import Callable
 from pathlib import Path
@@ -239,11 +240,14 @@ def run_bounded(call: Callable[[], Any], request: ToolCall, timeout: float) -> A
         finally:
             done.set()
 
+    ends = time.monotonic() + timeout
+
+    def seconds_left() -> float:
+        return max(0.0, min(deadline.seconds_left(timeout), ends - time.monotonic()))
+
     threading.Thread(target=work, name=f"python-tool {request.label}", daemon=True).start()
-    limit = deadline.seconds_left(timeout)
-    while not done.wait(min(_POLL_SECONDS, limit)):
-        limit = deadline.seconds_left(timeout)
-        if deadline.stopped.is_set() or limit <= 0:
+    while not done.wait(min(_POLL_SECONDS, seconds_left())):
+        if deadline.stopped.is_set() or seconds_left() <= 0:
             _cancel(loop_box)
             deadline.check()  # Interrupted, or the run's time is up
             raise ExecutionError(f"{request.label} did not finish within {timeout:g} seconds")
