@@ -133,9 +133,7 @@ class PythonTools:
         for name, value in bound.arguments.items():
             if name in hints:
                 bound.arguments[name] = validate(hints[name], value, request.label, name)
-        result = run_bounded(
-            lambda: function(*bound.args, **bound.kwargs), request, self._timeout
-        )
+        result = run_bounded(lambda: function(*bound.args, **bound.kwargs), request, self._timeout)
         if "return" in hints:
             result = validate(hints["return"], result, request.label, None)
         return to_json(result, request.label)

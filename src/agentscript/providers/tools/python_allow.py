@@ -41,7 +41,9 @@ def allowed_modules(start: Path) -> tuple[Path | None, frozenset[str]]:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as problem:
-        raise ExecutionError(f"Cannot read the Python tool allow-list in {path}: {problem}")
+        raise ExecutionError(
+            f"Cannot read the Python tool allow-list in {path}: {problem}"
+        ) from None
     section = data.get("tool", {}).get("agentscript", {})
     listed = section.get("python_tools", []) if isinstance(section, dict) else []
     if not isinstance(listed, list) or not all(isinstance(name, str) for name in listed):
@@ -56,9 +58,7 @@ def check_allowed(uri: str, start: Path) -> str:
     saying how to allow it."""
     module = module_of(uri)
     if not module or not all(part.isidentifier() for part in module.split(".")):
-        raise ExecutionError(
-            f"'{uri}' does not name a Python module; write python:PACKAGE.MODULE"
-        )
+        raise ExecutionError(f"'{uri}' does not name a Python module; write python:PACKAGE.MODULE")
     path, allowed = allowed_modules(start)
     if module not in allowed:
         where = str(path) if path is not None else f"a {PYPROJECT} in the workspace"
