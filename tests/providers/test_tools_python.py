@@ -3,6 +3,7 @@ arguments, type-hint validation, JSON-safe values, risk marks and the run's dead
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sys
@@ -238,3 +239,181 @@ def test_a_hung_function_ends_at_the_tools_own_timeout(workspace: Workspace) -> 
         ExecutionError, match=re.escape("Text.hang did not finish within 0.2 seconds")
     ):
         tools.call(ToolCall("Text", workspace.uri, "hang", []))
+
+
+# ----------------------------------------------------------------------------- programs
+
+PROGRAM = """
+import llm M from "openai://m"
+import tool Text from "python:PACKAGE.text"
+
+agent Notes {
+  model M
+  role "note taker"
+  description "Slugs and records titles."
+  main func(input { title: string }) {
+    slug = Text.slugify(input.title)
+    loud = Text.shout(input.title)
+    kept = Text.record(slug)
+    { slug: slug, loud: loud, kept: kept }
+  }
+}
+"""
+
+
+def program(workspace: Workspace, source: str = PROGRAM) -> str:
+    path = workspace.root / "notes.as"
+    path.write_text(source.replace("PACKAGE", workspace.package))
+    return str(path)
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    from agentscript.cli.main import main
+
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run(
+    capsys: pytest.CaptureFixture[str], workspace: Workspace, *extra: str
+) -> tuple[int, str, str]:
+    return cli(
+        capsys,
+        "run",
+        program(workspace),
+        "--input",
+        '{"title": "Hello World"}',
+        "--no-learn",
+        "--quiet",
+        *extra,
+    )
+
+
+def test_check_refuses_a_module_the_workspace_does_not_allow_without_importing_it(
+    capsys: pytest.CaptureFixture[str], workspace: Workspace
+) -> None:
+    path = program(workspace)
+    assert cli(capsys, "check", path)[0] == 0
+    workspace.allow("os")
+
+    code, out, err = cli(capsys, "check", path)
+
+    assert code != 0
+    assert f"Python module '{workspace.package}.text' is not allowed" in out + err
+    assert f"{workspace.package}.text" not in sys.modules
+
+
+def test_a_run_calls_sync_and_async_tools_and_asks_before_effectful_ones(
+    capsys: pytest.CaptureFixture[str], workspace: Workspace
+) -> None:
+    code, out, err = run(capsys, workspace, "--mock", "--approve", "auto")
+
+    assert code == 0, err
+    assert json.loads(out) == {"slug": "hello-world", "loud": "HELLO WORLD", "kept": {"count": 1}}
+    assert workspace.module.CALLS == ["hello-world"]
+
+    code, out, err = run(capsys, workspace, "--mock", "--approve", "deny")
+
+    assert code != 0
+    assert "Text.record" in err
+    assert "refused" in err.lower()
+    assert workspace.module.CALLS == ["hello-world"]
+
+
+def test_a_run_refuses_a_module_the_workspace_does_not_allow(
+    capsys: pytest.CaptureFixture[str], workspace: Workspace
+) -> None:
+    workspace.allow()
+
+    code, _, err = run(capsys, workspace, "--mock", "--approve", "auto")
+
+    assert code != 0
+    assert "is not allowed: add it to [tool.agentscript] python_tools" in err
+    assert "Traceback" not in err
+
+
+def test_a_tool_that_raises_is_a_located_error_without_a_traceback(
+    capsys: pytest.CaptureFixture[str], workspace: Workspace
+) -> None:
+    source = PROGRAM.replace("Text.record(slug)", 'Text.fail("disk full")')
+
+    code, _, err = cli(
+        capsys,
+        "run",
+        program(workspace, source),
+        "--input",
+        '{"title": "a"}',
+        "--mock",
+        "--no-learn",
+        "--quiet",
+        "--approve",
+        "auto",
+    )
+
+    assert code != 0
+    assert "notes.as:12:" in err
+    assert "Text.fail raised ValueError: disk full" in err
+    assert "Traceback" not in err
+
+
+def test_a_hung_tool_is_stopped_by_the_runs_deadline(
+    capsys: pytest.CaptureFixture[str], workspace: Workspace
+) -> None:
+    source = PROGRAM.replace("Text.record(slug)", "Text.hang()")
+
+    code, _, err = cli(
+        capsys,
+        "run",
+        program(workspace, source),
+        "--input",
+        '{"title": "a"}',
+        "--mock",
+        "--no-learn",
+        "--quiet",
+        "--approve",
+        "auto",
+        "--max-seconds",
+        "0.5",
+    )
+
+    assert code != 0
+    assert "0.5" in err
+
+
+def test_effectful_python_tools_are_refused_inside_parallel_for(
+    capsys: pytest.CaptureFixture[str], workspace: Workspace
+) -> None:
+    source = PROGRAM.replace(
+        "kept = Text.record(slug)",
+        "kept = parallel for t in [slug] max 2 { Text.record(t) }",
+    )
+
+    code, out, err = cli(capsys, "check", program(workspace, source))
+
+    assert code != 0
+    assert "effectful operation 'Text.record' is not allowed inside parallel for" in out + err
+
+
+def test_a_replayed_run_calls_no_python_function(
+    capsys: pytest.CaptureFixture[str], workspace: Workspace
+) -> None:
+    code, recorded, err = run(capsys, workspace, "--mock", "--approve", "auto")
+    assert code == 0, err
+    assert workspace.module.CALLS == ["hello-world"]
+
+    code, replayed, err = run(capsys, workspace, "--replay", "last", "--approve", "deny")
+
+    assert code == 0, err
+    assert replayed == recorded
+    assert workspace.module.CALLS == ["hello-world"]
+
+
+def test_agentscript_tools_lists_the_functions_with_signatures_and_risks(
+    capsys: pytest.CaptureFixture[str], workspace: Workspace
+) -> None:
+    code, out, err = cli(capsys, "tools", program(workspace))
+
+    assert code == 0, err
+    assert "  slugify(text: str, sep: str = '-') -> str [read] - Lower-case words" in out
+    assert "  record(note: str) -> dict[str, int] [effect]" in out
