@@ -378,7 +378,8 @@ def test_a_hung_tool_is_stopped_by_the_runs_deadline(
     )
 
     assert code != 0
-    assert "0.5" in err
+    assert "Run budget exceeded: more than 0.5 seconds (--max-seconds)" in err
+    assert "notes.as:12:" in err
 
 
 def test_effectful_python_tools_are_refused_inside_parallel_for(
