@@ -418,3 +418,33 @@ def test_agentscript_tools_lists_the_functions_with_signatures_and_risks(
     assert code == 0, err
     assert "  slugify(text: str, sep: str = '-') -> str [read] - Lower-case words" in out
     assert "  record(note: str) -> dict[str, int] [effect]" in out
+
+
+# ----------------------------------------------------------------------------- the editor
+
+
+def test_the_language_server_completes_and_describes_functions_without_importing(
+    workspace: Workspace,
+) -> None:
+    from agentscript.app.lsp import completion, hover
+    from agentscript.app.lsp.analysis import Workspace as Documents
+    from agentscript.app.lsp.tool_methods import ToolCatalog
+
+    text = PROGRAM.replace("PACKAGE", workspace.package).replace(
+        "    kept = Text.record(slug)", "    kept = Text.record(slug)\n    x = Text."
+    )
+    analysis = Documents(lambda path: None).analyze(text, str(workspace.root / "notes.as"))
+    catalog = ToolCatalog(workspace.root)
+    offset = text.index("x = Text.") + len("x = Text.")
+
+    labels = [item.label for item in completion.complete(analysis, offset, catalog)]
+    described = hover.hover_text(analysis, text.index("Text.slugify") + 6, catalog)
+
+    assert {"slugify", "shout", "box", "record", "hang", "ahang"} <= set(labels)
+    assert "_private" not in labels
+    assert described is not None
+    assert "`slugify(text: str, sep: str='-') -> str` [read] — Lower-case words" in described
+    assert f"{workspace.package}.text" not in sys.modules
+
+    workspace.allow()
+    assert "slugify" not in [item.label for item in completion.complete(analysis, offset, catalog)]
