@@ -448,3 +448,38 @@ def test_the_language_server_completes_and_describes_functions_without_importing
 
     workspace.allow()
     assert "slugify" not in [item.label for item in completion.complete(analysis, offset, catalog)]
+
+
+def test_the_user_is_asked_before_an_unmarked_function_runs_and_not_before_a_read(
+    workspace: Workspace,
+) -> None:
+    import agentscript
+    from agentscript.app.configuration import RunConfig
+    from agentscript.providers.tools.approvals import Answer, ApprovalRequest
+
+    asked: list[tuple[str, str]] = []
+
+    def ask(approval: ApprovalRequest) -> Answer:
+        asked.append((approval.label, approval.risk))
+        return "no"
+
+    loaded = agentscript.load(program(workspace))
+    config = RunConfig(
+        model="mock", approve="ask", ask_user=ask, workspace=str(workspace.root), learn=False
+    )
+
+    with pytest.raises(agentscript.ExecutionError, match=re.escape("Text.record")):
+        agentscript.run(loaded, {"title": "Hello World"}, config)
+
+    assert asked == [("Text.record", "effect")]
+    assert workspace.module.CALLS == []
+
+
+def test_agentscript_tools_dry_imports_nothing(
+    capsys: pytest.CaptureFixture[str], workspace: Workspace
+) -> None:
+    code, out, err = cli(capsys, "tools", program(workspace), "--dry")
+
+    assert code == 0, err
+    assert out.strip() == f"Text  python:{workspace.package}.text"
+    assert f"{workspace.package}.text" not in sys.modules
