@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agentscript.providers.tools.python import PythonTools
-from agentscript.providers.tools.python_allow import allowed_modules, check_allowed
+from agentscript.providers.tools.python_allow import AllowList, check_allowed
 from agentscript.runtime.budgets import BudgetExceeded, CallDeadline
 from agentscript.runtime.errors import ExecutionError
 from agentscript.runtime.ports import ToolCall
@@ -92,6 +92,15 @@ def test_a_module_not_in_the_allow_list_is_refused_without_importing_it(
     assert f"{workspace.package}.text" not in sys.modules
 
 
+def test_the_allow_list_is_read_once_so_a_run_cannot_widen_it(workspace: Workspace) -> None:
+    workspace.allow()
+    tools = PythonTools(workspace.root)
+    workspace.allow(f"{workspace.package}.text")
+
+    with pytest.raises(ExecutionError, match="is not allowed"):
+        tools.call(ToolCall("Text", workspace.uri, "slugify", ["a"]))
+
+
 def test_allowing_a_package_does_not_allow_its_modules_nor_the_standard_library(
     tmp_path: Path,
 ) -> None:
@@ -107,7 +116,7 @@ def test_without_a_pyproject_nothing_is_allowed(tmp_path: Path) -> None:
     folder = tmp_path / "empty"
     folder.mkdir()
 
-    assert allowed_modules(folder) == (None, frozenset())
+    assert AllowList.read(folder) == AllowList(None, frozenset())
     with pytest.raises(
         ExecutionError, match=re.escape("add it to [tool.agentscript] python_tools")
     ):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import importlib
 import inspect
 import sys
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from agentscript.providers.tools.base import Risk
-from agentscript.providers.tools.python_allow import check_allowed
+from agentscript.providers.tools.python_allow import AllowList
 from agentscript.providers.tools.python_marks import marked_risk
 from agentscript.runtime.budgets import CallDeadline
 from agentscript.runtime.errors import ExecutionError
@@ -80,17 +81,25 @@ def import_module_from(name: str, workspace: Path) -> Any:
 
 
 class PythonTools:
-    """The `python` scheme over the modules the workspace at `workspace` allows."""
+    """The `python` scheme over the modules the workspace at `workspace` allows (`allow`,
+    else its allow-list as it is read now)."""
 
-    def __init__(self, workspace: Path, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        allow: AllowList | None = None,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+    ) -> None:
         self._workspace = workspace
+        # Read once: a pyproject.toml the run itself writes must not widen what it may import.
+        self._allow = allow if allow is not None else AllowList.read(workspace)
         self._timeout = timeout_seconds
         self._modules: dict[str, dict[str, Callable[..., Any]]] = {}
         self._lock = threading.Lock()
 
     def functions(self, uri: str) -> dict[str, Callable[..., Any]]:
         """The module's tool functions; ExecutionError when it is not allowed or not found."""
-        name = check_allowed(uri, self._workspace)
+        name = self._allow.check(uri)
         with self._lock:
             functions = self._modules.get(name)
             if functions is None:
@@ -127,8 +136,7 @@ class PythonTools:
 
     def call(self, request: ToolCall) -> Any:
         function = self.function(request)
-        signature = inspect.signature(function)
-        hints = _type_hints(function)
+        signature, hints = _introspect(function)
         bound = bind_arguments(request, signature)
         for name, value in bound.arguments.items():
             if name in hints:
@@ -146,6 +154,12 @@ def signature_text(function: Callable[..., Any]) -> str:
     except Exception:  # an annotation naming something undefined: show it as written
         signature = inspect.signature(function)
     return str(signature).replace("typing.", "")
+
+
+@functools.lru_cache(maxsize=1024)
+def _introspect(function: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, Any]]:
+    """The function's signature and resolved type hints, read once per function."""
+    return inspect.signature(function), _type_hints(function)
 
 
 def _type_hints(function: Callable[..., Any]) -> dict[str, Any]:
@@ -174,10 +188,10 @@ def bind_arguments(request: ToolCall, signature: inspect.Signature) -> inspect.B
 
 def validate(hint: Any, value: Any, label: str, parameter: str | None) -> Any:
     """`value` checked (and converted, e.g. an object into a Pydantic model) against `hint`."""
-    from pydantic import TypeAdapter, ValidationError
+    from pydantic import ValidationError
 
     try:
-        return TypeAdapter(hint).validate_python(value)
+        return _adapter(hint).validate_python(value)
     except ValidationError as problem:
         first = problem.errors()[0]
         where = "".join(f"[{part!r}]" for part in first.get("loc", ()))
@@ -186,6 +200,24 @@ def validate(hint: Any, value: Any, label: str, parameter: str | None) -> Any:
             f"{label}: {subject}{where} expects {_type_name(hint)}, got "
             f"{_show(value)} ({type(value).__name__}): {first.get('msg', '')}"
         ) from None
+
+
+def _adapter(hint: Any) -> Any:
+    """A Pydantic TypeAdapter for `hint`, built once per hint (building one costs far more than
+    validating with it)."""
+    from pydantic import TypeAdapter
+
+    try:
+        return _cached_adapter(hint)
+    except TypeError:  # an unhashable hint: build it each time
+        return TypeAdapter(hint)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_adapter(hint: Any) -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(hint)
 
 
 def _type_name(hint: Any) -> str:
