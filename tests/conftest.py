@@ -180,19 +180,28 @@ def checkout_journal_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(autouse=True)
 def journal_outside_the_checkout(
-    checkout_journal_root: Path, monkeypatch: pytest.MonkeyPatch
+    checkout_journal_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """Runs started from the checkout (programs loaded from source, or its examples) would
     journal at its root, as `agentscript run` does for a user in a git checkout; tests write
-    only to temporary folders, so a journal the rule puts in the checkout goes to one."""
+    only to temporary folders, so a journal the rule puts in the checkout goes to one. And a
+    journal someone left above the tests' temporary folders (a `/tmp/.agentscript` of a run
+    started in /tmp) is not a test's: a run started in a temporary folder keeps to it."""
     from agentscript.learn import journal
 
     found_by_the_rule = journal.find_workspace_root
     elsewhere = checkout_journal_root
+    temporary = tmp_path_factory.getbasetemp().resolve()
 
     def outside_the_checkout(start: str | Path) -> Path:
         root = found_by_the_rule(start)
-        return elsewhere if root == CHECKOUT or CHECKOUT in root.parents else root
+        if root == CHECKOUT or CHECKOUT in root.parents:
+            return elsewhere
+        if temporary.is_relative_to(root) and Path(start).resolve().is_relative_to(temporary):
+            return Path(start).resolve()
+        return root
 
     monkeypatch.setattr(journal, "find_workspace_root", outside_the_checkout)
 

@@ -33,6 +33,7 @@ _EXPORTS = {
     "TraceEvent": "agentscript.runtime.trace",
     "TraceSink": "agentscript.runtime.trace",
     "format_trace": "agentscript.runtime.trace",
+    "tool": "agentscript.providers.tools.python_marks",
 }
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "load_source",
     "resume",
     "run",
+    "tool",
 ]
 
 if TYPE_CHECKING:
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
     from agentscript.app.resume import resume
     from agentscript.app.run import run
     from agentscript.lang.errors import Diagnostic, ParseError, SemanticError
+    from agentscript.providers.tools.python_marks import tool
     from agentscript.runtime.errors import AgentScriptError, ExecutionError, LoadError
     from agentscript.runtime.interpreter import RunResult
     from agentscript.runtime.trace import TraceEvent, TraceSink, format_trace

@@ -44,7 +44,7 @@ def journaled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     code = main(
         [
             "run", str(folder / "hello.as"), "--mock", str(folder / "hello.responses.json"),
-            "--input", json.dumps({"name": "Ada"}), "--quiet",
+            "--input", json.dumps({"name": "Ada"}), "--quiet", "--workspace", str(folder),
         ]
     )  # fmt: skip
     assert code == 0

@@ -168,8 +168,8 @@ def test_check_rejects_unknown_tool_schemes_and_provider_less_models(
         "anthropic://, ollama:// (e.g. openai://gpt-4)"
     )
     assert lines[1].endswith(
-        "Tool 'F' uses the unknown scheme 'ftp://'; known schemes: env://, file://, host://, http://, "
-        "https://, mcp://, memory://, sh://"
+        "Tool 'F' uses the unknown scheme 'ftp://'; known schemes: env://, file://, host://, "
+        "http://, https://, mcp://, memory://, python://, sh://"
     )
     assert "Forbidden shell tool 'bash'" in lines[2]
     assert "unknown scheme 'htps://' (did you mean 'https'?)" in lines[3]

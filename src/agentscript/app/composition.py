@@ -368,6 +368,7 @@ def build_tools(
     from agentscript.providers.tools.env import EnvTools
     from agentscript.providers.tools.files import FileTools
     from agentscript.providers.tools.mcp_launch import McpConfigSnapshot, refuse_every_start
+    from agentscript.providers.tools.python_allow import AllowList
     from agentscript.providers.tools.registry import LazyTool, ToolRegistry
     from agentscript.providers.tools.shell import ShellTools
     from agentscript.providers.tools.workspace import Workspace
@@ -377,6 +378,7 @@ def build_tools(
     policy = ApprovalPolicy.load(config.approvals) if config.approvals is not None else None
     # Read once, now: a configuration the run itself writes must not change what it may start.
     mcp_config = McpConfigSnapshot.read(jail.root)
+    python_allow = AllowList.read(jail.root)
     # Set below, before any tool is built (they are built on first use): the approval gate
     # allows MCP server starts; a dry run has none, and starts no server.
     gate: ApprovalGate | None = None
@@ -411,6 +413,11 @@ def build_tools(
 
         return HostTools({"optimizer": lambda: optimizer_tool(config, jail)})
 
+    def python_tools() -> SchemeTool:
+        from agentscript.providers.tools.python import PythonTools
+
+        return PythonTools(jail.root, allow=python_allow)
+
     http = LazyTool(http_tools)
     registry = ToolRegistry(
         {
@@ -422,6 +429,7 @@ def build_tools(
             "mcp": LazyTool(mcp_tools),
             "memory": LazyTool(memory_tools),
             "host": LazyTool(host_tools),
+            "python": LazyTool(python_tools),
         }
     )
     if config.model == "dry-run":

@@ -89,6 +89,7 @@ def tools(
     root = workspace or (Path(program.source_path).parent if program.source_path else Path.cwd())
     listing: list[dict[str, Any]] = []
     mcp = None
+    python = None
     try:
         for decl in program.imports:
             if decl.resource_kind != "tool":
@@ -110,6 +111,20 @@ def tools(
                     entry["configured"] = mcp.configured_risks(decl.uri)
                     if start_servers:
                         entry["tools"] = mcp.list_tools(decl.uri)
+                except AgentScriptError as problem:
+                    entry["problem"] = str(problem)
+            elif entry["scheme"] == "python":
+                # The allow-list is always checked; the module is imported (its top-level
+                # code run) only when starting is allowed, as MCP servers are started.
+                from agentscript.providers.tools.python import PythonTools
+                from agentscript.providers.tools.python_allow import check_allowed
+
+                if python is None:
+                    python = PythonTools(root)
+                try:
+                    check_allowed(decl.uri, root)
+                    if start_servers:
+                        entry["tools"] = python.describe(decl.uri)
                 except AgentScriptError as problem:
                     entry["problem"] = str(problem)
             listing.append(entry)

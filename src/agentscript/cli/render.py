@@ -108,7 +108,8 @@ def tool_listing(listing: list[dict[str, Any]]) -> str:
             summary = f" - {description[0]}" if description else ""
             claim = tool.get("claimedRisk")
             claimed = f" (server claims {claim})" if claim and claim != tool.get("risk") else ""
-            lines.append(f"  {tool['name']} [{tool.get('risk', '?')}]{claimed}{summary}")
+            name = tool["name"] + tool.get("signature", "")
+            lines.append(f"  {name} [{tool.get('risk', '?')}]{claimed}{summary}")
     return "\n".join(lines)
 
 

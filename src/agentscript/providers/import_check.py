@@ -4,10 +4,13 @@ tool provider and each llm import names a model provider, so a typo such as `ftp
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from agentscript.lang import ast
 from agentscript.lang.errors import Diagnostic
 from agentscript.lang.suggest import did_you_mean
 from agentscript.providers.llm.endpoints import PROTOCOLS, parse_llm_uri
+from agentscript.providers.tools.python_allow import check_allowed
 from agentscript.providers.tools.tool_uris import (
     HOST_TOOLS,
     host_tool_of,
@@ -17,7 +20,7 @@ from agentscript.providers.tools.tool_uris import (
 from agentscript.runtime.errors import ExecutionError
 
 # The schemes the host tool registry serves (composition.build_tools).
-TOOL_SCHEMES = ("env", "file", "host", "http", "https", "mcp", "memory", "sh")
+TOOL_SCHEMES = ("env", "file", "host", "http", "https", "mcp", "memory", "python", "sh")
 
 
 def import_diagnostics(program: ast.Program) -> list[Diagnostic]:
@@ -46,6 +49,17 @@ def import_diagnostics(program: ast.Program) -> list[Diagnostic]:
                         path=path,
                     )
                 )
+            elif scheme == "python":
+                # The allow-list is read, never the module imported: checking runs no code.
+                folder = Path(path).parent if path else Path.cwd()
+                try:
+                    check_allowed(decl.uri, folder)
+                except ExecutionError as problem:
+                    diagnostics.append(
+                        Diagnostic(
+                            "PYTHON_TOOL_NOT_ALLOWED", problem.bare_message, decl.range, path=path
+                        )
+                    )
             elif scheme not in TOOL_SCHEMES:
                 diagnostics.append(
                     Diagnostic(

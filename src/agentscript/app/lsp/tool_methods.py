@@ -124,7 +124,23 @@ def tool_methods(uri: str, workspace: Path | None) -> tuple[Method, ...]:
         return _memory_service_methods()
     if scheme == "mcp":
         return (_MCP_CALL, *_configured_mcp_tools(uri, workspace))
+    if scheme == "python" and workspace is not None:
+        return _python_functions(uri, workspace)
     return ()
+
+
+def _python_functions(uri: str, workspace: Path) -> tuple[Method, ...]:
+    """An allowed module's functions, read from its source (never imported)."""
+    from agentscript.providers.tools.python_source import source_functions
+
+    return tuple(
+        Method(
+            function.name,
+            f"`{function.name}{function.signature}` [{function.risk}]"
+            + (f" — {function.description.splitlines()[0]}" if function.description else ""),
+        )
+        for function in source_functions(uri, workspace)
+    )
 
 
 def _memory_service_methods() -> tuple[Method, ...]:
@@ -142,6 +158,7 @@ _IMPORT_URIS: dict[str, tuple[tuple[str, str], ...]] = {
         ("env://process", "read environment variables (secrets refused)"),
         ("https://", "HTTP requests to one origin"),
         ("memory://", "the long-term memory service"),
+        ("python:", "functions of a Python module allowed in pyproject.toml"),
     ),
     "llm": (
         ("openai://gpt-4.1-mini", "OpenAI or an OpenAI-compatible server"),
