@@ -5,6 +5,7 @@ with `--http 0` and a bearer token). Every server gets a temporary database and 
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
@@ -406,3 +407,47 @@ def test_the_docs_list_every_tool_and_count_them_right() -> None:
     assert numbers.split().index(said.group(1)) + 1 == len(TOOLS)
     table = set(re.findall(r"^\| `([a-z_]+)` \|", docs, re.MULTILINE))
     assert {tool.name for tool in TOOLS} <= table
+
+
+def test_a_lone_surrogate_over_stdio_gets_an_error_reply_and_stores_nothing(
+    places: tuple[Path, Path],
+) -> None:
+    database, workspace = places
+    server = subprocess.Popen(
+        [PYTHON, *serve_args(database, workspace)],
+        cwd=workspace,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert server.stdin is not None and server.stdout is not None
+
+    def ask(line: str) -> dict[str, Any]:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(line.encode() + b"\n")
+        server.stdin.flush()
+        return dict(json.loads(server.stdout.readline()))
+
+    try:
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {},
+                 "clientInfo": {"name": "test", "version": "1"}}  # fmt: skip
+        ask(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))
+        server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        reply = ask(
+            '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": '
+            '{"name": "remember", "arguments": {"text": "bad \\ud800 text"}}}'
+        )
+        stats = ask(
+            '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": '
+            '{"name": "memory_stats", "arguments": {}}}'
+        )
+    finally:
+        server.kill()
+        server.wait()
+    assert reply["id"] == 2 and reply["result"]["isError"] is True
+    assert reply["result"]["structuredContent"]["error"] == {
+        "code": "invalid_argument",
+        "message": "text contains a lone surrogate; text must be valid Unicode",
+        "field": "text",
+    }
+    assert stats["result"]["structuredContent"]["scopes"][0]["active"] == 0

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import io
 import json
 import os
 import socket
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -50,6 +52,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentscript import __version__
 from agentscript.memory.errors import INVALID_ARGUMENT, MemoryServiceError
+from agentscript.memory.mcp_lines import LONE_SURROGATE_META, GuardedLines, lone_surrogate_error
 from agentscript.memory.service import MemoryService
 from agentscript.memory.tools import TOOLS, call_tool
 
@@ -99,7 +102,11 @@ def build_server(service: MemoryService) -> Server[Any]:
         return ListToolsResult(tools=tools)
 
     async def call(ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> CallToolResult:
-        result = await to_thread.run_sync(call_tool, service, params.name, params.arguments)
+        field = (params.meta or {}).get(LONE_SURROGATE_META)
+        if field is not None:
+            result = lone_surrogate_error(str(field))
+        else:
+            result = await to_thread.run_sync(call_tool, service, params.name, params.arguments)
         return CallToolResult(
             content=[TextContent(text=json.dumps(result, ensure_ascii=False))],
             structured_content=result,
@@ -172,7 +179,9 @@ def serve_stdio(service: MemoryService) -> None:
 
     async def run() -> None:
         server = build_server(service)
-        async with stdio_server() as (read_stream, write_stream):
+        text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+        lines = GuardedLines(anyio.wrap_file(text))
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(run)
