@@ -260,10 +260,27 @@ def user_message_parts(
         instruction_text = f"Instruction:\n{instruction_text}"
     parts.append(PromptPart("instruction", instruction_text))
     if schema is not None and layout is PromptLayout.ORIGINAL:
-        parts.append(
-            PromptPart("schema", f"Return JSON matching this schema:\n{stringify(schema, 2)}")
-        )
+        schema_text = f"Return JSON matching this schema:\n{stringify(schema, 2)}"
+        parts.append(PromptPart("schema", schema_text + choices_note(schema)))
     return parts
+
+
+def choices_note(schema: dict[str, Any]) -> str:
+    """The fields with closed choices (an extension, `"a" | "b"`), restated in words after the
+    printed schema, since a model that is only told the shape in the prompt reads a sentence
+    more reliably than an `enum` inside it. Empty when no field has choices, so a shape
+    without them prints exactly as in 0.1.0."""
+    lines: list[str] = []
+    for name, field_schema in schema.get("properties", {}).items():
+        label, inner = "one of", field_schema
+        while isinstance(inner, dict) and inner.get("type") == "array":
+            label, inner = "each item one of", inner.get("items")
+        if isinstance(inner, dict) and "enum" in inner:
+            allowed = ", ".join(stringify(value) for value in inner["enum"])
+            lines.append(f"{name}: {label} {allowed}")
+    if not lines:
+        return ""
+    return "\nUse exactly one of the listed values for these fields:\n" + "\n".join(lines)
 
 
 @dataclass(slots=True)
