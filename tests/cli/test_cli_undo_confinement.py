@@ -97,8 +97,8 @@ def test_a_record_without_a_content_hash_is_refused_unless_forced(
     code, out, _ = cli(capsys, "undo", str(trace), "--workspace", str(workspace))
     assert code == 1
     assert out.splitlines() == [
-        "REFUSED notes.md: the record has no after_sha256, so a later change could not be "
-        "detected (left as it is)"
+        "REFUSED notes.md: the record has no after_digest (or after_sha256), so a later "
+        "change could not be detected (left as it is)"
     ]
     assert (workspace / "notes.md").exists()
     code, out, _ = cli(capsys, "undo", str(trace), "--workspace", str(workspace), "--force")

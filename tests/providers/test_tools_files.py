@@ -216,3 +216,23 @@ def test_lone_surrogates_are_refused_by_name_not_by_a_codec(
         )
     assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt"]
     assert (tmp_path / "notes.txt").read_text() == "alpha beta"
+
+
+def test_an_effect_record_holds_a_keyed_digest_never_a_plain_hash_of_what_was_written(
+    tmp_path: Path, tools: ToolRegistry
+) -> None:
+    import hashlib
+
+    secret = "hunter2-deploy-token"
+    result = call(tools, FILE, "write", {"path": "token.txt", "content": secret}, name="Disk")
+    (effect,) = result["effects"]
+    # A plain hash would let anyone holding the record (a trace, a journal, a page) test
+    # guesses of what the run wrote.
+    plain = hashlib.sha256(secret.encode()).hexdigest()
+    assert plain not in json.dumps(effect) and "after_sha256" not in effect
+    assert effect["after_digest"].startswith("hmac-sha256:")
+    # Still enough for undo to tell the file changed since.
+    (tmp_path / "token.txt").write_text("changed by hand")
+    undone = call(tools, FILE, "undo", [effect])
+    assert json.dumps(undone).count("conflict") >= 1
+    assert (tmp_path / "token.txt").read_text() == "changed by hand"

@@ -570,7 +570,7 @@ def _risk_reason(data: dict[str, Any]) -> str:
 
 
 def _effect_key(effect: dict[str, Any]) -> tuple[str, str]:
-    return (str(effect.get("id")), str(effect.get("after_sha256")))
+    return (str(effect.get("id")), str(effect.get("after_digest") or effect.get("after_sha256")))
 
 
 def _run_label(run: RunRecord) -> str:

@@ -2,15 +2,19 @@
 
 Every write or patch returns an effect record saying what changed and how to put it back:
 `{id, tool, action, path, undoable, existed, previous}` as in the original, plus
-`after_sha256` (the content we left) so that undo can tell when someone changed the file since,
+`after_digest` (a keyed digest of the content we left: `hmac-sha256:<hex>`, keyed by the
+workspace's own random key in `.agentscript/effects/.key`) so that undo can tell when someone
+changed the file since. Keyed, because records travel (traces, journals, pages, spans): a plain
+hash of what a run wrote would let anyone who holds a record test guesses of a secret the run
+wrote to a file. Records made before carry `after_sha256`, which undo still reads;
 and `previous_ref` when the previous content was too large to inline and went to the side store
 (`.agentscript/effects/<sha256>` in the workspace). Undo runs newest first and reports a
 conflict instead of overwriting a file that changed since.
 
 A record is data anyone can write (a saved trace, a model's answer passed to `File.undo`), so
 undo trusts none of it: it acts only inside the workspace it was given, refuses a record that
-names another workspace, and refuses one without `after_sha256` (nothing to tell a changed file
-by) unless forced.
+names another workspace, and refuses one with neither `after_digest` nor `after_sha256`
+(nothing to tell a changed file by) unless forced.
 """
 
 from __future__ import annotations
@@ -37,6 +41,36 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+# Where the workspace's key for effect digests lives, and the prefix of a keyed digest.
+_KEY_FILE = f"{EFFECT_STORE}/.key"
+_KEYED = "hmac-sha256:"
+
+
+def keyed_digest(workspace: Workspace, data: bytes) -> str:
+    """`data`'s digest under the workspace's key (made on first use, 32 random bytes)."""
+    import hmac
+
+    return _KEYED + hmac.new(_workspace_key(workspace), data, hashlib.sha256).hexdigest()
+
+
+def _workspace_key(workspace: Workspace) -> bytes:
+    if workspace.exists(_KEY_FILE):
+        key = workspace.read_bytes(_KEY_FILE)
+        if len(key) == 32:
+            return key
+    key = os.urandom(32)
+    workspace.write_bytes(_KEY_FILE, key)
+    return key
+
+
+def matches_after(workspace: Workspace, effect: dict[str, Any], current: bytes) -> bool:
+    """Whether `current` is the content the record says the effect left."""
+    keyed = effect.get("after_digest")
+    if isinstance(keyed, str):
+        return keyed == keyed_digest(workspace, current)
+    return effect.get("after_sha256") == digest(current)
+
+
 def file_effect(
     workspace: Workspace,
     tool: str,
@@ -60,7 +94,7 @@ def file_effect(
     }
     if previous is not None and inline is None:
         effect["previous_ref"] = keep_previous(workspace, previous)
-    effect["after_sha256"] = digest(after)
+    effect["after_digest"] = keyed_digest(workspace, after)
     effect["workspace"] = str(workspace.root)
     return effect
 
@@ -116,7 +150,7 @@ def undo_effects(
 ) -> dict[str, Any]:
     """Revert file effects newest first. Returns `{ok, undone, conflicts, skipped, refused}`;
     `ok` is false when any effect could not be undone because the file changed since or the
-    record was refused (another workspace's, or without `after_sha256` and not `force`d). A dry
+    record was refused (another workspace's, or without a content digest and not `force`d). A dry
     run changes nothing but judges each effect as if the newer ones had been undone."""
     overlay: Overlay = {}
     report: dict[str, Any] = {"undone": [], "conflicts": [], "skipped": [], "refused": []}
@@ -161,12 +195,15 @@ def _undo_one(
             "status": "refused",
             "reason": f"the record belongs to another workspace ({effect.get('workspace')})",
         }
-    after = effect.get("after_sha256")
-    if not isinstance(after, str) and not force:
+    checked = isinstance(effect.get("after_digest"), str) or isinstance(
+        effect.get("after_sha256"), str
+    )
+    if not checked and not force:
         return {
             **report,
             "status": "refused",
-            "reason": "the record has no after_sha256, so a later change could not be detected",
+            "reason": "the record has no after_digest (or after_sha256), so a later change "
+            "could not be detected",
         }
     previous: bytes | None = None
     if isinstance(effect.get("previous"), str):
@@ -184,7 +221,7 @@ def _undo_one(
     wanted = None if delete else previous
     if current == wanted:
         return {**report, "status": "skipped", "reason": "already in the recorded previous state"}
-    if isinstance(after, str) and (current is None or digest(current) != after):
+    if checked and (current is None or not matches_after(workspace, effect, current)):
         return {**report, "status": "conflict", "reason": "the file changed since the effect"}
     if dry_run:
         overlay[key] = wanted
@@ -223,5 +260,5 @@ def undo_trace(
 ) -> dict[str, Any]:
     """Revert every file effect of a recorded run, newest first, inside the workspace `root`
     only: the trace says what to revert, never where. Records naming another workspace are
-    refused and listed; so are records without `after_sha256`, unless `force`."""
+    refused and listed; so are records without a content digest, unless `force`."""
     return undo_effects(Workspace(root), effects_in_trace(trace), dry_run, force=force)
