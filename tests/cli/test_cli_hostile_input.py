@@ -168,6 +168,7 @@ def file_arguments(tmp_path: Path, program: Path, target: Path) -> list[list[str
         ["eval", str(program), "--data", str(cases), "--replay", str(target)],
         ["eval", str(program), "--data", str(cases), "--mock", "--out", str(target)],
         ["memory", "show", f"file://{target}"],
+        ["memory", "import", str(target)],
         ["runs", "resume", "last", "--mock", str(target)],
     ]
 

@@ -84,7 +84,15 @@ def open_lines(path: Path, what: str) -> TextIO:
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
         kind = "a directory" if stat.S_ISDIR(mode) else "a device or socket"
         raise UnusableInput(f"{what} is {kind}, not a file: {path}")
-    return path.open(encoding="utf-8")
+    # O_NONBLOCK: opening a named FIFO no one writes to must not wait for a writer. Reads then
+    # block as usual: a pipe with a writer (`<(…)`) is read to its end, and one without ends
+    # at once (no writer is end-of-file).
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as problem:
+        raise UnusableInput(f"Cannot read {what.lower()} {path}: {problem.strerror}") from None
+    os.set_blocking(descriptor, True)
+    return open(descriptor, encoding="utf-8")
 
 
 def bounded_lines(stream: TextIO, limit: int, where: str) -> Iterator[str]:
