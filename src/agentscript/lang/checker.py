@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agentscript.lang import ast
+from agentscript.lang.builtin_tools import IGNORED, builtin_methods
 from agentscript.lang.counts import MAX_COUNT, count_fits, too_large_count
 from agentscript.lang.errors import Diagnostic, SourceRange
 from agentscript.lang.suggest import did_you_mean
@@ -449,6 +450,8 @@ class _Checker:
                 )
             else:
                 self.check_arity(agent.name, func, count, callee.range)
+        elif kind == "tool":
+            self.check_tool_method(receiver.name, method, callee)
         elif kind == "memory":
             label = f"{receiver.name}.{method}"
             if method not in _MEMORY_METHODS:
@@ -461,6 +464,30 @@ class _Checker:
                     f"Memory method '{label}' expects 1 argument(s), got {count}",
                     callee.range,
                 )
+
+    def check_tool_method(self, tool: str, method: str, callee: ast.MemberExpr) -> None:
+        """A method a built-in tool does not have: an error where the tool refuses it at run
+        time, a warning where it ignores the name (`sh://`: the command runs all the same)."""
+        uri = self.import_uris.get(tool, "")
+        known = builtin_methods(uri)
+        if known is None or method in known.names:
+            return
+        hint = did_you_mean(method, known.names)
+        names = ", ".join(known.names)
+        if known.unknown == IGNORED:
+            message = (
+                f"Tool '{tool}' ({uri}) has no method '{method}'{hint}; the method name is "
+                f"ignored and the command runs all the same (write {tool}.{names})"
+            )
+            self.diagnostics.append(
+                Diagnostic("UNKNOWN_TOOL_METHOD", message, callee.range, "warning", self.path)
+            )
+        else:
+            self.report(
+                "UNKNOWN_TOOL_METHOD",
+                f"Tool '{tool}' ({uri}) has no method '{method}'{hint}; it has: {names}",
+                callee.range,
+            )
 
     def check_parallel_call(
         self, receiver: ast.Expr, method: str, callee: ast.MemberExpr, scope: _Scope
