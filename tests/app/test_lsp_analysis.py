@@ -286,3 +286,32 @@ def test_a_server_that_never_answers_costs_a_completion_its_short_start_bound(
     # own bound is what the suite's timeout would show); with the editor's, half a second.
     assert [method.name for method in catalog.methods("mcp://hangs")] == ["call"]
     assert catalog.listed == {(str(tmp_path), "mcp://hangs"): ()}
+
+
+SHAPED = """import llm Model from "openai://gpt-4.1-mini"
+agent A {
+  model Model
+  role "r"
+  description "d"
+  main func(input { q string }) {
+    step = think(input.q)
+    use step.action
+  }
+  func think(q) {
+    use q
+    generate({ input: "x" }) -> { thought, action, query }
+  }
+}
+"""
+
+
+def test_fields_and_hover_follow_the_checkers_types_through_a_call(tmp_path: Path) -> None:
+    """The value a function returns, as the checker infers it, drives completion after
+    `step.` and the hover on `step` (one implementation: lang/shape_types.py)."""
+    analysis = _analyse(SHAPED, tmp_path / "shaped.as")
+    offset = SHAPED.index("step.action") + len("step.")
+    labels = [item.label for item in completion.complete(analysis, offset, ToolCatalog(tmp_path))]
+    assert labels == ["thought", "action", "query"]
+    shown = hover.hover_text(analysis, SHAPED.index("step ="), ToolCatalog(tmp_path))
+    assert shown is not None
+    assert "step: { thought string, action string, query string }" in shown

@@ -44,6 +44,20 @@ def test_an_unknown_shape_type_suggests_the_type() -> None:
 
 
 @pytest.mark.parametrize(
+    ("written", "meant"),
+    [("integer", "number"), ("int", "number"), ("bool", "boolean"), ("array", "list")],
+)
+def test_a_type_name_of_other_languages_suggests_the_shape_type(written: str, meant: str) -> None:
+    """As in the original, an unknown type stops the parse (the program cannot run); the message
+    keeps the original's words and names the type meant."""
+    with pytest.raises(ParseError) as caught:
+        parse_program(PROGRAM.format(model="Model", type=written, expression="input"))
+    assert caught.value.bare_message == (
+        f"Unsupported shape type '{written}' (did you mean '{meant}'?)"
+    )
+
+
+@pytest.mark.parametrize(
     ("name", "known", "hint"),
     [
         ("inptu", ["input", "Model"], " (did you mean 'input'?)"),

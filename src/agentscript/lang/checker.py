@@ -10,8 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agentscript.lang import ast
+from agentscript.lang.builtin_tools import IGNORED, builtin_methods
 from agentscript.lang.counts import MAX_COUNT, count_fits, too_large_count
 from agentscript.lang.errors import Diagnostic, SourceRange
+from agentscript.lang.formatter import format_expr
+from agentscript.lang.shape_types import ObjectType, ProgramTypes, members
 from agentscript.lang.suggest import did_you_mean
 
 # Symbol kinds: the import kinds, plus these.
@@ -106,6 +109,7 @@ class _Checker:
         self.agents: dict[str, ast.AgentDecl] = {}
         # Bodies of the `parallel for` expressions being checked, innermost last.
         self.parallel_bodies: list[_Scope] = []
+        self.types = ProgramTypes(program)
 
     def report(self, code: str, message: str, where: SourceRange) -> None:
         self.diagnostics.append(Diagnostic(code, message, where, path=self.path))
@@ -364,8 +368,28 @@ class _Checker:
         elif isinstance(expr, ast.ParallelForExpr):
             self.check_parallel_for(expr, scope)
         else:
+            if isinstance(expr, ast.MemberExpr):
+                self.check_field(expr)
             for child in ast.operand_expressions(expr):
                 self.check_expr(child, scope)
+
+    def check_field(self, expr: ast.MemberExpr) -> None:
+        """Reading a field the value's known shape does not have (UNKNOWN_FIELD); nothing when
+        the type is not known or some assignment may have added the field."""
+        owner = self.types.type_of(expr.object)
+        name = expr.property
+        if owner is None or name in self.types.written or name in members(owner):
+            return
+        known = members(owner)
+        hint = did_you_mean(name, known)
+        what = format_expr(expr.object)
+        if isinstance(owner, ObjectType):
+            detail = f"its fields are {', '.join(known) or 'none'} ({owner.origin})"
+        else:
+            detail = f"it has {', '.join(known) or 'no fields'}"
+        end = expr.range.end_offset
+        where = SourceRange(expr.range.source_map, end - len(name), end)
+        self.report("UNKNOWN_FIELD", f"Unknown field '{name}' of '{what}'{hint}; {detail}", where)
 
     def check_call(self, call: ast.CallExpr, scope: _Scope) -> None:
         for arg in call.args:
@@ -449,6 +473,8 @@ class _Checker:
                 )
             else:
                 self.check_arity(agent.name, func, count, callee.range)
+        elif kind == "tool":
+            self.check_tool_method(receiver.name, method, callee)
         elif kind == "memory":
             label = f"{receiver.name}.{method}"
             if method not in _MEMORY_METHODS:
@@ -461,6 +487,30 @@ class _Checker:
                     f"Memory method '{label}' expects 1 argument(s), got {count}",
                     callee.range,
                 )
+
+    def check_tool_method(self, tool: str, method: str, callee: ast.MemberExpr) -> None:
+        """A method a built-in tool does not have: an error where the tool refuses it at run
+        time, a warning where it ignores the name (`sh://`: the command runs all the same)."""
+        uri = self.import_uris.get(tool, "")
+        known = builtin_methods(uri)
+        if known is None or method in known.names:
+            return
+        hint = did_you_mean(method, known.names)
+        names = ", ".join(known.names)
+        if known.unknown == IGNORED:
+            message = (
+                f"Tool '{tool}' ({uri}) has no method '{method}'{hint}; the method name is "
+                f"ignored and the command runs all the same (write {tool}.{names})"
+            )
+            self.diagnostics.append(
+                Diagnostic("UNKNOWN_TOOL_METHOD", message, callee.range, "warning", self.path)
+            )
+        else:
+            self.report(
+                "UNKNOWN_TOOL_METHOD",
+                f"Tool '{tool}' ({uri}) has no method '{method}'{hint}; it has: {names}",
+                callee.range,
+            )
 
     def check_parallel_call(
         self, receiver: ast.Expr, method: str, callee: ast.MemberExpr, scope: _Scope

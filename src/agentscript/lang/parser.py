@@ -17,7 +17,7 @@ from agentscript.lang import ast
 from agentscript.lang.counts import MAX_COUNT, count_fits, too_large_count
 from agentscript.lang.errors import ParseError, SourceMap, SourceRange
 from agentscript.lang.lexer import tokenize
-from agentscript.lang.suggest import did_you_mean
+from agentscript.lang.suggest import shape_type_hint
 from agentscript.lang.tokens import (
     BINARY_PRECEDENCE,
     CONFIG_KEYS,
@@ -357,7 +357,7 @@ class _Parser:
             self.expect_symbol("]")
             return ast.ListShapeType(range=self.span(token.start), item_type=item_type)
         if token.value not in SHAPE_TYPE_NAMES:
-            hint = did_you_mean(token.value, SHAPE_TYPE_NAMES)
+            hint = shape_type_hint(token.value, SHAPE_TYPE_NAMES)
             raise self.error(f"Unsupported shape type '{token.value}'{hint}", token)
         return ast.NamedShapeType(range=self.span(token.start), name=token.value)
 

@@ -19,3 +19,27 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
         exact = lowered.get(name.lower())
         matches = [exact] if exact else []
     return f" (did you mean '{matches[0]}'?)" if matches else ""
+
+
+# Type names other languages use, and the shape type each means here.
+_TYPE_SYNONYMS = {
+    "integer": "number",
+    "int": "number",
+    "float": "number",
+    "double": "number",
+    "str": "string",
+    "bool": "boolean",
+    "object": "json",
+    "dict": "json",
+    "any": "json",
+    "array": "list",
+}
+
+
+def shape_type_hint(name: str, known: Iterable[str]) -> str:
+    """` (did you mean 'number'?)` for `integer` and other common type names, else the closest
+    of `known` by spelling."""
+    synonym = _TYPE_SYNONYMS.get(name.lower())
+    if synonym is not None:
+        return f" (did you mean '{synonym}'?)"
+    return did_you_mean(name, known)

@@ -19,8 +19,9 @@ from agentscript.app.lsp.index import (
     DocumentIndex,
     Symbol,
 )
-from agentscript.app.lsp.members import FIELD, METHOD, members_of, shape_text, signature
+from agentscript.app.lsp.members import FIELD, METHOD, members_of, signature
 from agentscript.app.lsp.tool_methods import ToolCatalog
+from agentscript.lang.shape_types import type_text as value_type_text
 from agentscript.lang.tokens import CONFIG_KEYS, IMPORT_KINDS, KEYWORDS, SHAPE_TYPE_NAMES
 
 # Later-form words that are names to the parser but start statements to a person.
@@ -168,7 +169,7 @@ def _detail(symbol: Symbol) -> str:
     if origin.kind == FUNCTION:
         return signature(origin)
     if origin.shape is not None:
-        return shape_text(origin.shape)
+        return value_type_text(origin.shape)
     if symbol.uri is not None:
         return f"{symbol.kind} from {symbol.uri}"
     return origin.kind

@@ -15,6 +15,7 @@ from agentscript.app.lsp.members import members_of, resolve_member, shape_text, 
 from agentscript.app.lsp.tool_methods import ToolCatalog
 from agentscript.lang import ast
 from agentscript.lang.formatter import format_expr
+from agentscript.lang.shape_types import type_text as value_type_text
 from agentscript.runtime.errors import LoadError
 from agentscript.runtime.files import resolve_import_path
 
@@ -52,7 +53,7 @@ def describe(symbol: Symbol, tools: ToolCatalog) -> str:
     kind = origin.kind
     if kind in (PARAM, LOCAL):
         label = "param" if kind == PARAM else "variable"
-        shape = f": {shape_text(origin.shape)}" if origin.shape is not None else ""
+        shape = f": {value_type_text(origin.shape)}" if origin.shape is not None else ""
         return _code(f"({label}) {origin.name}{shape}")
     if kind == AGENT:
         return _describe_agent(symbol)

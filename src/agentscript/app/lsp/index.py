@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from agentscript.lang import ast
 from agentscript.lang.errors import SourceRange
+from agentscript.lang.shape_types import ProgramTypes, ValueType
 
 TOOL = "tool"
 LLM = "llm"
@@ -43,9 +44,9 @@ class Symbol:
     start: int
     end: int
     declaration: ast.Node | None = None
-    # The shape of the value, where the program says it (a shaped parameter, a generate
-    # result) or its literal shows it (a list, an object's keys).
-    shape: ast.ShapeObjectExpr | ast.ShapeType | None = None
+    # The value's type where the checker knows it (lang/shape_types.py: a contract, a generate
+    # shape, a literal, a function's return, followed through assignments and calls).
+    shape: ValueType | None = None
     # Imports: the URI as written.
     uri: str | None = None
     # Functions: the agent they belong to.
@@ -209,6 +210,8 @@ class _Indexer:
         self.index = DocumentIndex(path=path, text=text)
         self.imported = imported
         self.around = around
+        self.types = ProgramTypes(program)
+        self.func: ast.FuncDecl | None = None
 
     def name_span(self, pattern: re.Pattern[str], node: ast.Node) -> tuple[int, int]:
         """Where a declaration writes its name (its keyword when it has none)."""
@@ -286,13 +289,14 @@ class _Indexer:
 
     def function(self, func: ast.FuncDecl, agent_scope: Scope) -> None:
         scope = Scope(func.range.start_offset, func.range.end_offset, agent_scope)
+        self.func = func
         self.index.scopes.append(scope)
         for param in func.params:
             start = param.range.start_offset
             symbol = Symbol(
                 param.name, PARAM, self.index.path, start, start + len(param.name), param
             )
-            symbol.shape = param.shape
+            symbol.shape = self.types.variable(func, param.name)
             if param.shape is not None:
                 self.index.shapes.append(param.shape)
             scope.bind(symbol, 0)
@@ -345,6 +349,7 @@ class _Indexer:
 
     def bind_item(self, name: str, where: SourceRange, node: ast.Node, scope: Scope) -> None:
         symbol = Symbol(name, LOCAL, self.index.path, where.start_offset, where.end_offset, node)
+        symbol.shape = self.variable_type(name)
         scope.bind(symbol, where.end_offset)
         self.declare(symbol)
 
@@ -369,9 +374,12 @@ class _Indexer:
             target.range.end_offset,
             stmt,
         )
-        symbol.shape = _result_shape(stmt.value)
+        symbol.shape = self.variable_type(target.name)
         scope.bind(symbol, stmt.range.end_offset)
         self.declare(symbol)
+
+    def variable_type(self, name: str) -> ValueType | None:
+        return self.types.variable(self.func, name) if self.func is not None else None
 
     def refer(self, expr: ast.IdentifierExpr, symbol: Symbol | None) -> None:
         self.index.occurrences.append(
@@ -410,37 +418,3 @@ class _Indexer:
             MemberOccurrence(end - len(expr.property), end, root, tuple(reversed(chain)))
         )
         self.expr(expr.object, scope)
-
-
-def _result_shape(value: ast.Expr) -> ast.ShapeObjectExpr | ast.ShapeType | None:
-    """The shape a local gets from its value: a generate's declared shape, or what a literal
-    shows (a list; an object's keys, of any type)."""
-    if isinstance(value, ast.GenerateExpr):
-        return value.return_shape
-    if isinstance(value, ast.ListExpr):
-        return ast.NamedShapeType(range=value.range, name="list")
-    if isinstance(value, ast.ObjectExpr):
-        return ast.ShapeObjectExpr(
-            range=value.range,
-            fields=[
-                ast.ShapeField(
-                    range=prop.range,
-                    name=prop.key,
-                    type=ast.NamedShapeType(range=prop.range, name=_literal_type(prop.value)),
-                )
-                for prop in value.properties
-            ],
-        )
-    return None
-
-
-def _literal_type(value: ast.Expr) -> str:
-    if isinstance(value, ast.StringExpr):
-        return "string"
-    if isinstance(value, ast.NumberExpr):
-        return "number"
-    if isinstance(value, ast.BooleanExpr):
-        return "boolean"
-    if isinstance(value, ast.ListExpr):
-        return "list"
-    return "json"

@@ -9,7 +9,6 @@ from agentscript.app.lsp.index import (
     AGENT,
     FUNCTION,
     LIST_METHODS,
-    LIST_PROPERTIES,
     LOCAL,
     MEMORY,
     PARAM,
@@ -18,6 +17,8 @@ from agentscript.app.lsp.index import (
 )
 from agentscript.app.lsp.tool_methods import MEMORY_RESOURCE_METHODS, ToolCatalog
 from agentscript.lang import ast
+from agentscript.lang.shape_types import ListType, ObjectType, ValueType, member_type, members
+from agentscript.lang.shape_types import type_text as value_type_text
 
 METHOD = "method"
 FIELD = "field"
@@ -54,12 +55,12 @@ def members_of(root: Symbol, chain: tuple[str, ...], tools: ToolCatalog) -> list
             ]
     if origin.kind not in (PARAM, LOCAL):
         return []
-    shape_type = origin.shape
+    value_type = origin.shape
     for name in chain:
-        shape_type = _field_type(shape_type, name)
-        if shape_type is None:
+        value_type = member_type(value_type, name) if value_type is not None else None
+        if value_type is None:
             return []
-    return _value_members(shape_type)
+    return _value_members(value_type) if value_type is not None else []
 
 
 def resolve_member(root: Symbol, chain: tuple[str, ...], tools: ToolCatalog) -> Member | None:
@@ -70,32 +71,20 @@ def resolve_member(root: Symbol, chain: tuple[str, ...], tools: ToolCatalog) -> 
     return None
 
 
-def _field_type(
-    shape: ast.ShapeType | ast.ShapeObjectExpr | None, name: str
-) -> ast.ShapeType | None:
-    if isinstance(shape, ast.ShapeObjectExpr):
-        for shape_field in shape.fields:
-            if shape_field.name == name:
-                return shape_field.type
-    return None
-
-
-def _value_members(shape: ast.ShapeType | ast.ShapeObjectExpr | None) -> list[Member]:
-    if isinstance(shape, ast.ShapeObjectExpr):
+def _value_members(value_type: ValueType) -> list[Member]:
+    if isinstance(value_type, ObjectType):
         return [
-            Member(shape_field.name, FIELD, type_text(shape_field.type))
-            for shape_field in shape.fields
+            Member(name, FIELD, value_type_text(field_type))
+            for name, field_type in value_type.fields
         ]
-    if isinstance(shape, ast.ListShapeType) or (
-        isinstance(shape, ast.NamedShapeType) and shape.name == "list"
-    ):
-        return [
-            *(Member(name, PROPERTY, f"the list's {name}") for name in LIST_PROPERTIES),
-            *(Member(name, METHOD, "append an item") for name in LIST_METHODS),
-        ]
-    if isinstance(shape, ast.NamedShapeType) and shape.name == "string":
-        return [Member("length", PROPERTY, "the string's length")]
-    return []
+    owner = "list" if isinstance(value_type, ListType) else value_type_text(value_type)
+    found: list[Member] = []
+    for name in members(value_type):
+        if name in LIST_METHODS:
+            found.append(Member(name, METHOD, "append an item"))
+        else:
+            found.append(Member(name, PROPERTY, f"the {owner}'s {name}"))
+    return found
 
 
 def type_text(shape_type: ast.ShapeType) -> str:
