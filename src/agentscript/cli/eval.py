@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 
 from agentscript.cli.errors import REPORTED_ERRORS, error_lines
-from agentscript.cli.options import timeout_environ, timeout_option
+from agentscript.cli.options import case_options, timeout_environ, timeout_option
 
 if TYPE_CHECKING:
     from agentscript.app.evals.report_data import EvalReport
@@ -44,16 +44,7 @@ class _EvalCommand(click.Command):
 
 @click.command(name="eval", cls=_EvalCommand)
 @click.argument("program")
-@click.option("--data", required=True, metavar="CASES.jsonl", help="One case per line.")
-@click.option(
-    "--metric",
-    default="exact",
-    show_default=True,
-    metavar="exact|contains|regex|number|json|JUDGE.as",
-    help="How an answer is scored, or a judge program.",
-)
-@click.option("--field", metavar="PATH", help="Score this part of the value (items[0].name).")
-@click.option("--tolerance", type=click.FloatRange(min=0), help="Relative tolerance (number).")
+@case_options
 @click.option(
     "--pass-score",
     type=click.FloatRange(0, 1),
@@ -150,7 +141,7 @@ def _evaluate(program: str, options: dict[str, Any]) -> int:
     from agentscript.app.evals.runner import EvalConfig, evaluate
 
     responses = options["responses"]
-    with _progress(enabled=not options["as_json"]) as on_progress:
+    with progress_bar(enabled=not options["as_json"]) as on_progress:
         config = EvalConfig(
             models=list(options["models"]),
             variants=list(options["variants"]),
@@ -231,7 +222,7 @@ def _exit_code(report: EvalReport, min_score: float | None) -> int:
 
 
 @contextmanager
-def _progress(enabled: bool) -> Iterator[Any]:
+def progress_bar(enabled: bool) -> Iterator[Any]:
     """A progress bar on stderr at a terminal: cells done, errors, tokens, running score."""
     if not enabled or not sys.stderr.isatty():
         yield None

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from agentscript.cli.errors import REPORTED_ERRORS, error_lines
-from agentscript.cli.eval import EvalUsageError, _progress
+from agentscript.cli.eval import EvalUsageError, progress_bar
+from agentscript.cli.options import case_options
 
 if TYPE_CHECKING:
     from agentscript.app.optimize.runner import OptimizeReport, Plan
@@ -26,16 +27,7 @@ USAGE_EXIT = 2
 
 @click.command(name="optimize")
 @click.argument("program")
-@click.option("--data", required=True, metavar="CASES.jsonl", help="One case per line.")
-@click.option(
-    "--metric",
-    default="exact",
-    show_default=True,
-    metavar="exact|contains|regex|number|json|JUDGE.as",
-    help="How an answer is scored (as in eval), or a judge program.",
-)
-@click.option("--field", metavar="PATH", help="Score this part of the value (items[0].name).")
-@click.option("--tolerance", type=click.FloatRange(min=0), help="Relative tolerance (number).")
+@case_options
 @click.option("--model", "models", multiple=True, metavar="URI", help="A model to choose among.")
 @click.option(
     "--split",
@@ -127,7 +119,7 @@ def _optimize(program_path: str, options: dict[str, Any]) -> int:
             )
             _print_plan(plan, options["as_json"])
             return 0
-        with _progress(enabled=not options["as_json"]) as on_progress:
+        with progress_bar(enabled=not options["as_json"]) as on_progress:
             if on_progress is not None:
                 config.on_progress = lambda stage, progress: on_progress(progress)
             report = optimize(program, options["data"], options["metric"], config)

@@ -95,3 +95,28 @@ def timeout_environ(seconds: float | None) -> Mapping[str, str] | None:
     from agentscript.providers.llm.endpoints import TIMEOUT_VARIABLE
 
     return {**os.environ, TIMEOUT_VARIABLE: str(max(1, round(seconds * 1000)))}
+
+
+def case_options(command: Command) -> Command:
+    """`--data CASES.jsonl`, `--metric`, `--field`, `--tolerance`: the cases a program is scored
+    on and how (`eval`, `optimize`), received as `data`, `metric`, `field`, `tolerance`."""
+    for option in reversed(
+        (
+            click.option("--data", required=True, metavar="CASES.jsonl", help="One case per line."),
+            click.option(
+                "--metric",
+                default="exact",
+                show_default=True,
+                metavar="exact|contains|regex|number|json|JUDGE.as",
+                help="How an answer is scored, or a judge program.",
+            ),
+            click.option(
+                "--field", metavar="PATH", help="Score this part of the value (items[0].name)."
+            ),
+            click.option(
+                "--tolerance", type=click.FloatRange(min=0), help="Relative tolerance (number)."
+            ),
+        )
+    ):
+        command = option(command)
+    return command
