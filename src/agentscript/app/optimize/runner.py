@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from agentscript.app.evals.cases import Case, load_cases
+from agentscript.app.evals.configurations import Configuration
 from agentscript.app.evals.judge import JudgeMetric
 from agentscript.app.evals.report_data import EvalReport
 from agentscript.app.evals.runner import EvalConfig, EvalProgress, evaluate, resolve_metric
@@ -299,7 +300,8 @@ class _Optimization:
     def _score(self, trial: Trial) -> None:
         if trial in self.scores or self.stopped is not None:
             return
-        report = self._evaluate(trial.configuration(self.plan.space), [], self.trials_file)
+        configuration = trial.configuration(self.plan.space)
+        report = self._evaluate([configuration], self.plan.train, "train", self.trials_file)
         if report is None:
             return
         rows = report.rows  # a failed cell scores 0: it counts against its trial
@@ -312,7 +314,7 @@ class _Optimization:
     def _held_out(self, baseline: Trial, winner: Trial) -> PairedDifference | None:
         space = self.plan.space
         plan = [baseline.configuration(space), winner.configuration(space)]
-        report = self._evaluate(None, plan, self.held_out_file)
+        report = self._evaluate(plan, self.plan.held_out, "held out", self.held_out_file)
         if report is None or report.stopped:
             self.stopped = self.stopped or (report.stopped if report else "time")
             return None
@@ -341,9 +343,11 @@ class _Optimization:
             f"[{difference.low:+.3f}, {difference.high:+.3f}] above 0"
         )
 
-    def _evaluate(self, configuration: Any, plan: list[Any], out: Path) -> EvalReport | None:
-        held_out = configuration is None
-        cases = self.plan.held_out if held_out else self.plan.train
+    def _evaluate(
+        self, plan: list[Configuration], cases: list[Case], stage: str, out: Path
+    ) -> EvalReport | None:
+        """An eval of `plan` on `cases` within what is left of the budgets; None when nothing
+        is left (`stopped` says which)."""
         left = self._seconds_left()
         if left is not None and left <= 0:
             self.stopped = self.stopped or "time (--max-seconds)"
@@ -355,12 +359,11 @@ class _Optimization:
         if (calls is not None and calls <= 0) or (tokens is not None and tokens <= 0):
             self.stopped = self.stopped or "budget (--max-calls/--max-tokens)"
             return None
-        stage = "held out" if held_out else "train"
         report = evaluate(
             self.program,
             cases,
             EvalConfig(
-                plan=plan if held_out else [configuration],
+                plan=plan,
                 mock=self.config.mock,
                 concurrency=self.config.concurrency,
                 max_calls=calls,
