@@ -352,6 +352,13 @@ def optimizer_tool(config: RunConfig, jail: Workspace) -> SchemeTool:
     return OptimizerTool(jail, run_trial)
 
 
+def _runs_as_newer(config: RunConfig, workspace: Path) -> bool:
+    """Whether the program runs as a release of the original after 0.1.0 (compat_version)."""
+    from agentscript.app.compat_version import declared_version, is_newer
+
+    return is_newer(config.compat if config.compat is not None else declared_version(workspace))
+
+
 def build_tools(
     config: RunConfig, workspace: Path, owned: list[Closeable], secrets: SecretSet | None = None
 ) -> ToolProvider:
@@ -419,11 +426,18 @@ def build_tools(
         return PythonTools(jail.root, allow=python_allow)
 
     http = LazyTool(http_tools)
+    file_tools: SchemeTool = FileTools(jail)
+    env_tools: SchemeTool = EnvTools(environ, allow=config.env_allow)
+    if _runs_as_newer(config, jail.root):
+        from agentscript.providers.tools.result_shapes import NewerResultShapes
+
+        file_tools = NewerResultShapes("file", file_tools)
+        env_tools = NewerResultShapes("env", env_tools)
     registry = ToolRegistry(
         {
             "sh": ShellTools(jail),
-            "file": FileTools(jail),
-            "env": EnvTools(environ, allow=config.env_allow),
+            "file": file_tools,
+            "env": env_tools,
             "http": http,
             "https": http,
             "mcp": LazyTool(mcp_tools),

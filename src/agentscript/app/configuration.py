@@ -74,6 +74,9 @@ class RunConfig:
     workspace: str | Path | None = None
     # Answer every tool call with the mock tool instead of running host tools.
     mock_tools: bool = False
+    # The original's release the program is run as (e.g. "0.1.22"); None: the one the
+    # workspace's package.json declares, else 0.1.0 (app/compat_version.py).
+    compat: str | None = None
     # Approvals: "ask" (the default; refuses when there is no terminal), "auto" or "deny"; a
     # policy file (YAML or JSON); and who answers when a call asks (None: nobody can).
     approve: ApprovalMode | None = None
