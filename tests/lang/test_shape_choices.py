@@ -4,7 +4,6 @@ shapes: parsed, checked, formatted, sent as a JSON-schema enum, validated and re
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 from pytest_httpserver import HTTPServer
@@ -15,7 +14,15 @@ from agentscript.lang import ast
 from agentscript.lang.errors import ParseError
 from agentscript.lang.source_formatter import format_source
 from agentscript.runtime.shapes import coerce, shape_schema
-from llm_support import SECRET_KEY, Sequence, json_response, program, request_bodies, run
+from llm_support import (
+    SECRET_KEY,
+    Sequence,
+    json_response,
+    openai_completion,
+    program,
+    request_bodies,
+    run,
+)
 
 SHAPE = '{ category: "billing" | "bug" | "feature", priority: 1 | 2 | 3, urgent: boolean }'
 
@@ -91,29 +98,13 @@ def test_the_mock_answers_with_the_first_choice() -> None:
     assert result.value == {"category": "billing", "priority": 1, "urgent": True}
 
 
-def completion(content: str) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "model": "m",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }
-
-
 def test_a_value_outside_the_choices_is_repaired_naming_them(httpserver: HTTPServer) -> None:
     wrong = {"category": "Billing", "priority": 1, "urgent": True}
     right = {"category": "billing", "priority": 2, "urgent": False}
     httpserver.expect_request("/v1/chat/completions").respond_with_handler(
         Sequence(
-            json_response(completion(json.dumps(wrong))),
-            json_response(completion(json.dumps(right))),
+            json_response(openai_completion(json.dumps(wrong))),
+            json_response(openai_completion(json.dumps(right))),
         )
     )
     environ = {"OPENAI_API_KEY": SECRET_KEY, "OPENAI_BASE_URL": httpserver.url_for("/v1")}

@@ -10,7 +10,15 @@ from typing import Any
 
 from pytest_httpserver import HTTPServer
 
-from llm_support import SECRET_KEY, Sequence, json_response, program, request_bodies, run
+from llm_support import (
+    SECRET_KEY,
+    Sequence,
+    json_response,
+    openai_completion,
+    program,
+    request_bodies,
+    run,
+)
 
 SHAPE = '{ category: "billing" | "bug" | "feature", priority: 1 | 2 | 3, tags: list["ui" | "api"] }'
 SCHEMA = {
@@ -24,22 +32,6 @@ SCHEMA = {
     "additionalProperties": False,
 }
 ANSWER = {"category": "bug", "priority": 2, "tags": ["api"]}
-
-
-def openai_completion(content: str) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "model": "m",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }
 
 
 def openai_environ(server: HTTPServer) -> dict[str, str]:

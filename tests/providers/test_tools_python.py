@@ -285,14 +285,18 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 def run(
-    capsys: pytest.CaptureFixture[str], workspace: Workspace, *extra: str
+    capsys: pytest.CaptureFixture[str],
+    workspace: Workspace,
+    *extra: str,
+    source: str = PROGRAM,
+    title: str = "Hello World",
 ) -> tuple[int, str, str]:
     return cli(
         capsys,
         "run",
-        program(workspace),
+        program(workspace, source),
         "--input",
-        '{"title": "Hello World"}',
+        json.dumps({"title": title}),
         "--no-learn",
         "--quiet",
         *extra,
@@ -347,18 +351,7 @@ def test_a_tool_that_raises_is_a_located_error_without_a_traceback(
 ) -> None:
     source = PROGRAM.replace("Text.record(slug)", 'Text.fail("disk full")')
 
-    code, _, err = cli(
-        capsys,
-        "run",
-        program(workspace, source),
-        "--input",
-        '{"title": "a"}',
-        "--mock",
-        "--no-learn",
-        "--quiet",
-        "--approve",
-        "auto",
-    )
+    code, _, err = run(capsys, workspace, "--mock", "--approve", "auto", source=source, title="a")
 
     assert code != 0
     assert "notes.as:12:" in err
@@ -371,19 +364,16 @@ def test_a_hung_tool_is_stopped_by_the_runs_deadline(
 ) -> None:
     source = PROGRAM.replace("Text.record(slug)", "Text.hang()")
 
-    code, _, err = cli(
+    code, _, err = run(
         capsys,
-        "run",
-        program(workspace, source),
-        "--input",
-        '{"title": "a"}',
+        workspace,
         "--mock",
-        "--no-learn",
-        "--quiet",
         "--approve",
         "auto",
         "--max-seconds",
         "0.5",
+        source=source,
+        title="a",
     )
 
     assert code != 0

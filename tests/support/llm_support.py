@@ -72,6 +72,23 @@ def request_bodies(server: HTTPServer) -> list[dict[str, Any]]:
     return [json.loads(request.get_data(as_text=True)) for request, _ in server.log]
 
 
+def openai_completion(content: str) -> dict[str, Any]:
+    """A chat-completions answer (model `m`) whose message is `content`."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
 def json_response(
     payload: Any, status: int = 200, headers: dict[str, str] | None = None
 ) -> Response:

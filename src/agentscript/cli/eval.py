@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 
 from agentscript.cli.errors import REPORTED_ERRORS, error_lines
-from agentscript.cli.options import case_options, timeout_environ, timeout_option
+from agentscript.cli.options import case_options, mock_option, timeout_environ, timeout_option
 
 if TYPE_CHECKING:
     from agentscript.app.evals.report_data import EvalReport
@@ -62,15 +62,7 @@ class _EvalCommand(click.Command):
 @click.option(
     "--variant", "variants", multiple=True, metavar="LABEL=CHOICE", help="A `use one of` pick."
 )
-@click.option(
-    "--mock",
-    "responses",
-    is_flag=False,
-    flag_value="",
-    default=None,
-    metavar="[FILE]",
-    help="Answer with the mock model: shape defaults, or scripted answers from FILE.",
-)
+@mock_option("Answer with the mock model: shape defaults, or scripted answers from FILE.")
 @click.option("--record", metavar="DIR", help="Record every cell's model exchanges in DIR.")
 @click.option(
     "--replay",

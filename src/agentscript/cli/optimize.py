@@ -17,7 +17,7 @@ import click
 
 from agentscript.cli.errors import REPORTED_ERRORS, error_lines
 from agentscript.cli.eval import EvalUsageError, progress_bar
-from agentscript.cli.options import case_options
+from agentscript.cli.options import case_options, mock_option
 
 if TYPE_CHECKING:
     from agentscript.app.optimize.runner import OptimizeReport, Plan
@@ -58,15 +58,7 @@ USAGE_EXIT = 2
     show_default=True,
     help="The held-out gain a winner needs, beyond an interval above 0.",
 )
-@click.option(
-    "--mock",
-    "responses",
-    is_flag=False,
-    flag_value="",
-    default=None,
-    metavar="[FILE]",
-    help="Answer with the mock model: shape defaults, or scripted answers from FILE.",
-)
+@mock_option("Answer with the mock model: shape defaults, or scripted answers from FILE.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option(
     "--dry-run", is_flag=True, help="Print the plan and its most model calls; spend nothing."

@@ -55,7 +55,7 @@ def json_option(help: str = "Print JSON.") -> Decorator[Any]:
 
 def run_budget_options(command: Command) -> Command:
     """`--max-tokens N`, `--max-calls N`, `--max-seconds N`: the budgets of one run (`run`,
-    `runs resume`), received as `max_tokens`, `max_calls`, `max_seconds`."""
+    `runs resume`, each run of `submit`), received as `max_tokens`, `max_calls`, `max_seconds`."""
     for option in reversed(
         (
             click.option(

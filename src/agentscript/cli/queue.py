@@ -16,14 +16,17 @@ from typing import Any
 import click
 
 from agentscript.cli.errors import REPORTED_ERRORS, error_lines
+from agentscript.cli.options import json_option, run_budget_options, workspace_option
 
 USAGE_EXIT = 2
 
-
-@click.command(name="worker")
-@click.option(
+_queue_option = click.option(
     "--queue", "url", required=True, metavar="URL", help="postgresql://… or sqlite:///PATH"
 )
+
+
+@click.command(name="worker")
+@_queue_option
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option(
     "--approve",
@@ -66,15 +69,11 @@ def worker_command(
 @click.argument("program")
 @click.option("--input", "input_json", metavar="JSON", help="One run's input object.")
 @click.option("--input-file", metavar="CASES.jsonl", help="One run per case (eval's format).")
-@click.option(
-    "--queue", "url", required=True, metavar="URL", help="postgresql://… or sqlite:///PATH"
-)
+@_queue_option
 @click.option("--wait", is_flag=True, help="Wait for the runs to end and print each result.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--workspace", metavar="DIR", help="The runs' workspace (default: the program's).")
-@click.option("--max-calls", type=click.IntRange(min=1), help="Model-call budget of each run.")
-@click.option("--max-tokens", type=click.IntRange(min=1), help="Token budget of each run.")
-@click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), help="Per run.")
+@json_option()
+@workspace_option("The runs' workspace (default: the program's).")
+@run_budget_options
 @click.pass_context
 def submit_command(ctx: click.Context, /, program: str, **options: Any) -> None:
     """Queue runs of PROGRAM (its text is pinned now: a run never mixes two versions), print

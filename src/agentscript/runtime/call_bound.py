@@ -18,9 +18,7 @@ from dataclasses import fields, is_dataclass
 
 from agentscript.lang import ast
 from agentscript.runtime.errors import AgentScriptError
-
-# What `generate` does without an `attempts` option (docs/language.md).
-DEFAULT_ATTEMPTS = 1
+from agentscript.runtime.generate import GenerateSettings
 
 
 class CallBoundError(AgentScriptError):
@@ -66,8 +64,7 @@ class _Bounds:
 
     def of_node(self, node: object, agent: ast.AgentDecl) -> int:
         if isinstance(node, ast.GenerateExpr):
-            attempts = node.options.attempts
-            own = int(attempts) if attempts is not None else DEFAULT_ATTEMPTS
+            own = GenerateSettings.from_options(node.options).attempts
             return own + self._children(node, agent)
         if isinstance(node, ast.IfStmt):
             then = self.of_body(node.then_body, agent)
@@ -97,7 +94,7 @@ class _Bounds:
     def _callee(self, callee: ast.Expr, agent: ast.AgentDecl) -> int:
         """What calling `callee` costs: a function of this agent, or another agent's."""
         if isinstance(callee, ast.IdentifierExpr):
-            own = _find(agent.functions, callee.name)
+            own = agent.function(callee.name)
             if own is not None:
                 return self.of_function(agent, own)
             other = self.agents.get(callee.name)
@@ -107,7 +104,7 @@ class _Bounds:
         if isinstance(callee, ast.MemberExpr) and isinstance(callee.object, ast.IdentifierExpr):
             other = self.agents.get(callee.object.name)
             if other is not None:
-                target = _find(other.functions, callee.property)
+                target = other.function(callee.property)
                 return self.of_function(other, target) if target is not None else 0
         return self.of_node(callee, agent)
 
@@ -123,18 +120,14 @@ class _Bounds:
 
     def _function(self, agent: ast.AgentDecl, name: str | None) -> ast.FuncDecl:
         if name is not None:
-            found = _find(agent.functions, name)
+            found = agent.function(name)
             if found is None:
                 raise CallBoundError(f"Agent {agent.name} has no function {name!r}")
             return found
-        main = [decl for decl in agent.functions if decl.is_main]
-        if not main and not agent.functions:
+        main = agent.main_function()
+        if main is None and not agent.functions:
             raise CallBoundError(f"Agent {agent.name} has no function")
-        return main[0] if main else agent.functions[0]
-
-
-def _find(functions: list[ast.FuncDecl], name: str) -> ast.FuncDecl | None:
-    return next((function for function in functions if function.name == name), None)
+        return main or agent.functions[0]
 
 
 def _child_nodes(node: object) -> Iterator[object]:

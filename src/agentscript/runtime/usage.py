@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(slots=True)
@@ -26,3 +27,10 @@ class Usage:
 
     def to_json(self) -> dict[str, int]:
         return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Usage | None:
+        """The usage `to_json` wrote, or None for anything that is not such an object."""
+        if not isinstance(raw, dict):
+            return None
+        return cls(int(raw.get("input_tokens") or 0), int(raw.get("output_tokens") or 0))

@@ -64,22 +64,18 @@ class AnswerCache:
                 return None
             self.hits += 1
         data = json.loads(row[0])
-        usage = data.get("usage")
         return GenerateResponse(
             value=data["value"],
             raw_text=data.get("raw_text"),
-            usage=Usage(usage["input_tokens"], usage["output_tokens"]) if usage else None,
+            usage=Usage.from_json(data.get("usage")),
             provider=data.get("provider"),
         )
 
     def keep(self, digest: str, response: GenerateResponse) -> None:
-        usage = response.usage
         answer = {
             "value": sanitize(response.value),
             "raw_text": response.raw_text,
-            "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
-            if usage
-            else None,
+            "usage": response.usage.to_json() if response.usage else None,
             "provider": response.provider,
         }
         with self._lock:

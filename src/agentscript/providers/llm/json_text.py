@@ -39,8 +39,7 @@ def complete_json(text: str) -> bool:
     """Whether the whole text, or a fenced block of it, is JSON: an answer cut off mid-JSON
     may still hold a balanced fragment (`{"a": {"b": 1}, "c": [` holds `{"b": 1}`), which
     `extract_json` would find but which is not the answer."""
-    whole = [text.strip(), *(match.group(1).strip() for match in _FENCE.finditer(text))]
-    for candidate in whole:
+    for candidate in _whole_candidates(text):
         try:
             parse(candidate)
         except ValueError:
@@ -49,9 +48,13 @@ def complete_json(text: str) -> bool:
     return False
 
 
+def _whole_candidates(text: str) -> list[str]:
+    """The whole text and each fenced block of it."""
+    return [text.strip(), *(match.group(1).strip() for match in _FENCE.finditer(text))]
+
+
 def _candidates(text: str) -> list[str]:
-    candidates = [text.strip()]
-    candidates.extend(match.group(1).strip() for match in _FENCE.finditer(text))
+    candidates = _whole_candidates(text)
     balanced = _first_balanced_object(text)
     if balanced is not None:
         candidates.append(balanced)

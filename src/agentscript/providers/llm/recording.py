@@ -202,7 +202,7 @@ class ReplayLlm:
                 f"(request {digest[:12]}); the prompt or options changed since it was recorded",
                 self._what_changed(request.call_key, material),
             )
-        usage = _usage(entry.get("usage"))
+        usage = Usage.from_json(entry.get("usage"))
         if entry.get("outcome") == "not_json":
             raise ModelOutputError(
                 str(entry.get("error") or "LLM provider did not return JSON"),
@@ -268,9 +268,3 @@ def _recorded_layout(entry: dict[str, Any]) -> PromptLayout:
     material = entry.get("request")
     layout = material.get("layout") if isinstance(material, dict) else None
     return PromptLayout.COMPACT if layout == PromptLayout.COMPACT.value else PromptLayout.ORIGINAL
-
-
-def _usage(raw: Any) -> Usage | None:
-    if not isinstance(raw, dict):
-        return None
-    return Usage(int(raw.get("input_tokens") or 0), int(raw.get("output_tokens") or 0))
