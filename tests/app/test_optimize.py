@@ -45,6 +45,11 @@ TICKETS = [
 ]
 
 
+# These tests search the `use one of` label and the model; test_optimize_prompts.py the
+# instructions and worked examples.
+LABELS_ONLY = ("--instructions", "0", "--demos", "0")
+
+
 def write_workspace(tmp_path: Path, cases: int = 20) -> tuple[Path, Path]:
     program = tmp_path / "triage.as"
     program.write_text(PROGRAM, encoding="utf-8")
@@ -83,7 +88,7 @@ def optimize(tmp_path: Path, server: Any, *args: str) -> tuple[int, dict[str, An
     out = tmp_path / "out"
     command = [
         "optimize", str(program), "--data", str(data), "--field", "label",
-        "--out", str(out), "--json", *args,
+        "--out", str(out), "--json", *LABELS_ONLY, *args,
     ]  # fmt: skip
     with pytest.MonkeyPatch.context() as patch:
         for name, value in server.environ().items():
@@ -98,7 +103,9 @@ def test_dry_run_prints_the_plan_and_its_most_calls_and_sends_nothing(
 ) -> None:
     program, data = write_workspace(tmp_path)
     with serving(guided) as server:
-        code = main(["optimize", str(program), "--data", str(data), "--dry-run", "--json"])
+        code = main(
+            ["optimize", str(program), "--data", str(data), "--dry-run", "--json", *LABELS_ONLY]
+        )
     assert code == 0 and server.requests == []
     plan = json.loads(capsys.readouterr().out)
     # 12 training cases × 2 trials, then baseline and winner on the 8 held out: 1 call a run.
@@ -198,7 +205,7 @@ def test_nothing_to_search_is_a_clear_error(
         'import llm M from "openai://x"\nmain agent A {\n  model M\n  role "r"\n'
         '  description "d"\n  main func() {\n    generate({ input: "Hi" }) -> { a }\n  }\n}\n'
     )
-    assert main(["optimize", str(plain), "--data", str(data), "--dry-run"]) == 2
+    assert main(["optimize", str(plain), "--data", str(data), "--dry-run", *LABELS_ONLY]) == 2
     assert "Nothing to optimize" in capsys.readouterr().err
 
 
@@ -238,7 +245,7 @@ def test_a_killed_optimization_resumes_without_asking_a_finished_cell_again(
     out = tmp_path / "out"
     command = [
         sys.executable, "-m", "agentscript", "optimize", str(program), "--data", str(data),
-        "--field", "label", "--out", str(out), "--json",
+        "--field", "label", "--out", str(out), "--json", *LABELS_ONLY,
     ]  # fmt: skip
     # Five cells are answered; the sixth waits at the server until the kill.
     with serving(guided, hold_after=5) as server:

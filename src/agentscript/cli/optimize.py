@@ -58,6 +58,21 @@ USAGE_EXIT = 2
     show_default=True,
     help="The held-out gain a winner needs, beyond an interval above 0.",
 )
+@click.option(
+    "--instructions",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Instructions to propose for each generate written with a literal one (0: none).",
+)
+@click.option(
+    "--demos",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Passing training cases shown as worked examples before each such generate (0: none).",
+)
+@click.option("--proposer", metavar="URI", help="The model that proposes instructions.")
 @mock_option("Answer with the mock model: shape defaults, or scripted answers from FILE.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option(
@@ -69,8 +84,9 @@ USAGE_EXIT = 2
 @click.option("--workspace", metavar="DIR", help="Journal folder (default: the program's).")
 @click.pass_context
 def optimize_command(ctx: click.Context, /, program: str, **options: Any) -> None:
-    """Search PROGRAM's `use one of` picks and --model choices on --data's training cases;
-    keep the winner only if the held-out cases show it better. See docs/optimize.md."""
+    """Search PROGRAM's `use one of` picks, proposed instructions, worked examples and
+    --model choices on --data's training cases; keep the winner only if the held-out cases
+    show it better. See docs/optimize.md."""
     if not options["dry_run"] and not options["out"]:
         raise EvalUsageError("--out DIR is needed (the trials are kept there; it resumes)")
     ctx.exit(_optimize(program, options))
@@ -96,6 +112,9 @@ def _optimize(program_path: str, options: dict[str, Any]) -> int:
         max_tokens=options["max_tokens"],
         max_seconds=options["max_seconds"],
         min_improvement=options["min_improvement"],
+        instructions=options["instructions"],
+        demos=options["demos"],
+        proposer=options["proposer"],
         field=options["field"],
         tolerance=options["tolerance"],
         mock=(responses or True) if responses is not None else False,
@@ -139,14 +158,23 @@ def _print_plan(plan: Plan, as_json: bool) -> None:
         return
     print(f"strategy {plan.strategy}: {plan.trials} trials")
     for choice in plan.space.choices:
-        print(f"  {choice.label}: {', '.join(choice.candidates)} (now {choice.current})")
+        if choice.kind == "instruction":
+            proposed = len(choice.candidates) - 1
+            print(f"  {choice.label}: as written, or one of {proposed} proposed")
+        else:
+            print(f"  {choice.label}: {', '.join(choice.candidates)} (now {choice.current})")
     models = [model or "(the program's)" for model in plan.space.models]
     print(f"  model: {', '.join(models)}")
     print(f"cases: {len(plan.train)} to train on, {len(plan.held_out)} held out")
     judge = f" + {plan.judge_calls_per_run} (judge)" if plan.judge_calls_per_run else ""
+    proposing = (
+        f" + {plan.proposal_runs} proposals × {plan.proposer_calls} calls"
+        if plan.proposal_runs
+        else ""
+    )
     print(
         f"at most {plan.max_calls:,} model calls: {plan.runs:,} runs × "
-        f"{plan.calls_per_run}{judge} calls per run"
+        f"{plan.calls_per_run}{judge} calls per run{proposing}"
     )
 
 

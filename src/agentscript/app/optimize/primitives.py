@@ -142,7 +142,7 @@ class OptimizerTool:
         baseline = space.baseline
         winner = Trial(tuple((label_, picks[label_]) for label_, _ in baseline.picks), None)
         comment = str(arguments.get("comment") or "specialized by host://optimizer")
-        changes = rewrite(program, baseline, winner, comment)
+        changes = rewrite(program, space, baseline, winner, comment)
         diff = "".join(change.diff(target.parent) for change in changes)
         outputs: list[str] = []
         if changes and write != "preview":

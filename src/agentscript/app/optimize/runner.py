@@ -2,6 +2,10 @@
 winner only if held-out cases say it is better, and write it back into the source.
 
 1. The cases are split once (a seeded shuffle): `split` of them train, the rest are held out.
+   The baseline runs on the training cases first; from its journaled runs a proposer model
+   writes new instructions for each generate written with a literal one (from the cases it got
+   wrong), and the cases it got right become worked examples (proposals.py). Both are kept in
+   `OUT/prompts-<program digest>.json`, so a resumed run tries the same texts.
 2. Every trial (space.py) is an eval of the training cases (the eval's own code: metrics,
    budgets, journaled runs, results rows), one configuration at a time, its rows kept in
    `OUT/trials-<program digest>.jsonl`: a killed optimization run again with the same `--out`
@@ -34,9 +38,11 @@ from agentscript.app.evals.judge import JudgeMetric
 from agentscript.app.evals.report_data import EvalReport
 from agentscript.app.evals.runner import EvalConfig, EvalProgress, evaluate, resolve_metric
 from agentscript.app.evals.stats import PairedDifference, paired_difference
+from agentscript.app.optimize import proposals
+from agentscript.app.optimize.prompt_sites import edited_source, prompt_sites
 from agentscript.app.optimize.source import Rewrite, rewrite
-from agentscript.app.optimize.space import SearchSpace, Trial
-from agentscript.app.programs import program_digest
+from agentscript.app.optimize.space import EXAMPLES, Choice, SearchSpace, Trial
+from agentscript.app.programs import load_source, program_digest
 from agentscript.lang import ast
 from agentscript.providers.llm.answer_cache import AnswerCache
 from agentscript.runtime.call_bound import max_model_calls
@@ -60,6 +66,12 @@ class OptimizeConfig:
     # Wall time of the whole optimization: no trial starts after it, a cell's run ends at it.
     max_seconds: float | None = None
     min_improvement: float = 0.03
+    # Instructions a proposer writes for each generate with a literal one (0: none), and
+    # how many passing training cases become its worked examples (0: none).
+    instructions: int = 3
+    demos: int = 3
+    # The proposer's model (None: the first --model, else the program's first llm).
+    proposer: str | None = None
     field: str | None = None
     tolerance: float | None = None
     # The eval's model sources, for offline runs and tests.
@@ -83,6 +95,8 @@ class Plan:
     trials: int
     calls_per_run: int
     judge_calls_per_run: int
+    # The proposer's calls: one proposal run per instruction choice, at most this each.
+    proposer_calls: int = 0
 
     @property
     def runs(self) -> int:
@@ -90,14 +104,24 @@ class Plan:
         return len(self.train) * self.trials + 2 * len(self.held_out)
 
     @property
+    def proposal_runs(self) -> int:
+        return sum(1 for c in self.space.choices if c.kind == "instruction")
+
+    @property
     def max_calls(self) -> int:
-        return self.runs * (self.calls_per_run + self.judge_calls_per_run)
+        per_run = self.calls_per_run + self.judge_calls_per_run
+        return self.runs * per_run + self.proposal_runs * self.proposer_calls
 
     def to_json(self) -> dict[str, Any]:
         return {
             "strategy": self.strategy,
             "labels": [
-                {"label": c.label, "sites": list(c.sites), "candidates": list(c.candidates)}
+                {
+                    "label": c.label,
+                    "kind": c.kind,
+                    "sites": list(c.sites),
+                    "candidates": list(c.candidates),
+                }
                 for c in self.space.choices
             ],
             "models": [model or "(the program's)" for model in self.space.models],
@@ -107,6 +131,8 @@ class Plan:
             "runs": self.runs,
             "calls_per_run": self.calls_per_run,
             "judge_calls_per_run": self.judge_calls_per_run,
+            "proposal_runs": self.proposal_runs,
+            "proposer_calls_per_run": self.proposer_calls,
             "max_calls": self.max_calls,
         }
 
@@ -135,6 +161,10 @@ class OptimizeReport:
     stopped: str | None = None
     # Model answers taken from the answer cache, and asks it passed on (None: no cache).
     cache: tuple[int, int] | None = None
+    # Per prompt site: the instructions proposed, examples shown, and a proposer's failure.
+    prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The bound once the proposals are known (fewer may come back than were asked for).
+    revised_max_calls: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         estimate = self.plan.max_calls
@@ -151,10 +181,12 @@ class OptimizeReport:
             "held_out": self.held_out.to_json() if self.held_out else None,
             "calls": {
                 "estimated_max": estimate,
+                "estimated_after_proposals": self.revised_max_calls,
                 "spent": self.spent_calls,
                 "share_of_estimate": round(self.spent_calls / estimate, 4) if estimate else None,
             },
             "cache": _cache_json(self.cache),
+            "prompts": self.prompts,
             "tokens": self.spent_tokens,
             "seconds": round(self.seconds, 3),
             "stopped": self.stopped,
@@ -170,16 +202,19 @@ def plan_optimization(
         raise OptimizeError(f"Unknown strategy {config.strategy!r} ({', '.join(STRATEGIES)})")
     if not 0.0 < config.split < 1.0:
         raise OptimizeError(f"--split must be between 0 and 1, got {config.split}")
-    space = SearchSpace.of(program, config.models)
+    sites = prompt_sites(program, _entry_text(program)) if program.source_path else []
+    space = SearchSpace.of(program, config.models, sites, config.instructions, config.demos > 0)
     if space.grid_size < 2:
         raise OptimizeError(
-            "Nothing to optimize: the program has no `use one of` site and one model "
+            "Nothing to optimize: the program has no `use one of` site, no generate with a "
+            "literal instruction (or --instructions 0 --demos 0) and one model "
             "(add `use one of` candidates, or give several --model)"
         )
     train, held_out = split_cases(list(cases), config.split, config.seed)
     strategy = space.strategy(config.strategy)
     chosen_metric = resolve_metric(metric, config.tolerance)
     judge = max_model_calls(chosen_metric.program) if isinstance(chosen_metric, JudgeMetric) else 0
+    proposer = max_model_calls(proposals.proposer_program()) if sites else 0
     return Plan(
         strategy,
         space,
@@ -188,6 +223,7 @@ def plan_optimization(
         space.trial_count(strategy),
         max_model_calls(program),
         judge,
+        proposer,
     )
 
 
@@ -231,9 +267,15 @@ class _Optimization:
         self.spent_tokens = 0
         self.stopped: str | None = None
         self.scores: dict[Trial, TrialScore] = {}
+        # The space as searched: prompt choices gain their texts once the baseline has run.
+        self.space = plan.space
+        self.baseline_report: EvalReport | None = None
+        self.prompts: dict[str, dict[str, Any]] = {}
+        self.programs: dict[str, ast.Program] = {}
         digest = program_digest(program)[:12]
         self.trials_file = out / f"trials-{digest}.jsonl"
         self.held_out_file = out / f"held-out-{digest}.jsonl"
+        self.prompts_file = out / f"prompts-{digest}.json"
         # A real model's answers by prompt: trials that share a prompt ask the model once.
         self.answers = None if config.mock is not False else AnswerCache(out / "answers.db")
 
@@ -246,14 +288,17 @@ class _Optimization:
 
     def _run(self) -> OptimizeReport:
         self.out.mkdir(parents=True, exist_ok=True)
-        space = self.plan.space
-        baseline = space.baseline
+        baseline = self.space.baseline
+        self._score(baseline)
+        if self.space.prompt_choices() and self.stopped is None:
+            self._fill_prompts()
+        space = self.space
+        revised = self._revised_max_calls() if space is not self.plan.space else None
         if self.plan.strategy == "grid":
             for trial in space.grid():
                 self._score(trial)
         else:
             best = baseline
-            self._score(best)
             for dimension in range(space.dimensions):
                 for trial in space.neighbours(best, dimension):
                     self._score(trial)
@@ -277,7 +322,7 @@ class _Optimization:
                 f"held-out {difference.mean:+.3f} over {baseline_label}, 95% CI "
                 f"[{difference.low:+.3f}, {difference.high:+.3f}], n={difference.n}"
             )
-            rewrites = rewrite(self.program, baseline, winner, evidence)
+            rewrites = rewrite(self.program, space, baseline, winner, evidence)
             self._write(rewrites)
         report = OptimizeReport(
             self.plan,
@@ -293,6 +338,8 @@ class _Optimization:
             rewrites,
             self.stopped,
             (self.answers.hits, self.answers.misses) if self.answers is not None else None,
+            self.prompts,
+            revised,
         )
         (self.out / "report.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
         return report
@@ -300,10 +347,15 @@ class _Optimization:
     def _score(self, trial: Trial) -> None:
         if trial in self.scores or self.stopped is not None:
             return
-        configuration = trial.configuration(self.plan.space)
-        report = self._evaluate([configuration], self.plan.train, "train", self.trials_file)
+        configuration = trial.configuration(self.space)
+        program = self._program_for(trial)
+        report = self._evaluate(
+            [configuration], self.plan.train, "train", self.trials_file, program
+        )
         if report is None:
             return
+        if trial == self.space.baseline:
+            self.baseline_report = report
         rows = report.rows  # a failed cell scores 0: it counts against its trial
         label = self._label(trial)
         mean = sum(row.score for row in rows) / len(rows) if rows else 0.0
@@ -312,15 +364,120 @@ class _Optimization:
             self.stopped = report.stopped
 
     def _held_out(self, baseline: Trial, winner: Trial) -> PairedDifference | None:
-        space = self.plan.space
-        plan = [baseline.configuration(space), winner.configuration(space)]
-        report = self._evaluate(plan, self.plan.held_out, "held out", self.held_out_file)
-        if report is None or report.stopped:
-            self.stopped = self.stopped or (report.stopped if report else "time")
+        """Both on the held-out cases, one eval each (with different prompts they are two
+        programs), paired by case."""
+        reports = []
+        for trial in (baseline, winner):
+            report = self._evaluate(
+                [trial.configuration(self.space)],
+                self.plan.held_out,
+                "held out",
+                self.held_out_file,
+                self._program_for(trial),
+            )
+            if report is None or report.stopped:
+                self.stopped = self.stopped or (report.stopped if report else "time")
+                return None
+            reports.append(report)
+        first, second = self._label(baseline), self._label(winner)
+        return paired_difference(
+            second, first, _scores_of(reports[1], second), _scores_of(reports[0], first)
+        )
+
+    def _program_for(self, trial: Trial) -> ast.Program:
+        """The program as `trial` runs it: its prompt edits made in the entry file's text."""
+        changes = trial.prompt_changes(self.space)
+        if not changes:
+            return self.program
+        text = edited_source(_entry_text(self.program), changes)
+        if text not in self.programs:
+            self.programs[text] = load_source(text, self.program.source_path)
+        return self.programs[text]
+
+    def _fill_prompts(self) -> None:
+        """Give each prompt choice its texts: proposals and examples from the baseline's
+        training runs (or from `prompts-<digest>.json`, written the first time)."""
+        saved = _read_json(self.prompts_file)
+        if saved is None:
+            saved = self._propose()
+            self.prompts_file.write_text(json.dumps(saved, indent=2) + "\n", encoding="utf-8")
+        self.prompts = saved
+        for choice in self.space.prompt_choices():
+            assert choice.prompt is not None
+            found = saved.get(choice.prompt.id, {})
+            if choice.kind == "instruction":
+                texts = [(f"proposed-{n}", t) for n, t in enumerate(found.get("proposed", []), 1)]
+            else:
+                shown = found.get("examples")
+                texts = [(EXAMPLES, shown)] if isinstance(shown, str) else []
+            self.space = self.space.with_texts(choice.label, texts)
+
+    def _propose(self) -> dict[str, dict[str, Any]]:
+        report = self.baseline_report
+        rows = report.rows if report is not None else []
+        inputs = {case.id: case.input for case in self.plan.train}
+        journal = report.journal if report is not None else None
+        written: dict[str, dict[str, Any]] = {}
+        for choice in self.space.prompt_choices():
+            site = choice.prompt
+            assert site is not None
+            entry = written.setdefault(site.id, {"instruction": site.instruction})
+            found = proposals.evidence(site, rows, inputs, journal)
+            if choice.kind == "examples":
+                entry["examples"] = proposals.examples(found, self.config.demos)
+            elif not found.failures:
+                entry["proposed"] = []
+                entry["note"] = "no training case failed: nothing to propose from"
+            else:
+                entry.update(self._ask_proposer(site.id, found, choice, len(choice.candidates) - 1))
+        return written
+
+    def _ask_proposer(
+        self, site_id: str, found: proposals.SiteEvidence, choice: Choice, count: int
+    ) -> dict[str, Any]:
+        from agentscript.app.configuration import RunConfig
+        from agentscript.app.run import run
+
+        assert choice.prompt is not None
+        model = self._proposer_model()
+        config = RunConfig(
+            model="mock" if model is None else "real",
+            models=[model] if model is not None else [],
+            workspace=self.config.workspace,
+            journal_path=self.config.journal_path,
+            environ=self.config.environ,
+            mock_tools=True,
+        )
+        given = proposals.proposer_input(choice.prompt, found, count)
+        try:
+            result = run(proposals.proposer_program(), given, config)
+        except AgentScriptError as error:
+            self._spend(error.spent or {})
+            return {"proposed": [], "error": f"the proposer failed at {site_id}: {error}"}
+        self._spend(result.usage)
+        return {"proposed": proposals.chosen_instructions(choice.prompt, result.value, count)}
+
+    def _proposer_model(self) -> str | None:
+        """The proposer's model URI; None under --mock (the mock proposes nothing)."""
+        if self.config.mock is not False:
             return None
-        scores = {label: _scores_of(report, label) for label in report.configurations}
-        first, second = report.configurations
-        return paired_difference(second, first, scores[second], scores[first])
+        if self.config.proposer:
+            return self.config.proposer
+        chosen = [m for m in self.config.models if m != "mock"]
+        if chosen:
+            return chosen[0].partition("=")[2] if "=" in chosen[0] else chosen[0]
+        return next(d.uri for d in self.program.imports if d.resource_kind == "llm")
+
+    def _revised_max_calls(self) -> int:
+        """The plan's bound with the trials the proposals left."""
+        trials = self.space.trial_count(self.plan.strategy)
+        per_run = self.plan.calls_per_run + self.plan.judge_calls_per_run
+        runs = len(self.plan.train) * trials + 2 * len(self.plan.held_out)
+        return runs * per_run + self.plan.proposal_runs * self.plan.proposer_calls
+
+    def _spend(self, usage: dict[str, float | int]) -> None:
+        self.spent_calls += int(usage.get("calls", 0))
+        self.spent_tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
 
     def _verdict(self, difference: PairedDifference | None) -> tuple[bool, str]:
         if difference is None or math.isnan(difference.mean):
@@ -344,7 +501,12 @@ class _Optimization:
         )
 
     def _evaluate(
-        self, plan: list[Configuration], cases: list[Case], stage: str, out: Path
+        self,
+        plan: list[Configuration],
+        cases: list[Case],
+        stage: str,
+        out: Path,
+        program: ast.Program,
     ) -> EvalReport | None:
         """An eval of `plan` on `cases` within what is left of the budgets; None when nothing
         is left (`stopped` says which)."""
@@ -360,7 +522,7 @@ class _Optimization:
             self.stopped = self.stopped or "budget (--max-calls/--max-tokens)"
             return None
         report = evaluate(
-            self.program,
+            program,
             cases,
             EvalConfig(
                 plan=plan,
@@ -386,10 +548,7 @@ class _Optimization:
             ),
             self.metric,
         )
-        self.spent_calls += int(report.spent.get("calls", 0))
-        self.spent_tokens += int(report.spent.get("input_tokens", 0)) + int(
-            report.spent.get("output_tokens", 0)
-        )
+        self._spend(report.spent)
         return report
 
     def _best(self, fallback: Trial) -> Trial:
@@ -401,7 +560,7 @@ class _Optimization:
         return best.trial if best is not None else fallback
 
     def _label(self, trial: Trial) -> str:
-        return trial.configuration(self.plan.space).label
+        return trial.configuration(self.space).label
 
     def _seconds_left(self) -> float | None:
         if self.config.max_seconds is None:
@@ -438,6 +597,19 @@ def apply(report: OptimizeReport) -> list[Path]:
     for change in report.rewrites:
         change.path.write_text(change.after, encoding="utf-8")
     return [change.path for change in report.rewrites]
+
+
+def _entry_text(program: ast.Program) -> str:
+    """The entry file's text (a program parsed from a string has no prompt sites)."""
+    assert program.source_path is not None
+    return Path(program.source_path).read_text(encoding="utf-8")
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def _scores_of(report: EvalReport, configuration: str) -> dict[str, float]:
