@@ -6,6 +6,7 @@ search, the proposals, the written source, resume and the cost bound are checked
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -218,3 +219,34 @@ def test_a_proposer_that_fails_leaves_the_instruction_as_written(tmp_path: Path)
     assert report["prompts"][site]["error"].startswith(f"the proposer failed at {site}:")
     # Both of its attempts count in what was spent.
     assert report["calls"]["spent"] == 12 + 2 == len(server.requests)
+
+
+WRITER = PROGRAM.replace(
+    'import llm Model from "openai://base"',
+    'import llm Model from "openai://base"\nimport tool File from "file://workspace"',
+).replace(
+    '        generate({ input: "Label the ticket." })',
+    '        File.write({ path: "notes/" + input.ticket + ".md", content: "seen" })\n'
+    '        generate({ input: "Label the ticket." })',
+)
+
+
+def test_trials_have_no_effect_unless_allowed_and_then_every_effect_is_undone(
+    tmp_path: Path,
+) -> None:
+    write_workspace(tmp_path)
+    (tmp_path / "triage.as").write_text(WRITER, encoding="utf-8")
+    with serving(learns_from_examples) as server:
+        code, mocked = optimize(tmp_path, server, "--instructions", "0")
+        assert code == 0 and mocked["effects"] is None
+        assert not (tmp_path / "notes").exists()  # the mock tools answered
+        shutil.rmtree(tmp_path / "out")  # not a resume: the trials run again, for real
+        code, real = optimize(
+            tmp_path, server, "--instructions", "0", "--allow-effects", "--approve", "auto"
+        )
+    assert code == 0, real
+    effects = real["effects"]
+    # Every trial run wrote one file; each was undone once its cell was scored.
+    runs = 12 * real["plan"]["trials"] + 2 * 8
+    assert effects == {"recorded": runs, "undone": runs, "not_undone": []}
+    assert list((tmp_path / "notes").glob("*.md")) == []

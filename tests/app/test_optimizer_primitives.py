@@ -139,3 +139,67 @@ def test_check_knows_the_host_tools_and_refuses_others(workspace: Path) -> None:
     (problem,) = agentscript.check(other)
     assert problem.code == "UNKNOWN_HOST_TOOL"
     assert "host://optimizer, host://agentscript" in problem.message
+
+
+def cli_mode(
+    workspace: Path, capsys: pytest.CaptureFixture[str], *flags: str
+) -> tuple[int, str, str]:
+    """`agentscript tuner.as triage.as --selection … --write … FLAGS` in the workspace."""
+    from agentscript.cli.main import main
+
+    selection = json.dumps({"triage.as#Triage.__main[label guide]": "guide"})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(workspace)
+        code = main(["tuner.as", "triage.as", "--selection", selection, *flags])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_original_cli_mode_passes_the_target_and_flags_as_input(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = cli_mode(workspace, capsys, "--mock", "--write", "preview", "--quiet")
+    assert code == 0, err
+    value = json.loads(out)
+    assert value["found"]["target"] == "triage.as"
+    assert value["trial"]["ok"] is True and value["trial"]["picked"]
+    kept = value["kept"]
+    assert kept["ok"] and kept["outputs"] == []
+    assert '+            guide: "billing: charges and invoices." selected' in kept["diff"]
+    assert (workspace / "triage.as").read_text() == TARGET  # a preview writes nothing
+
+
+def test_the_cli_mode_keeps_the_runners_flags_out_of_the_input(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentscript.cli.optimizer_mode import parse
+
+    parsed = parse(
+        ["tuner.as", "triage.as", "--max-trials", "3", "--trial-trace", "none", "--dry-run",
+         "--selection", '{"a": "b"}', "--mock", "--run-dir", "runs"]
+    )  # fmt: skip
+    assert parsed.input == {
+        "target": "triage.as",
+        "dry_run": True,
+        "trial_trace": "none",
+        "selection": {"a": "b"},
+    }
+    assert parsed.runner == {"max_trials": "3", "run_dir": "runs"}
+    config = parsed.run_config()
+    assert (config.model, config.max_trials) == ("mock", 3)
+    assert str(config.journal_path).endswith("runs/journal.db")
+
+
+def test_a_trial_past_max_trials_stops_the_run(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    twice = OPTIMIZER.replace(
+        "        kept = Optimizer.specialize({",
+        "        again = Optimizer.trial({ target: input.target, selection: input.selection, "
+        'input: { ticket: "x" } })\n        kept = Optimizer.specialize({',
+    )
+    (workspace / "tuner.as").write_text(twice, encoding="utf-8")
+    code, _, err = cli_mode(workspace, capsys, "--mock", "--write", "preview", "--max-trials", "1")
+    assert code == 1
+    assert "more than 1 trials (--max-trials)" in err
+    assert "Traceback" not in err

@@ -349,7 +349,7 @@ def optimizer_tool(config: RunConfig, jail: Workspace) -> SchemeTool:
         )
         return run(target, value, trial)
 
-    return OptimizerTool(jail, run_trial)
+    return OptimizerTool(jail, run_trial, config.max_trials)
 
 
 def _runs_as_newer(config: RunConfig, workspace: Path) -> bool:

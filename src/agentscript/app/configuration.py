@@ -68,6 +68,8 @@ class RunConfig:
     max_tokens: int | None = None
     max_calls: int | None = None
     max_seconds: float | None = None
+    # The `host://optimizer` trials a run may make (the optimizer CLI mode's --max-trials).
+    max_trials: int | None = None
     # Where provider keys, base URLs and timeouts are read from (os.environ when None).
     environ: Mapping[str, str] | None = None
     # The directory host tools are confined to (default: the program's directory).

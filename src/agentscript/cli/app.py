@@ -16,6 +16,7 @@ import click
 from agentscript import __version__
 from agentscript.cli import actions
 from agentscript.cli.options import (
+    approve_option,
     json_option,
     mock_option,
     run_budget_options,
@@ -208,10 +209,8 @@ def cli(ctx: click.Context) -> None:
 )
 @workspace_option("Confine tools to DIR (default: the program's).")
 @click.option("--mock-tools", is_flag=True, help="Answer every tool call with the mock tool.")
-@click.option(
-    "--approve",
-    type=click.Choice(["auto", "ask", "deny"]),
-    help="Calls that need approval: ask at the terminal (default), approve all, or refuse all.",
+@approve_option(
+    "Calls that need approval: ask at the terminal (default), approve all, or refuse all."
 )
 @click.option("--approvals", metavar="FILE", help="Approval policy (YAML or JSON).")
 @click.option(

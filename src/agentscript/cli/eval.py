@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 
 from agentscript.cli.errors import REPORTED_ERRORS, error_lines
-from agentscript.cli.options import case_options, mock_option, timeout_environ, timeout_option
+from agentscript.cli.options import (
+    approve_option,
+    case_options,
+    mock_option,
+    timeout_environ,
+    timeout_option,
+)
 
 if TYPE_CHECKING:
     from agentscript.app.evals.report_data import EvalReport
@@ -106,7 +112,7 @@ class _EvalCommand(click.Command):
 @click.option("--workspace", metavar="DIR", help="Tools' folder and journal (default: program's).")
 @click.option("--memory-db", metavar="PATH", help="Long-term memory database (with --learn).")
 @click.option("--mock-tools", is_flag=True, help="Answer every tool call with the mock tool.")
-@click.option("--approve", type=click.Choice(["auto", "deny"]), help="Approve or refuse all.")
+@approve_option("Approve or refuse all.", choices=("auto", "deny"))
 @click.option("--approvals", metavar="FILE", help="Approval policy (YAML or JSON).")
 @click.pass_context
 def eval_command(ctx: click.Context, /, program: str, **options: Any) -> None:

@@ -80,9 +80,11 @@ def _plain_check(rest: list[str]) -> bool:
 
 
 def _flag_form(args: list[str]) -> int:
-    from agentscript.cli import legacy
+    from agentscript.cli import legacy, optimizer_mode
     from agentscript.cli.errors import CliError
 
+    if optimizer_mode.applies(args):
+        return optimizer_mode.run(args)
     try:
         parsed = legacy.parse_args(args)
     except CliError as error:

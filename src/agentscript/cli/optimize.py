@@ -17,7 +17,7 @@ import click
 
 from agentscript.cli.errors import REPORTED_ERRORS, error_lines
 from agentscript.cli.eval import EvalUsageError, progress_bar
-from agentscript.cli.options import case_options, mock_option
+from agentscript.cli.options import approve_option, case_options, mock_option
 
 if TYPE_CHECKING:
     from agentscript.app.optimize.runner import OptimizeReport, Plan
@@ -73,6 +73,15 @@ USAGE_EXIT = 2
     help="Passing training cases shown as worked examples before each such generate (0: none).",
 )
 @click.option("--proposer", metavar="URI", help="The model that proposes instructions.")
+@click.option(
+    "--allow-effects",
+    is_flag=True,
+    help="Run tools for real in trials (one cell at a time); undo each run's file effects.",
+)
+@approve_option(
+    "With --allow-effects: approve or refuse every call that needs approval.",
+    choices=("auto", "deny"),
+)
 @mock_option("Answer with the mock model: shape defaults, or scripted answers from FILE.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option(
@@ -115,6 +124,8 @@ def _optimize(program_path: str, options: dict[str, Any]) -> int:
         instructions=options["instructions"],
         demos=options["demos"],
         proposer=options["proposer"],
+        allow_effects=options["allow_effects"],
+        approve=options["approve"],
         field=options["field"],
         tolerance=options["tolerance"],
         mock=(responses or True) if responses is not None else False,

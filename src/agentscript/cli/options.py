@@ -23,6 +23,20 @@ DB_HELP = (
 )
 
 
+def approve_option(
+    help: str, choices: tuple[str, ...] = ("auto", "ask", "deny"), default: str | None = None
+) -> Decorator[Any]:
+    """`--approve MODE`: what calls that need approval get (agentscript.providers.tools
+    .approvals); a command where nobody can be asked offers only `auto` and `deny`."""
+    return click.option(
+        "--approve",
+        type=click.Choice(choices),
+        default=default,
+        show_default=default is not None,
+        help=help,
+    )
+
+
 def workspace_option(help: str, default: str | None = None) -> Decorator[Any]:
     """`--workspace DIR`; with a `default` (".") the help shows it."""
     return click.option(

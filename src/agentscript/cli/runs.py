@@ -16,6 +16,7 @@ import click
 from agentscript.cli.actions import reporting_errors
 from agentscript.cli.errors import CliError
 from agentscript.cli.options import (
+    approve_option,
     json_option,
     mock_option,
     run_budget_options,
@@ -184,10 +185,8 @@ def view_command(
 @runs_group.command(name="resume")
 @click.argument("run")
 @mock_option("Go on with the mock model (scripted answers from FILE) instead of the real one.")
-@click.option(
-    "--approve",
-    type=click.Choice(["auto", "ask", "deny"]),
-    help="Live calls that need approval: ask at the terminal (default), approve all, or refuse.",
+@approve_option(
+    "Live calls that need approval: ask at the terminal (default), approve all, or refuse."
 )
 @click.option("--approvals", metavar="FILE", help="Approval policy (YAML or JSON).")
 @click.option(

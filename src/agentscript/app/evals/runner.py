@@ -118,6 +118,9 @@ class EvalConfig:
     # Called after every cell, one call at a time: from the thread that ran it, or with
     # workers from the thread that called `evaluate`.
     on_progress: Callable[[EvalProgress], None] | None = None
+    # Called with the trace of each cell's program run once the cell is scored, in the thread
+    # that ran it (an optimizer undoes a trial's effects there). Not with workers.
+    after_run: Callable[[list[dict[str, Any]]], None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -481,14 +484,22 @@ class _Eval:
     def _cell(self, case: Case, configuration: Configuration) -> CellResult | None:
         """Run and score one cell; None when the eval's budget stopped it (it is not kept)."""
         owned: list[Closeable] = []
+        traces: list[list[dict[str, Any]]] = []
         try:
-            return self._scored_cell(case, configuration, owned)
+            return self._scored_cell(case, configuration, owned, traces)
         finally:
             for provider in owned:
                 provider.close()
+            if self.config.after_run is not None:
+                for trace in traces:
+                    self.config.after_run(trace)
 
     def _scored_cell(
-        self, case: Case, configuration: Configuration, owned: list[Closeable]
+        self,
+        case: Case,
+        configuration: Configuration,
+        owned: list[Closeable],
+        traces: list[list[dict[str, Any]]],
     ) -> CellResult | None:
         try:
             model = self._cell_model(case, configuration, judge=False, owned=owned)
@@ -496,7 +507,7 @@ class _Eval:
         except AgentScriptError as problem:
             return self._row(case, configuration, error=describe(problem))
         outcome = self._run_program(
-            self.program, case.input, configuration, model, learn=True, replay=replay
+            self.program, case.input, configuration, model, learn=True, replay=replay, traces=traces
         )
         if outcome is None:
             return None
@@ -571,8 +582,10 @@ class _Eval:
         learn: bool,
         replay: Cassette | None = None,
         judge: bool = False,
+        traces: list[list[dict[str, Any]]] | None = None,
     ) -> tuple[Any, str | None, dict[str, float | int], str | None] | None:
-        """(value, error, usage, run id), or None when the eval's budget stopped the run."""
+        """(value, error, usage, run id), or None when the eval's budget stopped the run;
+        the run's trace goes to `traces` when given."""
         import agentscript
 
         run_config = self._run_config(configuration, model, learn)
@@ -582,6 +595,8 @@ class _Eval:
         try:
             result = agentscript.run(program, input_value, run_config)
         except AgentScriptError as error:
+            if traces is not None:
+                traces.append(list(error.trace or []))
             if isinstance(error, EvalBudgetExceeded):
                 return None
             journal = error.journal
@@ -591,6 +606,8 @@ class _Eval:
                 dict(error.spent or {}),
                 journal.run_id if journal else None,
             )
+        if traces is not None:
+            traces.append(result.trace)
         journal_id = result.journal.run_id if result.journal is not None else None
         return result.value, None, dict(result.usage), journal_id
 

@@ -25,6 +25,7 @@ from typing import Any
 from agentscript.app.optimize.space import SearchSpace, Trial
 from agentscript.providers.tools.base import Risk, object_argument
 from agentscript.providers.tools.workspace import Workspace
+from agentscript.runtime.budgets import BudgetExceeded
 from agentscript.runtime.errors import AgentScriptError, ExecutionError
 from agentscript.runtime.ports import ToolCall
 
@@ -36,9 +37,14 @@ WRITE_MODES = ("preview", "copy", "in_place")
 class OptimizerTool:
     """The `host://optimizer` methods over the programs of one workspace."""
 
-    def __init__(self, jail: Workspace, run_trial: TrialRunner) -> None:
+    def __init__(
+        self, jail: Workspace, run_trial: TrialRunner, max_trials: int | None = None
+    ) -> None:
         self._jail = jail
         self._run_trial = run_trial
+        # The trials a run may make (None: no limit): past it, the run stops at the call.
+        self._trials_left = max_trials
+        self._max_trials = max_trials
 
     def risk(self, request: ToolCall) -> Risk:
         if request.method == "specialize":
@@ -97,6 +103,13 @@ class OptimizerTool:
         entry = arguments.get("entry") or {}
         if not isinstance(entry, dict):
             raise ExecutionError(f"{label}.entry must be an object with an agent string")
+        if self._trials_left is not None:
+            if self._trials_left <= 0:
+                raise BudgetExceeded(
+                    "trials",
+                    f"Run budget exceeded: more than {self._max_trials} trials (--max-trials)",
+                )
+            self._trials_left -= 1
         try:
             result = self._run_trial(
                 target, arguments.get("input", {}), selection, entry.get("agent"), entry.get("func")

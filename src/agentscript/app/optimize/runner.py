@@ -45,6 +45,7 @@ from agentscript.app.optimize.space import EXAMPLES, Choice, SearchSpace, Trial
 from agentscript.app.programs import load_source, program_digest
 from agentscript.lang import ast
 from agentscript.providers.llm.answer_cache import AnswerCache
+from agentscript.providers.tools.approvals import ApprovalMode
 from agentscript.runtime.call_bound import max_model_calls
 from agentscript.runtime.errors import AgentScriptError
 
@@ -74,6 +75,10 @@ class OptimizeConfig:
     proposer: str | None = None
     field: str | None = None
     tolerance: float | None = None
+    # Tools run for real in trials (approved as `approve` says), and each run's file effects
+    # are undone once its cell is scored; otherwise every tool answers from the mock.
+    allow_effects: bool = False
+    approve: ApprovalMode | None = None
     # The eval's model sources, for offline runs and tests.
     mock: bool | str | Path = False
     concurrency: int = 1
@@ -165,6 +170,8 @@ class OptimizeReport:
     prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The bound once the proposals are known (fewer may come back than were asked for).
     revised_max_calls: int | None = None
+    # With allow_effects: effects recorded in trials, undone, and not undone (with why).
+    effects: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         estimate = self.plan.max_calls
@@ -187,6 +194,7 @@ class OptimizeReport:
             },
             "cache": _cache_json(self.cache),
             "prompts": self.prompts,
+            "effects": self.effects,
             "tokens": self.spent_tokens,
             "seconds": round(self.seconds, 3),
             "stopped": self.stopped,
@@ -276,6 +284,9 @@ class _Optimization:
         self.trials_file = out / f"trials-{digest}.jsonl"
         self.held_out_file = out / f"held-out-{digest}.jsonl"
         self.prompts_file = out / f"prompts-{digest}.json"
+        self.effects: dict[str, Any] | None = (
+            {"recorded": 0, "undone": 0, "not_undone": []} if config.allow_effects else None
+        )
         # A real model's answers by prompt: trials that share a prompt ask the model once.
         self.answers = None if config.mock is not False else AnswerCache(out / "answers.db")
 
@@ -340,6 +351,7 @@ class _Optimization:
             (self.answers.hits, self.answers.misses) if self.answers is not None else None,
             self.prompts,
             revised,
+            self.effects,
         )
         (self.out / "report.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
         return report
@@ -475,6 +487,28 @@ class _Optimization:
         runs = len(self.plan.train) * trials + 2 * len(self.plan.held_out)
         return runs * per_run + self.plan.proposal_runs * self.plan.proposer_calls
 
+    def _undo(self, trace: list[dict[str, Any]]) -> None:
+        """Revert the file effects of one trial run, newest first; effects that cannot be
+        reverted (a process, a request) are listed in the report."""
+        from agentscript.providers.tools.effects import effects_in_trace, undo_trace
+
+        assert self.effects is not None
+        recorded = effects_in_trace(trace, files_only=False)
+        if not recorded:
+            return
+        files = effects_in_trace(trace)
+        root = self.config.workspace or Path(self.program.source_path or ".").parent
+        undone = undo_trace(trace, root)
+        self.effects["recorded"] += len(recorded)
+        self.effects["undone"] += len(undone["undone"])
+        for key in ("conflicts", "skipped", "refused"):
+            self.effects["not_undone"].extend(undone[key])
+        self.effects["not_undone"].extend(
+            {"effect": effect.get("action", "effect"), "reason": "not an undoable file effect"}
+            for effect in recorded
+            if effect not in files
+        )
+
     def _spend(self, usage: dict[str, float | int]) -> None:
         self.spent_calls += int(usage.get("calls", 0))
         self.spent_tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
@@ -527,7 +561,8 @@ class _Optimization:
             EvalConfig(
                 plan=plan,
                 mock=self.config.mock,
-                concurrency=self.config.concurrency,
+                # Real effects of concurrent cells would meet: one cell at a time then.
+                concurrency=1 if self.config.allow_effects else self.config.concurrency,
                 max_calls=calls,
                 max_tokens=tokens,
                 max_seconds=left,
@@ -537,8 +572,11 @@ class _Optimization:
                 workspace=self.config.workspace,
                 journal_path=self.config.journal_path,
                 environ=self.config.environ,
-                # Trials never touch the world: every tool answers from the mock.
-                mock_tools=True,
+                # Trials never touch the world unless asked: then each run's effects are
+                # undone once its cell is scored.
+                mock_tools=not self.config.allow_effects,
+                approve=self.config.approve,
+                after_run=self._undo if self.config.allow_effects else None,
                 answers=self.answers,
                 on_progress=(
                     (lambda progress: self.config.on_progress(stage, progress))  # type: ignore[misc]

@@ -241,17 +241,22 @@ def _effect_id(effect: Any) -> Any:
     return effect.get("id") if isinstance(effect, dict) else None
 
 
-def effects_in_trace(trace: list[Any]) -> list[dict[str, Any]]:
-    """The file effects a run recorded, in execution order, nested agent calls included."""
+def effects_in_trace(trace: list[Any], files_only: bool = True) -> list[dict[str, Any]]:
+    """The file effects a run recorded (every effect record unless `files_only`), in
+    execution order, nested agent calls included."""
     found: list[dict[str, Any]] = []
     for event in trace:
         if not isinstance(event, dict) or not isinstance(event.get("data"), dict):
             continue
         data = event["data"]
         if event.get("kind") == "tool" and isinstance(data.get("effects"), list):
-            found.extend(effect for effect in data["effects"] if is_file_effect(effect))
+            found.extend(
+                effect
+                for effect in data["effects"]
+                if is_file_effect(effect) or (not files_only and isinstance(effect, dict))
+            )
         elif event.get("kind") == "agent" and isinstance(data.get("trace"), list):
-            found.extend(effects_in_trace(data["trace"]))
+            found.extend(effects_in_trace(data["trace"], files_only))
     return found
 
 
