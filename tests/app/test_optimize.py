@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -273,3 +274,32 @@ def finished_rows(out: Path) -> int:
     return sum(
         len(path.read_text().splitlines()) for path in out.glob("trials-*.jsonl") if path.exists()
     )
+
+
+def test_ctrl_c_stops_an_optimization_with_130_and_the_rerun_resumes(tmp_path: Path) -> None:
+    program, data = write_workspace(tmp_path)
+    out = tmp_path / "out"
+    command = [
+        sys.executable, "-m", "agentscript", "optimize", str(program), "--data", str(data),
+        "--field", "label", "--out", str(out), "--json", *LABELS_ONLY,
+    ]  # fmt: skip
+    with serving(guided, hold_after=3) as server:
+        environ = {**os.environ, **server.environ()}
+        process = subprocess.Popen(
+            command, env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and finished_rows(out) < 3:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        server.release()
+        _, err = process.communicate(timeout=60)
+        assert process.returncode == 130, err
+        assert f"Interrupted; the finished trials are in {out}" in err
+        assert "Traceback" not in err
+        kept = finished_rows(out)
+        assert kept >= 3
+        finished = subprocess.run(command, env=environ, capture_output=True, timeout=120)
+    assert finished.returncode == 0, finished.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["accepted"]

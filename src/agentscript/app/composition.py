@@ -362,8 +362,9 @@ def _runs_as_newer(config: RunConfig, workspace: Path) -> bool:
 def build_tools(
     config: RunConfig, workspace: Path, owned: list[Closeable], secrets: SecretSet | None = None
 ) -> ToolProvider:
-    """The host tools by URI scheme, behind the approval gate; in a dry run reads run for real
-    and every other call is only reported, so walking a program changes nothing. The memory
+    """The host tools by URI scheme, behind the approval gate; in a dry run (and with
+    `simulate_effects`) reads run for real and every other call is only reported, so walking
+    a program changes nothing. The memory
     service refuses to store any of `secrets` (the run's redaction set)."""
     if config.tools is not None:
         return config.tools
@@ -446,7 +447,7 @@ def build_tools(
             "python": LazyTool(python_tools),
         }
     )
-    if config.model == "dry-run":
+    if config.model == "dry-run" or config.simulate_effects:
         from agentscript.providers.tools.dry_run import DryRunTools
 
         dry = DryRunTools(registry)

@@ -76,6 +76,9 @@ class RunConfig:
     workspace: str | Path | None = None
     # Answer every tool call with the mock tool instead of running host tools.
     mock_tools: bool = False
+    # Reads run for real; a call that would change something only reports, as in a dry run
+    # (an optimizer's trials: their prompts are the ones the program really builds).
+    simulate_effects: bool = False
     # The original's release the program is run as (e.g. "0.1.22"); None: the one the
     # workspace's package.json declares, else 0.1.0 (app/compat_version.py).
     compat: str | None = None

@@ -113,6 +113,8 @@ class EvalConfig:
     memory_db: str | Path | None = None
     environ: Mapping[str, str] | None = None
     mock_tools: bool = False
+    # Reads run; calls that would change something only report (RunConfig.simulate_effects).
+    simulate_effects: bool = False
     approve: ApprovalMode | None = None
     approvals: str | Path | None = None
     # Called after every cell, one call at a time: from the thread that ran it, or with
@@ -648,6 +650,7 @@ class _Eval:
             run_memory=learn and configuration.learning == LEARNING_ON,
             memory_db=self.config.memory_db,
             mock_tools=self.config.mock_tools,
+            simulate_effects=self.config.simulate_effects,
             max_seconds=self.config.max_seconds,
             approve=self.config.approve,
             approvals=self.config.approvals,

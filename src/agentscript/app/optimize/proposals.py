@@ -10,6 +10,7 @@ proposal stays an instruction: the site's output shape, tools and control flow n
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,8 +98,6 @@ def evidence(
 
 
 def proposer_input(site: PromptSite, found: SiteEvidence, count: int) -> dict[str, Any]:
-    import json
-
     return {
         "instruction": site.instruction,
         "shape": site.shape,
@@ -122,10 +121,19 @@ def chosen_instructions(site: PromptSite, proposed: Any, count: int) -> list[str
 
 
 def examples(found: SiteEvidence, count: int) -> str | None:
-    """The first `count` passing cases as worked examples; None when none passed."""
+    """`count` passing cases as worked examples, answers as varied as the passes allow (a
+    small model copies the answer it sees most); None when none passed."""
     if count <= 0 or not found.passes:
         return None
-    return examples_text(found.passes[:count])
+    chosen: list[tuple[Any, Any]] = []
+    shown: set[str] = set()
+    for given, answer in found.passes:  # one of each answer first, in case order
+        key = json.dumps(answer, sort_keys=True, default=str)
+        if key not in shown and len(chosen) < count:
+            chosen.append((given, answer))
+            shown.add(key)
+    chosen += [p for p in found.passes if p not in chosen][: count - len(chosen)]
+    return examples_text(chosen)
 
 
 def _open(journal_path: str | Path | None) -> Any:

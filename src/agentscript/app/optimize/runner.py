@@ -18,7 +18,8 @@ winner only if held-out cases say it is better, and write it back into the sourc
 
 What it spends is bounded before it starts: runs × the static bound on one run's model calls
 (runtime/call_bound.py), the judge's too; `dry_run` returns that plan and spends nothing.
-Tools answer from the mock during trials, so no trial has an effect.
+In trials, reads run for real and a call that would change something only reports (as in a
+dry run), so no trial has an effect unless `allow_effects` asks for them (then undone).
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ class OptimizeConfig:
     field: str | None = None
     tolerance: float | None = None
     # Tools run for real in trials (approved as `approve` says), and each run's file effects
-    # are undone once its cell is scored; otherwise every tool answers from the mock.
+    # are undone once its cell is scored; otherwise reads run and every call that would
+    # change something only reports, as in a dry run.
     allow_effects: bool = False
     approve: ApprovalMode | None = None
     # The eval's model sources, for offline runs and tests.
@@ -572,9 +574,10 @@ class _Optimization:
                 workspace=self.config.workspace,
                 journal_path=self.config.journal_path,
                 environ=self.config.environ,
-                # Trials never touch the world unless asked: then each run's effects are
-                # undone once its cell is scored.
-                mock_tools=not self.config.allow_effects,
+                # Trials never change the world unless asked: reads run (so the prompts are
+                # the program's own), a call that would change something only reports; with
+                # allow_effects each run's effects are undone once its cell is scored.
+                simulate_effects=not self.config.allow_effects,
                 approve=self.config.approve,
                 after_run=self._undo if self.config.allow_effects else None,
                 answers=self.answers,
