@@ -76,6 +76,9 @@ class OpenAiWireServer:
                 finally:
                     with server._lock:
                         server.in_flight -= 1
+                if body.get("stream"):
+                    self._stream(str(body["model"]), content)
+                    return
                 payload = json.dumps(
                     {
                         "id": "chatcmpl-eval",
@@ -96,6 +99,31 @@ class OpenAiWireServer:
                 self.send_header("content-length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
+
+            def _stream(self, model: str, content: str) -> None:
+                """The answer as server-sent events, a few characters a chunk, then the
+                usage and `[DONE]`, as OpenAI streams with `stream_options.include_usage`."""
+                pieces = [content[i : i + 4] for i in range(0, len(content), 4)]
+                chunks: list[Any] = [
+                    {"model": model, "choices": [{"index": 0, "delta": {"content": piece}}]}
+                    for piece in pieces
+                ]
+                chunks.append(
+                    {
+                        "model": model,
+                        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                    }
+                )
+                chunks.append(
+                    {"choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 10}}
+                )
+                payload = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks)
+                data = (payload + "data: [DONE]\n\n").encode()
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def log_message(self, format: str, *args: Any) -> None:
                 return None
