@@ -27,7 +27,7 @@ HEADERS = {
 
 
 @click.command(name="architect")
-@click.argument("output", required=False, type=click.Path(dir_okay=False))
+@click.argument("arguments", nargs=-1, metavar="[OUTPUT.as]")
 @click.option(
     "--spec",
     "spec",
@@ -47,7 +47,7 @@ HEADERS = {
 @click.pass_context
 def architect_command(
     ctx: click.Context,
-    output: str | None,
+    arguments: tuple[str, ...],
     spec: str | None,
     check: str | None,
     out: str | None,
@@ -56,17 +56,18 @@ def architect_command(
     """Validate an AgentSpec (--check SPEC.json), or compile one to a program that checks
     clean (--spec SPEC.json OUTPUT.as). See docs/tools.md#hostarchitect."""
     if check is not None:
-        if spec is not None or output is not None or out is not None:
+        if spec is not None or arguments or out is not None:
             raise click.UsageError("Use architect --check <spec.json> without other arguments")
         ctx.exit(_check(Path(check), quiet))
     if spec is None:
         raise click.UsageError(
-            "Usage: agentscript architect --spec <spec.json> <output.as> | --check <spec.json> "
-            "(a program written from a plain-language request is not built yet)"
+            "Usage: agentscript architect --spec <spec.json> <output.as> | --check <spec.json>"
+            + ("; a program written from a request is not built yet" if arguments else "")
         )
-    if (output is None) == (out is None):
+    outputs = [*arguments, *([out] if out is not None else [])]
+    if len(outputs) != 1:
         raise click.UsageError("Name the program to write once: <output.as> or --out <output.as>")
-    ctx.exit(_build(Path(spec), Path(output or out or ""), quiet))
+    ctx.exit(_build(Path(spec), Path(outputs[0]), quiet))
 
 
 def _check(path: Path, quiet: bool) -> int:
