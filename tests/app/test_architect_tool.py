@@ -108,7 +108,9 @@ def test_a_wrong_call_stops_the_run_with_what_was_wrong() -> None:
         call("design", {})
     with pytest.raises(agentscript.ExecutionError, match="expects one json object argument"):
         call("validateSpec")
-    with pytest.raises(agentscript.ExecutionError, match=r"Architect\.analyzeSource\.source is required"):
+    with pytest.raises(
+        agentscript.ExecutionError, match=r"Architect\.analyzeSource\.source is required"
+    ):
         call("analyzeSource", {"source": 3})
 
 
