@@ -121,7 +121,9 @@ def test_source_that_does_not_check_is_not_written(
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (None, "Failed to read AgentSpec '{spec}': No such file or directory"),
+        (None, "AgentSpec file not found: {spec}"),
+        ("dir", "AgentSpec file is a directory: {spec}"),
+        ("[" * 300 + "]" * 300, "Failed to read AgentSpec '{spec}': JSON is nested deeper"),
         ("{not json", "Failed to read AgentSpec '{spec}': Expecting property name"),
         ("[1, 2]", "AgentSpec '{spec}' must contain a JSON object"),
     ],
@@ -130,7 +132,9 @@ def test_a_spec_file_that_cannot_be_used_is_one_line_and_exit_2(
     tmp_path: Path, content: str | None, message: str
 ) -> None:
     spec = tmp_path / "spec.json"
-    if content is not None:
+    if content == "dir":
+        spec.mkdir()
+    elif content is not None:
         spec.write_text(content, encoding="utf-8")
     result = agentscript(tmp_path, "architect", "--check", str(spec))
     assert result.returncode == 2

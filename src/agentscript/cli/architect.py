@@ -31,18 +31,16 @@ HEADERS = {
 @click.option(
     "--spec",
     "spec",
-    type=click.Path(dir_okay=False),
     metavar="SPEC.json",
     help="Build the program this AgentSpec describes (written to OUTPUT or --out).",
 )
 @click.option(
     "--check",
     "check",
-    type=click.Path(dir_okay=False),
     metavar="SPEC.json",
     help="Only validate this AgentSpec.",
 )
-@click.option("--out", "out", type=click.Path(dir_okay=False), help="Where the program goes.")
+@click.option("--out", "out", metavar="OUTPUT.as", help="Where the program goes.")
 @click.option("--quiet", is_flag=True, help="Print nothing when it succeeds.")
 @click.pass_context
 def architect_command(
@@ -94,7 +92,7 @@ def _build(path: Path, output: Path, quiet: bool) -> int:
     if built.stage is not None:
         return _failed(built.stage, built.diagnostics)
     if not quiet:
-        print(json.dumps({"ok": True, "output": str(output)}, indent=2))
+        print(json.dumps({"ok": True, "output": str(built.output)}, indent=2))
     return 0
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from agentscript.app.architect.diagnostics import SpecDiagnostic
 from agentscript.app.lsp.members import type_text
+from agentscript.app.programs import check
 from agentscript.lang import ast
 from agentscript.lang.errors import Diagnostic, ParseError
 from agentscript.lang.formatter import format_expr
@@ -26,8 +27,6 @@ from agentscript.lang.parser import parse_program
 def analyze_source(source: str) -> dict[str, Any]:
     """`{ok, diagnostics, summary}`; for text that does not parse, `{ok: false, diagnostics:
     [{code: "parse_error", …}]}` (the tool turns that into its `parse_error` answer)."""
-    from agentscript.app.programs import check
-
     try:
         program = parse_program(source)
     except ParseError as problem:

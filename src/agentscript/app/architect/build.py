@@ -7,7 +7,6 @@ nothing is written. A file that cannot be read or is not a JSON object is an `Ap
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +17,8 @@ from agentscript.app.architect.diagnostics import SpecDiagnostic
 from agentscript.app.architect.spec import as_draft
 from agentscript.app.architect.validate import validate_spec
 from agentscript.app.errors import AppError
+from agentscript.runtime.bounded_input import USER_FILE_LIMIT, UnusableInput, read_regular_text
+from agentscript.runtime.jsjson import parse
 
 # The spec did not validate, or the source compiled from it did not check clean.
 Stage = Literal["validate", "analyze"]
@@ -25,21 +26,25 @@ Stage = Literal["validate", "analyze"]
 
 @dataclass(frozen=True, slots=True)
 class Built:
-    """What building a spec came to: the source written to `output`, or the stage that
-    failed and its diagnostics."""
+    """What building a spec came to: the source written to `output` (no `stage`), or the
+    stage that failed and its diagnostics."""
 
-    ok: bool
     output: Path | None = None
     stage: Stage | None = None
     diagnostics: list[SpecDiagnostic] = field(default_factory=list)
 
 
 def read_spec(path: Path) -> dict[str, Any]:
-    """The AgentSpec draft in a JSON file (AppError naming the file for anything else)."""
+    """The AgentSpec draft in a JSON file (AppError naming the file for anything else: a
+    missing file, a FIFO or a device, text that is not JSON or not an object)."""
     try:
-        parsed = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as problem:
-        raise AppError(f"Failed to read AgentSpec '{path}': {_reason(problem)}") from None
+        text = read_regular_text(path, USER_FILE_LIMIT, "AgentSpec file")
+    except UnusableInput as problem:
+        raise AppError(str(problem)) from None
+    try:
+        parsed = parse(text)
+    except ValueError as problem:
+        raise AppError(f"Failed to read AgentSpec '{path}': {problem}") from None
     draft = as_draft(parsed)
     if draft is None:
         raise AppError(f"AgentSpec '{path}' must contain a JSON object")
@@ -55,19 +60,13 @@ def build_spec_file(path: Path, output: Path) -> Built:
     """Compile the spec in `path` and write the program to `output` once it checks clean."""
     compiled = compile_spec(read_spec(path))
     if not compiled["ok"]:
-        return Built(False, stage="validate", diagnostics=compiled["diagnostics"])
+        return Built(stage="validate", diagnostics=compiled["diagnostics"])
     analysis = analyze_source(compiled["source"])
     if not analysis["ok"]:
-        return Built(False, stage="analyze", diagnostics=analysis["diagnostics"])
+        return Built(stage="analyze", diagnostics=analysis["diagnostics"])
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(compiled["source"], encoding="utf-8")
     except OSError as problem:
-        raise AppError(f"Cannot write '{output}': {_reason(problem)}") from None
-    return Built(True, output=output)
-
-
-def _reason(problem: Exception) -> str:
-    if isinstance(problem, OSError) and problem.strerror:
-        return problem.strerror
-    return str(problem)
+        raise AppError(f"Cannot write '{output}': {problem.strerror or problem}") from None
+    return Built(output=output)

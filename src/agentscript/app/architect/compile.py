@@ -10,6 +10,7 @@ the lexer reads back unchanged.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from agentscript.app.architect.diagnostics import passed
@@ -111,7 +112,7 @@ def _call(opening: str, args: dict[str, str], thought: bool) -> list[str]:
     return [opening, *_listed(written), "})"]
 
 
-def _listed(items: Any) -> list[str]:
+def _listed(items: Iterable[str]) -> list[str]:
     """Object properties one a line, a comma after each but the last."""
     written = list(items)
     return [

@@ -10,21 +10,10 @@ emits inputs, arguments and output fields in the author's order.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
-SPEC_TYPES = (
-    "string",
-    "number",
-    "boolean",
-    "json",
-    "list[string]",
-    "list[number]",
-    "list[boolean]",
-    "list[json]",
-)
-PATTERNS = ("linear", "react")
 SpecType = Literal[
     "string",
     "number",
@@ -35,6 +24,9 @@ SpecType = Literal[
     "list[boolean]",
     "list[json]",
 ]
+Pattern = Literal["linear", "react"]
+SPEC_TYPES: tuple[str, ...] = get_args(SpecType)
+PATTERNS: tuple[str, ...] = get_args(Pattern)
 
 AGENT_NAME = re.compile(r"[A-Z][A-Za-z0-9_]*")
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -142,7 +134,7 @@ class ReactBlock(_Part):
 
 class AgentSpec(_Part):
     version: Literal["0.1"]
-    pattern: Literal["linear", "react"] = "linear"
+    pattern: Pattern = "linear"
     agent: AgentHeader
     model: ModelImport
     inputs: dict[str, InputField]
