@@ -69,12 +69,12 @@ def test_react_lowering_is_the_originals() -> None:
 
 def test_strings_are_written_so_the_program_reads_them_back_unchanged() -> None:
     draft = spec(LINEAR)
-    draft["agent"]["role"] = 'Says "hi"\nthen\\answers'
+    draft["agent"]["role"] = 'Says "hi"\nthen\\answers\b\x01\t'
     draft["generation"]["input"] = "Answer in 'plain' words: ünïcode too."
     program = agentscript.load_source(compile_spec(draft)["source"], "generated.as")
     (agent,) = program.agents
     role = next(item.value for item in agent.config if item.key == "role")
-    assert isinstance(role, ast.StringExpr) and role.value == 'Says "hi"\nthen\\answers'
+    assert isinstance(role, ast.StringExpr) and role.value == 'Says "hi"\nthen\\answers\b\x01\t'
 
 
 def test_many_mistakes_are_all_reported_each_at_its_field() -> None:

@@ -3,13 +3,12 @@
 as tool calls, the model context as `use` lines, then for ReAct a scratch list and a
 `loop until done max N` of reason → act → observe, and a final shaped `generate`.
 
-Deterministic: the same spec gives the same text. Strings are written as JSON strings, which
-the lexer reads back unchanged.
+Deterministic: the same spec gives the same text. Strings are written with the lexer's escapes
+(the original writes JSON strings, whose `\\b` or `\\u0001` this lexer would not read back).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,6 +22,7 @@ from agentscript.app.architect.spec import (
     ReactBlock,
 )
 from agentscript.app.architect.validate import spec_diagnostics, typed_spec
+from agentscript.app.optimize.prompt_sites import string_literal
 
 INDENT = "    "
 
@@ -43,13 +43,13 @@ def source_of(spec: AgentSpec) -> str:
         body += [*_react_loop(spec.react), ""]
     body += _generate("return generate({", spec.generation, spec.output)
     lines = [
-        f"import llm {spec.model.import_name} from {_quote(spec.model.uri)}",
-        *(f"import tool {tool.import_name} from {_quote(tool.uri)}" for tool in spec.tools),
+        f"import llm {spec.model.import_name} from {string_literal(spec.model.uri)}",
+        *(f"import tool {tool.import_name} from {string_literal(tool.uri)}" for tool in spec.tools),
         "",
         f"main agent {spec.agent.name} {{",
         f"    model {spec.model.import_name}",
-        f"    role {_quote(spec.agent.role)}",
-        f"    description {_quote(spec.agent.description)}",
+        f"    role {string_literal(spec.agent.role)}",
+        f"    description {string_literal(spec.agent.description)}",
         "",
         "    main func(input {",
         *(f"        {name}: {field.type}" for name, field in spec.inputs.items()),
@@ -69,7 +69,7 @@ def _local(local: Local) -> list[str]:
 
 def _use(entry: ContextEntry) -> str:
     budget = f" max {entry.max}" if entry.max else ""
-    return f"use {_expression(entry.source)}{budget} as {_quote(entry.label)}"
+    return f"use {_expression(entry.source)}{budget} as {string_literal(entry.label)}"
 
 
 def _react_loop(react: ReactBlock) -> list[str]:
@@ -83,7 +83,7 @@ def _react_loop(react: ReactBlock) -> list[str]:
     ]
     return [
         "scratch = []",
-        f"use scratch.summary max {react.scratch.max} as {_quote(react.scratch.label)}",
+        f"use scratch.summary max {react.scratch.max} as {string_literal(react.scratch.label)}",
         "done = false",
         "",
         f"loop until done max {react.max_iterations} {{",
@@ -93,7 +93,7 @@ def _react_loop(react: ReactBlock) -> list[str]:
 
 
 def _generate(opening: str, generation: Generation, output: Output) -> list[str]:
-    options = [f"input: {_quote(generation.input)}"]
+    options = [f"input: {string_literal(generation.input)}"]
     if generation.max_output is not None:
         options.append(f"max_output: {generation.max_output}")
     return [
@@ -127,12 +127,8 @@ def _expression(value: str, thought: bool = False) -> str:
         return value
     if value.startswith("local."):
         return value[len("local.") :]
-    return _quote(value)
+    return string_literal(value)
 
 
 def _indented(line: str, depth: int) -> str:
     return INDENT * depth + line if line else ""
-
-
-def _quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
