@@ -14,6 +14,8 @@ import agentscript
 from agentscript.app.architect.compile import compile_spec
 from agentscript.app.architect.validate import typed_spec, validate_spec
 from agentscript.lang import ast
+from agentscript.lang.checker import check_program
+from agentscript.lang.parser import parse_program
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "architect"
 LINEAR = "notes-answerer.spec.json"
@@ -205,3 +207,35 @@ def test_the_typed_spec_drops_what_the_original_ignores() -> None:
     typed = typed_spec(draft)
     assert not hasattr(typed, "extra")
     assert list(typed.inputs) == ["question", "topic"] and typed.pattern == "linear"
+
+
+def _paths(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The path of every value inside a spec (keys and list positions)."""
+    found = [at] if at else []
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else []  # fmt: skip
+    for key, child in children:
+        found += _paths(child, (*at, key))
+    return found
+
+
+@pytest.mark.parametrize("name", [LINEAR, REACT])
+def test_any_field_of_any_kind_gives_diagnostics_or_a_program_that_checks(name: str) -> None:
+    """Each field of a valid spec replaced by a value of each JSON kind: the validator always
+    answers, and whatever it passes compiles to a program the language accepts (URIs are not
+    the validator's business, as in the original: the analysis of the source reports them)."""
+    replacements: list[Any] = [None, 0, -1, 2.5, True, "", "x", [], {}, ["x"], {"x": 1}]
+    original = spec(name)
+    for path in _paths(original):
+        for replacement in replacements:
+            draft = spec(name)
+            parent = draft
+            for key in path[:-1]:
+                parent = parent[key]
+            parent[path[-1]] = replacement
+            compiled = compile_spec(draft)
+            if compiled["ok"]:
+                program = parse_program(compiled["source"])
+                problems = [d for d in check_program(program) if d.severity == "error"]
+                assert problems == [], (path, replacement)
+            else:
+                assert compiled["diagnostics"], (path, replacement)
