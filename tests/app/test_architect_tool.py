@@ -11,6 +11,7 @@ import pytest
 
 import agentscript
 from agentscript.app.architect.analyze import analyze_source
+from agentscript.app.architect.build import ARCHITECT_PROGRAM, agent_name_for
 from agentscript.app.architect.tool import ArchitectTool
 from agentscript.runtime.ports import ToolCall
 
@@ -157,3 +158,20 @@ def test_source_that_checks_with_errors_names_each_place() -> None:
     codes = {(item["code"], item["path"]) for item in analysis["diagnostics"]}
     assert ("UNKNOWN_TOOL_SCHEME", "source:1:1") in codes
     assert any(path == "source:4:16" for _, path in codes)
+
+
+def test_the_packaged_architect_program_checks_clean() -> None:
+    assert agentscript.check(agentscript.load(ARCHITECT_PROGRAM)) == []
+
+
+@pytest.mark.parametrize(
+    ("output", "name"),
+    [
+        ("docs-helper.as", "DocsHelper"),
+        ("out/my_first_agent.as", "My_first_agent"),
+        ("2fast.as", "Agent2fast"),
+        ("---.as", "GeneratedAgent"),
+    ],
+)
+def test_the_agent_is_named_after_the_file(output: str, name: str) -> None:
+    assert agent_name_for(Path(output)) == name

@@ -146,14 +146,42 @@ def test_a_spec_file_that_cannot_be_used_is_one_line_and_exit_2(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([], "--spec <spec.json> <output.as> | --check <spec.json>"),
+        ([], '"request" <output.as> | --spec <spec.json> <output.as> | --check <spec.json>'),
+        (["only a request"], '"request" <output.as>'),
+        (["a request", "out.as", "--model", "gpt-4"], "LLM URI must use an explicit protocol"),
+        (["a request", "out.as", "--model", "M=openai://x"], "takes one model URI"),
         (["--spec", "s.json"], "Name the program to write once"),
         (["--spec", "s.json", "a.as", "--out", "b.as"], "Name the program to write once"),
         (["--check", "s.json", "a.as"], "Use architect --check <spec.json> without other"),
-        (["build me an agent", "out.as"], "not built yet"),
     ],
 )
 def test_usage_mistakes_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
     result = agentscript(tmp_path, "architect", *args)
     assert result.returncode == 2, result.stderr
     assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_request_is_designed_by_the_model_and_written_once_it_checks(specs: Path) -> None:
+    spec = json.loads((specs / "notes-answerer.spec.json").read_text(encoding="utf-8"))
+    design = {"spec": spec, "assumptions": ["notes/ holds the notes"], "missing_requirements": []}
+    (specs / "design.json").write_text(json.dumps([design]), encoding="utf-8")
+    request = "answer questions from the notes folder"
+    result = agentscript(specs, "architect", request, "notes-helper.as", "--mock=design.json")
+    assert result.returncode == 0, result.stderr
+    shown = json.loads(result.stdout)
+    assert shown["ok"] is True and shown["output"] == "notes-helper.as"
+    assert shown["value"]["analysis_ok"] is True and shown["value"]["repairs"] == 0
+    written = (specs / "notes-helper.as").read_text(encoding="utf-8")
+    assert written == shown["value"]["source"]
+    assert agentscript(specs, "check", "notes-helper.as").returncode == 0
+
+
+def test_a_design_that_never_validates_is_shown_and_not_written(specs: Path) -> None:
+    result = agentscript(specs, "architect", "anything", "nothing.as", "--mock")
+    assert result.returncode == 1
+    header, shown = result.stderr.split("\n", 1)
+    assert header == "Architect request did not produce analyzable source:"
+    value = json.loads(shown)
+    assert value["analysis_ok"] is False and value["repairs"] == 2
+    assert {"code": "MISSING_FIELD", "path": "/version"}.items() <= value["diagnostics"][0].items()
+    assert not (specs / "nothing.as").exists()
