@@ -9,5 +9,6 @@ deterministically, and the analyser checks that source (and summarises any progr
 - `diagnostics.py`: a finding at a JSON pointer, as the original words it;
 - `shape_check.py`, `reference_check.py`: the validator's two halves; `validate.py` joins them;
 - `compile.py`: a valid spec → source; `analyze.py`: source → diagnostics and a summary;
-- `build.py`: the `agentscript architect` use cases; `tool.py`: the `host://architect` tool.
+- `build.py`: the `agentscript architect` use cases, and `architect.as`, the program that
+  designs a spec from a plain-language request; `tool.py`: the `host://architect` tool.
 """
