@@ -417,9 +417,12 @@ def build_tools(
         return memory_tools(jail.root, database, environ, granted, secrets)
 
     def host_tools() -> SchemeTool:
+        from agentscript.app.architect.tool import ArchitectTool
         from agentscript.app.host_tools import HostTools
 
-        return HostTools({"optimizer": lambda: optimizer_tool(config, jail)})
+        return HostTools(
+            {"optimizer": lambda: optimizer_tool(config, jail), "architect": ArchitectTool}
+        )
 
     def python_tools() -> SchemeTool:
         from agentscript.providers.tools.python import PythonTools

@@ -1,7 +1,9 @@
 """`host://NAME` tools: tools the host itself provides, named by the URI's host.
 
 - `host://optimizer` (the original also names it `host://agentscript`): the optimizer's
-  primitives (app/optimize/primitives.py).
+  primitives (app/optimize/primitives.py);
+- `host://architect`: AgentSpec validation and compilation, and source analysis
+  (app/architect/tool.py).
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from agentscript.cli.options import (
 # The command groups of their own modules, imported when a command line names them (or asks
 # for the full help), so `agentscript check` does not load the memory or learning commands.
 LAZY_COMMANDS = {
+    "architect": ("agentscript.cli.architect", "architect_command"),
     "autonomy": ("agentscript.cli.autonomy", "autonomy_group"),
     "eval": ("agentscript.cli.eval", "eval_command"),
     "feedback": ("agentscript.cli.feedback", "feedback_command"),

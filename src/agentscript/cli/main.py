@@ -13,6 +13,7 @@ from collections.abc import Sequence
 # The words that select a subcommand; anything else is a file of the 0.1.0 form.
 SUBCOMMANDS = frozenset(
     {
+        "architect",
         "run",
         "check",
         "parse",

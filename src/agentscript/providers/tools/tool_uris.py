@@ -16,7 +16,7 @@ SUPPORTED = ("find", "grep", "sed")
 
 # The `host://NAME` tools, by the names a program may import them by (the original's aliases
 # map to the tool's own name).
-HOST_TOOLS = {"optimizer": "optimizer", "agentscript": "optimizer"}
+HOST_TOOLS = {"optimizer": "optimizer", "agentscript": "optimizer", "architect": "architect"}
 
 
 def host_tool_of(uri: str) -> str:
