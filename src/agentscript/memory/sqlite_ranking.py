@@ -41,6 +41,9 @@ from agentscript.memory.store import BM25_MIN_IDF, scope_hash
 # Partial sums add the same contributions in another order than the final ones, so they may
 # differ from them in the last bits: every comparison with the bound leaves this much room.
 _SLACK = 1e-9
+# Arrays indexed by seq (less the lowest) serve a query while its seqs span at most this many
+# times as many seqs as it has postings: one byte of flags and 8 of sums per seq spanned.
+_DENSE_SPAN = 64
 
 Scores = NDArray[np.float64]
 
@@ -127,12 +130,12 @@ def matched(
     terms: Sequence[str],
     scopes: Sequence[str],
     reader: PostingsReader,
-) -> set[int]:
-    """The seqs of the entries of `scopes` holding any of `terms`."""
+) -> SeqArray:
+    """The seqs of the entries of `scopes` holding any of `terms`, ascending."""
     keys = [scope_hash(scope) for scope in dict.fromkeys(scopes)]
     with sqlite_postings.read_snapshot(connection):
         lists = [reader.postings(connection, term, keys).seqs for term in dict.fromkeys(terms)]
-    return set(_union(lists).tolist())
+    return _union(lists)
 
 
 def _terms(
@@ -165,25 +168,59 @@ def _terms(
     return taken
 
 
-def _union(seqs: list[SeqArray]) -> SeqArray:
-    """The distinct seqs of `seqs`, ascending."""
-    if not seqs:
+@dataclass(frozen=True, slots=True)
+class _Slots:
+    """Where each seq of a query's postings is counted in arrays indexed by position: at
+    `seq - low` when the seqs span little more than there are postings (rowids, as a rule:
+    one pass to mark them), else at the seq's rank among all of them (`every`, a sort, for
+    a file whose seqs lie far apart)."""
+
+    low: int
+    size: int
+    every: SeqArray | None
+
+    def of(self, seqs: SeqArray) -> SeqArray:
+        return seqs - self.low if self.every is None else np.searchsorted(self.every, seqs)
+
+    def seqs(self, positions: SeqArray) -> SeqArray:
+        return positions + self.low if self.every is None else self.every[positions]
+
+
+def _slots(lists: list[SeqArray]) -> _Slots:
+    """The slots of the seqs of `lists` (each ascending, none empty)."""
+    low = min(int(seqs[0]) for seqs in lists)
+    span = 1 + max(int(seqs[-1]) for seqs in lists) - low
+    if span <= _DENSE_SPAN * sum(map(len, lists)):
+        return _Slots(low, span, None)
+    every = np.unique(np.concatenate(lists))
+    return _Slots(0, len(every), every)
+
+
+def _union(lists: list[SeqArray]) -> SeqArray:
+    """The distinct seqs of `lists`, ascending: flags marked per list, then read once (a
+    sort or hash of every posting costs several times more)."""
+    lists = [seqs for seqs in lists if len(seqs)]
+    if not lists:
         return np.empty(0, dtype=np.int64)
-    return np.unique(np.concatenate(seqs))
+    slots = _slots(lists)
+    held = np.zeros(slots.size, dtype=np.bool_)
+    for seqs in lists:
+        held[slots.of(seqs)] = True
+    return slots.seqs(np.flatnonzero(held))
 
 
 def _candidates(taken: list[_Term], wanted: int) -> SeqArray:
-    """The entries that may be among the best `wanted` (see the module's docstring). The
-    partial sums live in an array indexed by seq; `seen` marks the entries met so far (a
-    score may be 0.0 when a field weighs nothing)."""
+    """The entries that may be among the best `wanted` (see the module's docstring),
+    ascending. The partial sums live in an array indexed by slot; `seen` marks the entries
+    met so far (a score may be 0.0 when a field weighs nothing)."""
     rarest_first = sorted(taken, key=lambda term: len(term.postings))
     # left[n]: what the terms from the nth (rarest first) on could add at most.
     left = [0.0] * (len(taken) + 1)
     for step in range(len(taken) - 1, -1, -1):
         left[step] = left[step + 1] + rarest_first[step].bound
-    size = 1 + max(int(term.postings.seqs[-1]) for term in taken)
-    partial = np.zeros(size)
-    seen = np.zeros(size, dtype=np.bool_)
+    slots = _slots([term.postings.seqs for term in taken])
+    partial = np.zeros(slots.size)
+    seen = np.zeros(slots.size, dtype=np.bool_)
     met: list[SeqArray] = []
     step = 0
     while step < len(taken):
@@ -194,10 +231,10 @@ def _candidates(taken: list[_Term], wanted: int) -> SeqArray:
             if floor > left[step] * (1.0 + _SLACK):
                 break
         term = rarest_first[step]
-        seqs = term.postings.seqs
-        met.append(seqs[~seen[seqs]])
-        seen[seqs] = True
-        partial[seqs] += term.scores()
+        at = slots.of(term.postings.seqs)
+        met.append(at[~seen[at]])
+        seen[at] = True
+        partial[at] += term.scores()
         step += 1
     candidates = np.concatenate(met)
     while True:
@@ -205,8 +242,8 @@ def _candidates(taken: list[_Term], wanted: int) -> SeqArray:
         cut = _floor(sums, wanted) * (1.0 - _SLACK) - left[step]
         candidates = candidates[sums >= cut]
         if step == len(taken):
-            return np.sort(candidates)
-        holds, found = rarest_first[step].found(candidates)
+            return np.sort(slots.seqs(candidates))
+        holds, found = rarest_first[step].found(slots.seqs(candidates))
         partial[candidates[holds]] += found
         step += 1
 
