@@ -36,9 +36,9 @@ turns, 5.6 MB of it unused space in its pages; schema 6's 11.4 MB.
 
 Tables (one database, written inside the store's transactions, so crash-safe like the rest):
 - memory_postings: one row per block of postings of a (term, scope): how many it holds, the
-  entries' seqs ascending, as the gaps after `first_seq` (`_packed_gaps`: an array of 1, 2, 4
+  entries' seqs ascending, as the gaps after `first_seq` (sqlite_block_codec.py: an array of 1, 2, 4
   or 8-byte integers, whichever holds the largest gap, or bytes with the wider gaps apart),
-  and for each the id of its shape (`_packed_shapes`: an array as the gaps, or a palette and
+  and for each the id of its shape (an array as the gaps, or a palette and
   a byte each). Each blob starts with its typecode. The two blobs are in the row, or, for a
   block larger than `_INLINE_BYTES`, NULL, and the row names its `block` in
   memory_posting_blocks, which holds them. A block holds at most BLOCK_POSTINGS postings; a
@@ -72,18 +72,18 @@ import json
 import operator
 import os
 import sqlite3
-from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import groupby, islice
+from itertools import groupby, islice, pairwise
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from agentscript.memory.sqlite_block_codec import BYTE_GAPS, CODES, DTYPES, PALETTE, encoded, packed
 from agentscript.memory.store import BM25_B, BM25_K1, scope_hash
 from agentscript.providers.storage.sqlite_files import execute_rows
 
@@ -149,20 +149,6 @@ _TABLES = (
 )
 # Every table of the index, dropped by an upgrade whose layout differs (`drop`).
 _ALL_TABLES = (*_TABLES, "memory_posting_shapes", "memory_index_totals")
-# The typecodes a block's arrays use, each with the bound of what it holds, smallest first.
-_CODES = {
-    "B": 2**8,
-    "H": 2**16,
-    next(code for code in "IL" if array(code).itemsize == 4): 2**32,
-    "q": 2**63,
-}
-# How numpy reads each typecode (native byte order, as `array` wrote them).
-_DTYPES: dict[str, np.dtype[Any]] = {
-    "B": np.dtype(np.uint8),
-    "H": np.dtype(np.uint16),
-    next(code for code in "IL" if array(code).itemsize == 4): np.dtype(np.uint32),
-    "q": np.dtype(np.int64),
-}
 
 # A block's arrays are kept in its row of memory_postings while the row stays within what an
 # index b-tree page holds in place (SQLite's 1,002 bytes less the key and the other columns);
@@ -179,10 +165,6 @@ _OVERFLOW_ROOM = 4_096 - 4
 # Where a block's arrays are (in its row or in memory_posting_blocks), as read.
 _BLOCKS = "memory_postings AS p LEFT JOIN memory_posting_blocks AS b ON b.block = p.block"
 _ARRAYS = "COALESCE(p.seqs, b.seqs), COALESCE(p.shapes, b.shapes)"
-# The typecode of a block's shape ids written with a palette (`_packed_shapes`), and that of
-# its seq gaps written a byte each with the few wider ones apart (`_packed_gaps`).
-_PALETTE = b"P"
-_BYTE_GAPS = b"G"
 
 # `PRAGMA auto_vacuum`'s value for incremental auto-vacuum.
 _INCREMENTAL = 2
@@ -271,7 +253,7 @@ def add(
         connection.execute(_ADD_TO_TOTALS, totals)
         known.tail += waiting
     tail_rows = [
-        (seq, key, terms, _packed(list(map(ids.__getitem__, shapes))))
+        (seq, key, terms, packed(list(map(ids.__getitem__, shapes))))
         for seq, key, terms, shapes in rows
     ]
     execute_rows(connection, _INSERT_TAIL, tail_rows)
@@ -373,30 +355,46 @@ def relayout(connection: sqlite3.Connection) -> None:
 
 
 def pack(connection: sqlite3.Connection) -> None:
-    """Move the tail's postings into blocks (see the module's docstring)."""
-    fresh: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
+    """Move the tail's postings into blocks (see the module's docstring): the tail's postings
+    as arrays, sorted by term, scope and seq in one step, each (term, scope)'s a slice."""
+    names: list[str] = []
+    shape_ids: list[int] = []
+    seqs: list[int] = []
+    keys: list[int] = []
     for seq, key, terms, shapes in connection.execute(
         "SELECT seq, scope_key, terms, shapes FROM memory_postings_tail ORDER BY seq"
     ):
-        for term, shape in _tail_postings(seq, terms, shapes):
-            found = fresh.get((term, key))
-            if found is None:
-                found = fresh[(term, key)] = ([], [])
-            found[0].append(seq)
-            found[1].append(shape)
+        row_names, row_shapes = _tail_row(seq, terms, shapes)
+        names.extend(row_names)
+        shape_ids.extend(row_shapes)
+        seqs.extend([seq] * len(row_names))
+        keys.extend([key] * len(row_names))
+    terms_in_order = sorted(set(names))
+    rank = dict(zip(terms_in_order, range(len(terms_in_order)), strict=True))
+    term_ranks = np.fromiter(map(rank.__getitem__, names), dtype=np.int64, count=len(names))
+    key_array = np.array(keys, dtype=np.int64)
+    order = np.lexsort((key_array, term_ranks))  # stable: seqs stay ascending
+    term_ranks, key_array = term_ranks[order], key_array[order]
+    seq_array = np.array(seqs, dtype=np.int64)[order]
+    shape_array = np.array(shape_ids, dtype=np.int64)[order]
+    # Where each (term, scope)'s postings start.
+    changes = np.ones(len(names), dtype=np.bool_)
+    changes[1:] = (term_ranks[1:] != term_ranks[:-1]) | (key_array[1:] != key_array[:-1])
+    bounds = [*np.flatnonzero(changes).tolist(), len(names)]
     holding: dict[str, int] = {}
     blocks: list[_Block] = []
-    for (term, key), (seqs, shape_ids) in sorted(fresh.items()):
+    for start, end in pairwise(bounds):
+        term = terms_in_order[int(term_ranks[start])]
         blocks.extend(
             _merged_blocks(
                 connection,
                 term,
-                key,
-                np.array(seqs, dtype=np.int64),
-                np.array(shape_ids, dtype=np.int64),
+                int(key_array[start]),
+                seq_array[start:end],
+                shape_array[start:end],
             )
         )
-        holding[term] = holding.get(term, 0) + len(seqs)
+        holding[term] = holding.get(term, 0) + end - start
     _write_blocks(connection, blocks)
     connection.executemany(
         "INSERT INTO memory_term_documents (term, documents) VALUES (?, ?) "
@@ -929,13 +927,18 @@ def _read_blocks(
 
 
 def _tail_postings(seq: int, terms: str, shapes: bytes) -> Iterator[tuple[str, int]]:
-    """The (term, shape id) pairs of one tail row. DamagedIndex for a row that does not
+    """The (term, shape id) pairs of one tail row (see `_tail_row`)."""
+    return zip(*_tail_row(seq, terms, shapes), strict=True)
+
+
+def _tail_row(seq: int, terms: str, shapes: bytes) -> tuple[list[str], list[int]]:
+    """The terms of one tail row and their shape ids. DamagedIndex for a row that does not
     decode or whose terms and shapes disagree in number."""
-    shape_ids = _array(shapes).tolist()
+    shape_ids: list[int] = _array(shapes).tolist()
     names = terms.split(" ") if isinstance(terms, str) else []
     if len(names) != len(shape_ids) or not shape_ids:
         raise DamagedIndex(f"the text index has a damaged tail entry (seq {seq})")
-    return zip(names, shape_ids, strict=True)
+    return names, shape_ids
 
 
 def damaged_postings(term: str) -> DamagedIndex:
@@ -992,10 +995,9 @@ def _write_blocks(connection: sqlite3.Connection, blocks: Sequence[_Block]) -> N
     when larger than `_INLINE_BYTES`, written in the order `_page_order` gives them."""
     rows: list[tuple[str, int, int, int, int, int | None, bytes | None, bytes | None]] = []
     apart: list[tuple[_Block, bytes, bytes]] = []
-    for block in blocks:
-        term, key, seqs, shape_ids = block
-        gaps = _packed_gaps(np.diff(seqs))
-        shapes = _packed_shapes(shape_ids)
+    blobs = encoded([(seqs, shape_ids) for _, _, seqs, shape_ids in blocks])
+    for block, (gaps, shapes) in zip(blocks, blobs, strict=True):
+        term, key, seqs, _ = block
         if len(gaps) + len(shapes) + len(term.encode("utf-8")) > _INLINE_BYTES:
             apart.append((block, gaps, shapes))
         else:
@@ -1111,9 +1113,9 @@ def _decode(first: int, seqs: bytes, shapes: bytes) -> tuple[SeqArray, ShapeArra
 
 def _gap_array(blob: bytes) -> SeqArray:
     """A block's seq gaps: a plain array (`_array`) or one written a byte each
-    (`_packed_gaps`): how many gaps are wider (2 bytes), their positions (2 bytes each), their
+    (sqlite_block_codec.py): how many gaps are wider (2 bytes), their positions (2 bytes each), their
     high bytes, then every gap's low byte. The wider gaps' high bytes are added in one step."""
-    if not isinstance(blob, bytes) or blob[:1] != _BYTE_GAPS:
+    if not isinstance(blob, bytes) or blob[:1] != BYTE_GAPS:
         return _array(blob).astype(np.int64)
     wide = int.from_bytes(blob[1:3], "little")
     highs_at = 3 + 2 * wide
@@ -1131,14 +1133,14 @@ def _gap_array(blob: bytes) -> SeqArray:
 
 def _shape_array(blob: bytes) -> ShapeArray:
     """A block's shape ids: a plain array (`_array`) or one written with a palette
-    (`_packed_shapes`): the palette's size less one, the palette (an array), then one index
+    (sqlite_block_codec.py): the palette's size less one, the palette (an array), then one index
     into it per posting, mapped in one step."""
-    if not isinstance(blob, bytes) or blob[:1] != _PALETTE:
+    if not isinstance(blob, bytes) or blob[:1] != PALETTE:
         return _array(blob).astype(np.int64)
     code = blob[2:3].decode("ascii", "replace")
-    if not blob[1:2] or code not in _CODES:
+    if not blob[1:2] or code not in CODES:
         raise DamagedIndex("a damaged palette of a block")
-    end = 3 + (blob[1] + 1) * _DTYPES[code].itemsize
+    end = 3 + (blob[1] + 1) * DTYPES[code].itemsize
     palette = _array(blob[2:end])
     indexes = np.frombuffer(blob, dtype=np.uint8, offset=min(end, len(blob)))
     if len(palette) != blob[1] + 1 or (len(indexes) and int(indexes.max()) >= len(palette)):
@@ -1151,59 +1153,9 @@ def _array(blob: bytes) -> NDArray[np.integer[Any]]:
     the blob, read-only)."""
     if not isinstance(blob, bytes):  # a damaged row may hold text or a number
         raise DamagedIndex("not a blob")
-    dtype = _DTYPES.get(blob[:1].decode("ascii", "replace"))
+    dtype = DTYPES.get(blob[:1].decode("ascii", "replace"))
     if dtype is None:
         raise DamagedIndex("not an array of a block")
     if (len(blob) - 1) % dtype.itemsize:
         raise DamagedIndex("a truncated array of a block")
     return np.frombuffer(blob, dtype=dtype, offset=1)
-
-
-def _packed(values: Sequence[int] | NDArray[np.integer[Any]]) -> bytes:
-    """`values` (not negative) as the smallest array that holds them, typecode first."""
-    items = np.asarray(values, dtype=np.int64)
-    highest = int(items.max()) if len(items) else 0
-    for prefix, dtype, limit in _CODE_PREFIXES:
-        if highest < limit:
-            return prefix + bytes(items.astype(dtype).tobytes())
-    raise ValueError(f"{highest} does not fit in a block's array")
-
-
-_CODE_PREFIXES: tuple[tuple[bytes, np.dtype[Any], int], ...] = tuple(
-    (code.encode("ascii"), _DTYPES[code], limit) for code, limit in _CODES.items()
-)
-
-
-def _packed_shapes(shape_ids: Sequence[int] | NDArray[np.integer[Any]]) -> bytes:
-    """A block's shape ids: as a palette of its distinct ids (an array, `_packed`) and one
-    byte per posting indexing it, when it has at most 256 and that is smaller; else as
-    `_packed`. Shape ids repeat within a term's block (the common lengths and counts), so a
-    palette halves what they take in most blocks."""
-    plain = _packed(shape_ids)
-    distinct, indexes = np.unique(np.asarray(shape_ids), return_inverse=True)
-    if not 0 < len(distinct) <= 256:
-        return plain
-    palette = _packed(distinct)
-    if 2 + len(palette) + len(indexes) >= len(plain):
-        return plain
-    return _PALETTE + bytes([len(distinct) - 1]) + palette + indexes.astype(np.uint8).tobytes()
-
-
-def _packed_gaps(gaps: Sequence[int] | NDArray[np.integer[Any]]) -> bytes:
-    """A block's seq gaps: a byte each, the few wider ones (below 65,536) apart, when some
-    gap needs 2 bytes and that is smaller; else as `_packed`. In a common term's block most
-    gaps are below 256 and a few are not, which would make every gap take 2 bytes."""
-    plain = _packed(gaps)
-    if plain[:1] != b"H" or len(gaps) > 2**16:
-        return plain
-    items = np.asarray(gaps, dtype=np.int64)
-    positions = np.flatnonzero(items >> 8)
-    if 3 + 3 * len(positions) + len(items) >= len(plain):
-        return plain
-    return (
-        _BYTE_GAPS
-        + len(positions).to_bytes(2, "little")
-        + positions.astype(np.uint16).tobytes()
-        + (items[positions] >> 8).astype(np.uint8).tobytes()
-        + (items & 0xFF).astype(np.uint8).tobytes()
-    )
