@@ -83,6 +83,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from agentscript.memory.config import DEFAULT_CACHE_BYTES
 from agentscript.memory.sqlite_block_codec import BYTE_GAPS, CODES, DTYPES, PALETTE, encoded, packed
 from agentscript.memory.store import BM25_B, BM25_K1, scope_hash
 from agentscript.providers.storage.sqlite_files import execute_rows
@@ -94,10 +95,6 @@ BLOCK_POSTINGS = 4_096
 # terms' small blocks is most of what a pack writes; a 64th makes packs 30 % cheaper but the
 # file 0.6 % larger, past 2× raw FTS5's at 10k entries in batches (docs/memory-service.md).
 SMALL_SHARE = 16
-# What a PostingsReader keeps of decoded blocks by default, in bytes of their arrays (16 a
-# posting: an 8-byte seq and an 8-byte shape id): the blocks of the terms asked last, least
-# recently asked out first. memory.yml's `recall.cache_bytes` sets it.
-CACHE_BYTES = 32 * 2**20
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS memory_postings (
@@ -781,7 +778,8 @@ class PostingsReader:
     - the shapes (ShapeBook), read once;
     - the decoded blocks of the terms asked last (by term and scopes), valid while the file's
       generation is the one they were read at (see the module's docstring), at most
-      `cache_bytes` bytes of arrays (16 a posting), least recently asked out first: a
+      `cache_bytes` bytes of arrays (16 a posting: an 8-byte seq and an 8-byte shape id;
+      memory.yml's `recall.cache_bytes`), least recently asked out first: a
       long-running server keeps a known bound whatever its scopes hold. A generation is drawn
       at random, so blocks read inside a write that is then rolled back are never taken again;
     - the tail, by term and scope, read on from the last seq it read while the generation
@@ -790,7 +788,7 @@ class PostingsReader:
       It holds at most PACK_AT postings (a pack empties it).
     """
 
-    def __init__(self, cache_bytes: int = CACHE_BYTES) -> None:
+    def __init__(self, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         self.shapes = ShapeBook()
         self.cache_bytes = cache_bytes
         self._blocks: OrderedDict[tuple[str, tuple[int, ...]], tuple[int, SeqArray, ShapeArray]]

@@ -42,6 +42,7 @@ from typing import Any, NoReturn, cast
 import numpy as np
 
 from agentscript.memory import sqlite_postings, sqlite_ranking
+from agentscript.memory.config import DEFAULT_CACHE_BYTES
 from agentscript.memory.entries import Entry, require_storable, title_from_text
 from agentscript.memory.errors import STORE_FAILURE, MemoryServiceError
 from agentscript.memory.sqlite_values import (
@@ -294,13 +295,20 @@ class SqliteStore:
     """A MemoryStore over one SQLite file, one connection per store, shared by threads one
     operation at a time. Open one store per process: a connection never crosses a fork."""
 
-    def __init__(self, path: str | Path, analyzer: Analyzer = DEFAULT_ANALYZER) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        analyzer: Analyzer = DEFAULT_ANALYZER,
+        *,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> None:
+        """`cache_bytes`: what the store keeps of decoded postings between recalls, at most."""
         self.path = Path(path)
         self.analyzer = analyzer
         self._lock = threading.RLock()
         self._connection: sqlite3.Connection | None = None
         self._touches = PendingTouches()
-        self._index = sqlite_postings.PostingsReader()
+        self._index = sqlite_postings.PostingsReader(cache_bytes)
         # What the last write transaction left known (sqlite_write_state.py).
         self._write_state = WriteState()
 
