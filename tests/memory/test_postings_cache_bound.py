@@ -11,6 +11,7 @@ from agentscript.memory import MemoryService, sqlite_postings
 from agentscript.memory.config import DEFAULT_CACHE_BYTES, parse_config
 from agentscript.memory.errors import MemoryServiceError
 from agentscript.memory.sqlite_store import SqliteStore
+from agentscript.memory.text import Analyzer
 
 WORDS = [f"word{n}" for n in range(40)]
 
@@ -47,3 +48,16 @@ def test_the_bound_defaults_and_is_checked() -> None:
     assert parse_config("recall: {cache_bytes: 0}").recall.cache_bytes == 0
     with pytest.raises(MemoryServiceError, match=r"recall\.cache_bytes"):
         parse_config("recall: {cache_bytes: -1}")
+
+
+def test_the_analysers_line_cache_stays_small_whatever_it_reads() -> None:
+    """What a long-running process keeps of analysed lines: short lines only, so at most
+    their number times their length."""
+    analyzer = Analyzer()
+    long_line = " ".join(f"kiln{n}" for n in range(400))
+    assert "kiln399" in analyzer.terms(long_line)
+    assert long_line not in analyzer._lines
+    for n in range(9_000):
+        analyzer.terms(f"turn {n} about the kiln")
+        assert len(analyzer._lines) <= 8_192
+    assert max(map(len, analyzer._lines)) <= 1_024
