@@ -1,14 +1,14 @@
 """The SqliteStore's text index: postings packed in blocks, ranked by BM25 exactly as FTS5's
-bm25() computes it, in passes that run in C.
+bm25() computes it, in numpy passes over arrays.
 
 Why not FTS5 (which schema 2 used): an FTS5 query visits and scores every entry that holds any
 query term, inside SQLite but one row at a time through its auxiliary-function API (about
 1.2 µs a row here). In one scope of 100k entries a question's terms are held by about 47k of
 them, so a recall spent 60 ms in bm25() and as much again joining every hit with its entry.
-Here the postings of a term in a scope are a few rows whose blobs decode in C (`array`,
-`str.split`); each distinct shape of a posting (the entry's length and the term's count in each
-field) is scored once per query; the per-entry sums are dict operations, also in C, and only
-entries holding two or more of the query's terms pass through Python.
+Here the postings of a term in a scope are a few rows whose blobs decode into numpy arrays;
+each distinct shape of a posting (the entry's length and the term's count in each field) is
+scored once per query; the per-entry sums are numpy operations over those arrays
+(sqlite_ranking.py), and no posting passes through Python one by one.
 
 Why the write path looks as it does: a durable commit costs what it writes to the WAL, page by
 page. One row per term per entry, or one counter per term, lands on as many B-tree pages as the
@@ -30,7 +30,7 @@ of a rowid table appended in arbitrary order (a quarter of each leaf left empty)
 block's arrays stay in its row of memory_postings (the key: term, scope, first seq); a larger
 one's go to memory_posting_blocks, a rowid table, appended in the order that fills its pages
 (`_page_order`), whose overflow pages SQLite fills whole. And the arrays are compact, still
-decoded in C: seq gaps a byte each with the few wider ones apart, shape ids as one byte into a
+decoded by numpy: seq gaps a byte each with the few wider ones apart, shape ids as one byte into a
 palette of the block's distinct ids. Schema 5's layout took 21.7 MB for the postings of 100k
 turns, 5.6 MB of it unused space in its pages; schema 6's 11.4 MB.
 
