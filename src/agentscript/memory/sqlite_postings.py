@@ -152,6 +152,10 @@ _ALL_TABLES = (*_TABLES, "memory_posting_shapes", "memory_index_totals")
 # a larger block's go to memory_posting_blocks, a rowid table, whose rows hold up to 4,061
 # bytes in place and spill into overflow pages that are filled whole.
 _INLINE_BYTES = 900
+# Blocks are encoded together (sqlite_block_codec.py) this many postings at a time: the
+# codec's arrays take about 90 bytes a posting while it runs, and a pack at 100k entries
+# rewrites about 400,000 postings (40 MB at once; 6 MB a run of this size).
+_ENCODED_POSTINGS = 65_536
 # SQLite's layout of a rowid table's rows in 4,096-byte pages (what `_page_order` packs): a
 # leaf's room for cells, the most and the least of a row's payload kept in the leaf, and what
 # an overflow page holds.
@@ -993,7 +997,11 @@ def _write_blocks(connection: sqlite3.Connection, blocks: Sequence[_Block]) -> N
     when larger than `_INLINE_BYTES`, written in the order `_page_order` gives them."""
     rows: list[tuple[str, int, int, int, int, int | None, bytes | None, bytes | None]] = []
     apart: list[tuple[_Block, bytes, bytes]] = []
-    blobs = encoded([(seqs, shape_ids) for _, _, seqs, shape_ids in blocks])
+    blobs = [
+        blob
+        for chunk in _chunks(blocks, _ENCODED_POSTINGS)
+        for blob in encoded([(seqs, shape_ids) for _, _, seqs, shape_ids in chunk])
+    ]
     for block, (gaps, shapes) in zip(blocks, blobs, strict=True):
         term, key, seqs, _ = block
         if len(gaps) + len(shapes) + len(term.encode("utf-8")) > _INLINE_BYTES:
@@ -1013,6 +1021,18 @@ def _write_blocks(connection: sqlite3.Connection, blocks: Sequence[_Block]) -> N
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
+
+
+def _chunks(blocks: Sequence[_Block], postings: int) -> Iterator[Sequence[_Block]]:
+    """`blocks` in consecutive runs of at most `postings` postings (at least one block each)."""
+    start = held = 0
+    for end, (_, _, seqs, _) in enumerate(blocks):
+        if held and held + len(seqs) > postings:
+            yield blocks[start:end]
+            start, held = end, 0
+        held += len(seqs)
+    if start < len(blocks):
+        yield blocks[start:]
 
 
 def _page_order(sizes: Sequence[int]) -> list[int]:
