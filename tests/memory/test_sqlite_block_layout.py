@@ -11,18 +11,14 @@ from array import array
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from agentscript.memory import MemoryService, sqlite_postings
-from agentscript.memory.sqlite_postings import (
-    _gap_array,
-    _packed,
-    _packed_gaps,
-    _packed_shapes,
-    _shape_array,
-)
+from agentscript.memory.sqlite_block_codec import encoded, packed
+from agentscript.memory.sqlite_postings import _gap_array, _shape_array
 from postings_support import Twins, body
 
 LARGE = 1_500  # postings of one term: a block whose arrays do not fit in its row
@@ -38,6 +34,17 @@ def twins(tmp_path: Path) -> Iterator[Twins]:
 # ------------------------------------------------------------------------------ encodings
 
 
+def _packed_gaps(gaps: list[int]) -> bytes:
+    """The gaps blob of a block whose seqs are 1 and then these gaps apart."""
+    seqs = np.cumsum([1, *gaps], dtype=np.int64)
+    return encoded([(seqs, np.ones(len(seqs), dtype=np.int64))])[0][0]
+
+
+def _packed_shapes(shape_ids: list[int]) -> bytes:
+    """The shape ids blob of a block holding these."""
+    return encoded([(np.arange(1, len(shape_ids) + 1), np.array(shape_ids, dtype=np.int64))])[0][1]
+
+
 gaps = st.lists(
     st.one_of(st.integers(1, 255), st.integers(256, 70_000), st.integers(1, 2**40)),
     max_size=700,
@@ -50,7 +57,7 @@ def test_seq_gaps_read_back_exactly_and_never_take_more_than_a_plain_array(
 ) -> None:
     blob = _packed_gaps(values)
     assert list(_gap_array(blob)) == values
-    assert len(blob) <= len(_packed(values))
+    assert len(blob) <= len(packed(values))
 
 
 def test_gaps_mostly_below_256_take_a_byte_each_and_the_wide_ones_three() -> None:
@@ -64,8 +71,35 @@ def test_gaps_mostly_below_256_take_a_byte_each_and_the_wide_ones_three() -> Non
 
 
 shape_ids = st.lists(st.integers(1, 2**33), min_size=1, max_size=300).flatmap(
-    lambda palette: st.lists(st.sampled_from(palette), max_size=2_000)
+    lambda palette: st.lists(st.sampled_from(palette), min_size=1, max_size=2_000)
 )
+
+blocks = st.lists(
+    st.tuples(
+        st.lists(st.one_of(st.integers(1, 255), st.integers(256, 70_000)), max_size=300),
+        shape_ids,
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@given(blocks)
+def test_blocks_encoded_together_are_each_encoded_as_alone(
+    drawn: list[tuple[list[int], list[int]]],
+) -> None:
+    """A pack encodes all its blocks in one pass: no block's bytes may depend on its
+    neighbours'."""
+    arrays = []
+    for gaps, shapes in drawn:
+        seqs = np.cumsum([7, *gaps], dtype=np.int64)
+        ids = np.resize(np.array(shapes, dtype=np.int64), len(seqs))
+        arrays.append((seqs, ids))
+    together = encoded(arrays)
+    assert together == [encoded([block])[0] for block in arrays]
+    for (seqs, ids), (gap_blob, shape_blob) in zip(arrays, together, strict=True):
+        assert list(_gap_array(gap_blob)) == np.diff(seqs).tolist()
+        assert list(_shape_array(shape_blob)) == ids.tolist()
 
 
 @given(shape_ids)
@@ -74,7 +108,7 @@ def test_shape_ids_read_back_exactly_and_never_take_more_than_a_plain_array(
 ) -> None:
     blob = _packed_shapes(values)
     assert list(_shape_array(blob)) == values
-    assert len(blob) <= len(_packed(values))
+    assert len(blob) <= len(packed(values))
 
 
 def test_repeated_shape_ids_take_a_byte_each_after_their_palette() -> None:
@@ -153,7 +187,7 @@ def test_a_large_blocks_missing_arrays_are_damage(
 
 
 def _palette_past_its_end(postings: int) -> tuple[str, bytes]:
-    return "shapes", b"P\x00" + _packed([1]) + bytes([1]) * postings  # index 1 of 1
+    return "shapes", b"P\x00" + packed([1]) + bytes([1]) * postings  # index 1 of 1
 
 
 def _wide_gap_past_the_end(postings: int) -> tuple[str, bytes]:

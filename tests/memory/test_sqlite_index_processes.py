@@ -167,10 +167,11 @@ def test_verify_does_not_flag_a_clean_file_another_process_writes_to(
 # --------------------------------------------------------------------------- processes
 
 
+@pytest.mark.parametrize("batch", [1, 7])  # a remember a call, or remember_many of 7
 def test_a_writer_killed_in_the_middle_of_a_pack_leaves_a_sound_index(
-    open_memory: Callable[[], MemoryService], database: Path
+    open_memory: Callable[[], MemoryService], database: Path, batch: int
 ) -> None:
-    died = child("kill-in-pack", database, 60)
+    died = child("kill-in-pack", database, 60, batch)
     assert died.returncode == -signal.SIGKILL, died.stderr
     written = acknowledged(died.stdout)
     assert written, "the writer died before it acknowledged anything"
@@ -247,13 +248,14 @@ def test_a_kept_reader_follows_another_processs_removals_and_packs(
     assert_index_equals_rebuilt(store_of(kept))
 
 
+@pytest.mark.parametrize("batch", [1, 10])  # a remember a call, or remember_many of 10
 def test_two_writers_packing_at_once_and_a_reader_lose_nothing(
-    open_memory: Callable[[], MemoryService], database: Path
+    open_memory: Callable[[], MemoryService], database: Path, batch: int
 ) -> None:
     memory = open_memory()
     memory.remember("pottery seed entry")
     reader = spawn("read", database, 4)
-    writers = [spawn("write", database, worker, 120) for worker in (1, 2)]
+    writers = [spawn("write-many", database, worker, 120, batch) for worker in (1, 2)]
     outputs = [process.communicate(timeout=PROCESS_TIMEOUT_SECONDS) for process in writers]
     read_out, read_err = reader.communicate(timeout=PROCESS_TIMEOUT_SECONDS)
     for process, (_, err) in zip(writers, outputs, strict=True):

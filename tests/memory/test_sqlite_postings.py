@@ -273,7 +273,7 @@ def test_a_reader_keeps_nothing_a_rollback_undoes(
     _kept_equals_fresh(ours, reader, ["clay", "kiln", "fern"])
 
 
-def test_a_reader_keeps_at_most_its_bound_of_postings(
+def test_a_reader_keeps_at_most_its_bound_of_bytes(
     databases: tuple[sqlite3.Connection, sqlite3.Connection],
 ) -> None:
     ours, _ = databases
@@ -282,10 +282,11 @@ def test_a_reader_keeps_at_most_its_bound_of_postings(
         [indexed(seq, "/a", [[], [], [], [WORDS[seq % 8], "clay"], []]) for seq in range(1, 401)],
     )
     sqlite_postings.pack(ours)
-    reader = sqlite_postings.PostingsReader(cache_postings=120)
+    posting = 16  # an 8-byte seq and an 8-byte shape id
+    reader = sqlite_postings.PostingsReader(cache_bytes=120 * posting)
     for term in WORDS:
         sqlite_ranking.scores(ours, [term], ("/a",), WEIGHTS, reader)
-        assert reader._cached <= 120
-    assert reader._cached == 100  # the last two terms of 50 postings each
+        assert reader.cached_bytes <= 120 * posting
+    assert reader.cached_bytes == 100 * posting  # the last two terms of 50 postings each
     sqlite_ranking.scores(ours, ["clay"], ("/a",), WEIGHTS, reader)  # 400: never kept
-    assert reader._cached == 100
+    assert reader.cached_bytes == 100 * posting

@@ -3,7 +3,9 @@
 reads, or dies by SIGKILL in the middle of a pack.
 
     python postings_child.py write DATABASE WORKER COUNT    remember COUNT entries
-    python postings_child.py kill-in-pack DATABASE COUNT    remember until a pack is half done
+    python postings_child.py write-many DATABASE WORKER COUNT BATCH   the same, BATCH a call
+    python postings_child.py kill-in-pack DATABASE COUNT [BATCH]  remember (BATCH a call)
+                                                            until a pack is half done
     python postings_child.py kill-at-commit DATABASE COUNT  remember COUNT, die as the next commits
     python postings_child.py forget DATABASE COUNT          forget (purge) COUNT entries of pottery
     python postings_child.py read DATABASE SECONDS          recall in a loop, checking counts
@@ -38,14 +40,21 @@ def text(worker: int, n: int) -> str:
     return f"pottery{extra} uniq{worker}x{n} " + " ".join(["wheel"] * (n % 5))
 
 
-def write(database: str, worker: int, count: int) -> None:
+def write(database: str, worker: int, count: int, batch: int = 1) -> None:
+    """Remember `count` entries, `batch` a call (a batch packs its postings together)."""
     with MemoryService.open(None, database=database, config=CONFIG) as memory:
-        for n in range(count):
-            print("ok", memory.remember(text(worker, n))["id"], flush=True)
+        for start in range(0, count, batch):
+            if batch == 1:
+                print("ok", memory.remember(text(worker, start))["id"], flush=True)
+                continue
+            items = [{"text": text(worker, n)} for n in range(start, min(count, start + batch))]
+            for result in memory.remember_many(items):
+                print("ok", result["id"], flush=True)
 
 
-def kill_in_pack(database: str, count: int) -> None:
-    """Remember entries; in the second pack, after it wrote half its new blocks, die."""
+def kill_in_pack(database: str, count: int, batch: int) -> None:
+    """Remember entries, `batch` a call; in the second pack, after it wrote half its new
+    blocks, die."""
     writes = {"packs": 0}
     pack, write_blocks = sqlite_postings.pack, sqlite_postings._write_blocks
 
@@ -62,7 +71,7 @@ def kill_in_pack(database: str, count: int) -> None:
 
     sqlite_postings.pack = counted_pack  # type: ignore[assignment]
     sqlite_postings._write_blocks = dying_write_blocks  # type: ignore[assignment]
-    write(database, 0, count)
+    write(database, 0, count, batch)
 
 
 def kill_at_commit(database: str, count: int) -> None:
@@ -111,8 +120,10 @@ def main(arguments: list[str]) -> None:
     command, database, *rest = arguments
     if command == "write":
         write(database, int(rest[0]), int(rest[1]))
+    elif command == "write-many":
+        write(database, int(rest[0]), int(rest[1]), int(rest[2]))
     elif command == "kill-in-pack":
-        kill_in_pack(database, int(rest[0]))
+        kill_in_pack(database, int(rest[0]), int(rest[1]) if len(rest) > 1 else 1)
     elif command == "kill-at-commit":
         kill_at_commit(database, int(rest[0]))
     elif command == "forget":

@@ -51,15 +51,22 @@ class DigestConfig:
     max_entries: int = 20
 
 
+# What the SQLite store keeps of its text index's decoded postings between recalls, in bytes
+# (16 a posting): a long-running server (`memory serve`) stays within it whatever it is asked.
+DEFAULT_CACHE_BYTES = 8 * 2**20
+
+
 @dataclass(frozen=True)
 class RecallConfig:
     """Semantic re-ranking (semantic.py): `embeddings`, the model URI (openai:// or ollama://;
     none: lexical ranking only), the `semantic_weight` of its ranking in the fusion and how
-    many of the best lexical candidates it re-ranks (`semantic_pool`)."""
+    many of the best lexical candidates it re-ranks (`semantic_pool`); `cache_bytes`, the
+    bound of the SQLite store's cache of decoded postings (sqlite_postings.PostingsReader)."""
 
     embeddings: str | None = None
     semantic_weight: float = 1.0
     semantic_pool: int = 50
+    cache_bytes: int = DEFAULT_CACHE_BYTES
 
 
 @dataclass(frozen=True)

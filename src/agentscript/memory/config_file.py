@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agentscript.memory.config import (
+    DEFAULT_CACHE_BYTES,
     DEFAULT_CONFIG,
     ArchiveMode,
     DigestConfig,
@@ -65,6 +66,7 @@ class _Recall(BaseModel):
     embeddings: str | None = None
     semantic_weight: Annotated[float, Field(gt=0, le=4)] = 1.0
     semantic_pool: Annotated[int, Field(ge=2, le=200)] = 50
+    cache_bytes: Annotated[int, Field(ge=0, le=2**40)] = DEFAULT_CACHE_BYTES
 
     @field_validator("semantic_weight", mode="before")
     @classmethod

@@ -194,11 +194,17 @@ class MemoryService:
         """A service over the store `database` names: a PostgreSQL URI
         (`postgresql://user@host/db#namespace`, see postgres_store.py) or a SQLite file
         (default: default_database_path())."""
+        if config is None:
+            config = load_config(Path(workspace) if workspace is not None else None)
         store: MemoryStore
         if is_postgres_uri(database):
             store = PostgresMemoryStore(database, analyzer)
         else:
-            store = SqliteStore(database or default_database_path(), analyzer)
+            store = SqliteStore(
+                database or default_database_path(),
+                analyzer,
+                cache_bytes=config.recall.cache_bytes,
+            )
         return cls(store, workspace=workspace, config=config, clock=clock, tuning=tuning)
 
     def close(self) -> None:

@@ -1,14 +1,14 @@
 """The SqliteStore's text index: postings packed in blocks, ranked by BM25 exactly as FTS5's
-bm25() computes it, in passes that run in C.
+bm25() computes it, in numpy passes over arrays.
 
 Why not FTS5 (which schema 2 used): an FTS5 query visits and scores every entry that holds any
 query term, inside SQLite but one row at a time through its auxiliary-function API (about
 1.2 µs a row here). In one scope of 100k entries a question's terms are held by about 47k of
 them, so a recall spent 60 ms in bm25() and as much again joining every hit with its entry.
-Here the postings of a term in a scope are a few rows whose blobs decode in C (`array`,
-`str.split`); each distinct shape of a posting (the entry's length and the term's count in each
-field) is scored once per query; the per-entry sums are dict operations, also in C, and only
-entries holding two or more of the query's terms pass through Python.
+Here the postings of a term in a scope are a few rows whose blobs decode into numpy arrays;
+each distinct shape of a posting (the entry's length and the term's count in each field) is
+scored once per query; the per-entry sums are numpy operations over those arrays
+(sqlite_ranking.py), and no posting passes through Python one by one.
 
 Why the write path looks as it does: a durable commit costs what it writes to the WAL, page by
 page. One row per term per entry, or one counter per term, lands on as many B-tree pages as the
@@ -30,15 +30,15 @@ of a rowid table appended in arbitrary order (a quarter of each leaf left empty)
 block's arrays stay in its row of memory_postings (the key: term, scope, first seq); a larger
 one's go to memory_posting_blocks, a rowid table, appended in the order that fills its pages
 (`_page_order`), whose overflow pages SQLite fills whole. And the arrays are compact, still
-decoded in C: seq gaps a byte each with the few wider ones apart, shape ids as one byte into a
+decoded by numpy: seq gaps a byte each with the few wider ones apart, shape ids as one byte into a
 palette of the block's distinct ids. Schema 5's layout took 21.7 MB for the postings of 100k
 turns, 5.6 MB of it unused space in its pages; schema 6's 11.4 MB.
 
 Tables (one database, written inside the store's transactions, so crash-safe like the rest):
 - memory_postings: one row per block of postings of a (term, scope): how many it holds, the
-  entries' seqs ascending, as the gaps after `first_seq` (`_packed_gaps`: an array of 1, 2, 4
+  entries' seqs ascending, as the gaps after `first_seq` (sqlite_block_codec.py: an array of 1, 2, 4
   or 8-byte integers, whichever holds the largest gap, or bytes with the wider gaps apart),
-  and for each the id of its shape (`_packed_shapes`: an array as the gaps, or a palette and
+  and for each the id of its shape (an array as the gaps, or a palette and
   a byte each). Each blob starts with its typecode. The two blobs are in the row, or, for a
   block larger than `_INLINE_BYTES`, NULL, and the row names its `block` in
   memory_posting_blocks, which holds them. A block holds at most BLOCK_POSTINGS postings; a
@@ -71,18 +71,20 @@ from __future__ import annotations
 import json
 import operator
 import os
-import re
 import sqlite3
-import sys
-from array import array
-from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import accumulate, groupby, islice
+from itertools import groupby, islice, pairwise
+from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
+from agentscript.memory.config import DEFAULT_CACHE_BYTES
+from agentscript.memory.sqlite_block_codec import BYTE_GAPS, CODES, DTYPES, PALETTE, encoded, packed
 from agentscript.memory.store import BM25_B, BM25_K1, scope_hash
 from agentscript.providers.storage.sqlite_files import execute_rows
 
@@ -93,9 +95,6 @@ BLOCK_POSTINGS = 4_096
 # terms' small blocks is most of what a pack writes; a 64th makes packs 30 % cheaper but the
 # file 0.6 % larger, past 2× raw FTS5's at 10k entries in batches (docs/memory-service.md).
 SMALL_SHARE = 16
-# What a PostingsReader keeps of decoded blocks, in postings (about 45 bytes each in memory):
-# the blocks of the terms asked last, least recently asked out first.
-CACHE_POSTINGS = 2_000_000
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS memory_postings (
@@ -147,19 +146,16 @@ _TABLES = (
 )
 # Every table of the index, dropped by an upgrade whose layout differs (`drop`).
 _ALL_TABLES = (*_TABLES, "memory_posting_shapes", "memory_index_totals")
-# The typecodes a block's arrays use, each with the bound of what it holds, smallest first.
-_CODES = {
-    "B": 2**8,
-    "H": 2**16,
-    next(code for code in "IL" if array(code).itemsize == 4): 2**32,
-    "q": 2**63,
-}
 
 # A block's arrays are kept in its row of memory_postings while the row stays within what an
 # index b-tree page holds in place (SQLite's 1,002 bytes less the key and the other columns);
 # a larger block's go to memory_posting_blocks, a rowid table, whose rows hold up to 4,061
 # bytes in place and spill into overflow pages that are filled whole.
 _INLINE_BYTES = 900
+# Blocks are encoded together (sqlite_block_codec.py) this many postings at a time: the
+# codec's arrays take about 90 bytes a posting while it runs, and a pack at 100k entries
+# rewrites about 400,000 postings (40 MB at once; 6 MB a run of this size).
+_ENCODED_POSTINGS = 65_536
 # SQLite's layout of a rowid table's rows in 4,096-byte pages (what `_page_order` packs): a
 # leaf's room for cells, the most and the least of a row's payload kept in the leaf, and what
 # an overflow page holds.
@@ -170,22 +166,20 @@ _OVERFLOW_ROOM = 4_096 - 4
 # Where a block's arrays are (in its row or in memory_posting_blocks), as read.
 _BLOCKS = "memory_postings AS p LEFT JOIN memory_posting_blocks AS b ON b.block = p.block"
 _ARRAYS = "COALESCE(p.seqs, b.seqs), COALESCE(p.shapes, b.shapes)"
-# The typecode of a block's shape ids written with a palette (`_packed_shapes`), and that of
-# its seq gaps written a byte each with the few wider ones apart (`_packed_gaps`).
-_PALETTE = b"P"
-_BYTE_GAPS = b"G"
-# Where the low byte of a 2-byte item is in memory, and a byte that is not 0.
-_LOW_BYTE = 0 if sys.byteorder == "little" else 1
-_NOT_ZERO = re.compile(b"[^\x00]")
 
 # `PRAGMA auto_vacuum`'s value for incremental auto-vacuum.
 _INCREMENTAL = 2
 # SQLite's largest integer (no seq passes it).
 _LAST_SEQ = 2**63 - 1
+# A term's postings as arrays: the entries' seqs, and the ids of their shapes.
+SeqArray = NDArray[np.int64]
+ShapeArray = NDArray[np.int64]
+_NO_SEQS: SeqArray = np.empty(0, dtype=np.int64)
+_NO_SHAPES: ShapeArray = np.empty(0, dtype=np.int64)
 # A posting: an entry's seq and the id of its shape.
 Posting = tuple[int, int]
 # A block to write: its term, scope key, seqs (ascending) and their shape ids.
-_Block = tuple[str, int, Sequence[int], Sequence[int]]
+_Block = tuple[str, int, SeqArray, ShapeArray]
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +254,7 @@ def add(
         connection.execute(_ADD_TO_TOTALS, totals)
         known.tail += waiting
     tail_rows = [
-        (seq, key, terms, _packed(list(map(ids.__getitem__, shapes))))
+        (seq, key, terms, packed(list(map(ids.__getitem__, shapes))))
         for seq, key, terms, shapes in rows
     ]
     execute_rows(connection, _INSERT_TAIL, tail_rows)
@@ -362,22 +356,46 @@ def relayout(connection: sqlite3.Connection) -> None:
 
 
 def pack(connection: sqlite3.Connection) -> None:
-    """Move the tail's postings into blocks (see the module's docstring)."""
-    fresh: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
+    """Move the tail's postings into blocks (see the module's docstring): the tail's postings
+    as arrays, sorted by term, scope and seq in one step, each (term, scope)'s a slice."""
+    names: list[str] = []
+    shape_ids: list[int] = []
+    seqs: list[int] = []
+    keys: list[int] = []
     for seq, key, terms, shapes in connection.execute(
         "SELECT seq, scope_key, terms, shapes FROM memory_postings_tail ORDER BY seq"
     ):
-        for term, shape in _tail_postings(seq, terms, shapes):
-            found = fresh.get((term, key))
-            if found is None:
-                found = fresh[(term, key)] = ([], [])
-            found[0].append(seq)
-            found[1].append(shape)
+        row_names, row_shapes = _tail_row(seq, terms, shapes)
+        names.extend(row_names)
+        shape_ids.extend(row_shapes)
+        seqs.extend([seq] * len(row_names))
+        keys.extend([key] * len(row_names))
+    terms_in_order = sorted(set(names))
+    rank = dict(zip(terms_in_order, range(len(terms_in_order)), strict=True))
+    term_ranks = np.fromiter(map(rank.__getitem__, names), dtype=np.int64, count=len(names))
+    key_array = np.array(keys, dtype=np.int64)
+    order = np.lexsort((key_array, term_ranks))  # stable: seqs stay ascending
+    term_ranks, key_array = term_ranks[order], key_array[order]
+    seq_array = np.array(seqs, dtype=np.int64)[order]
+    shape_array = np.array(shape_ids, dtype=np.int64)[order]
+    # Where each (term, scope)'s postings start.
+    changes = np.ones(len(names), dtype=np.bool_)
+    changes[1:] = (term_ranks[1:] != term_ranks[:-1]) | (key_array[1:] != key_array[:-1])
+    bounds = [*np.flatnonzero(changes).tolist(), len(names)]
     holding: dict[str, int] = {}
     blocks: list[_Block] = []
-    for (term, key), (seqs, shape_ids) in sorted(fresh.items()):
-        blocks.extend(_merged_blocks(connection, term, key, seqs, shape_ids))
-        holding[term] = holding.get(term, 0) + len(seqs)
+    for start, end in pairwise(bounds):
+        term = terms_in_order[int(term_ranks[start])]
+        blocks.extend(
+            _merged_blocks(
+                connection,
+                term,
+                int(key_array[start]),
+                seq_array[start:end],
+                shape_array[start:end],
+            )
+        )
+        holding[term] = holding.get(term, 0) + end - start
     _write_blocks(connection, blocks)
     connection.executemany(
         "INSERT INTO memory_term_documents (term, documents) VALUES (?, ?) "
@@ -403,7 +421,7 @@ def _release_free_pages(connection: sqlite3.Connection) -> None:
 
 
 def _merged_blocks(
-    connection: sqlite3.Connection, term: str, key: int, seqs: list[int], shape_ids: list[int]
+    connection: sqlite3.Connection, term: str, key: int, seqs: SeqArray, shape_ids: ShapeArray
 ) -> list[_Block]:
     """The new blocks of a (term, scope)'s postings from the tail (`seqs` ascending, with
     their `shape_ids`): one, merged with the latest blocks (taken out here) while each is no larger than
@@ -434,8 +452,8 @@ def _merged_blocks(
             "DELETE FROM memory_postings WHERE term = ? AND scope_key = ? AND first_seq >= ?",
             (term, key, joined[-1][0]),
         )
-        every: list[int] = []
-        every_shape: list[int] = []
+        every: list[SeqArray] = []
+        every_shape: list[ShapeArray] = []
         for first, block, *arrays in reversed(joined):  # oldest first
             if block is not None:
                 arrays = connection.execute(
@@ -443,11 +461,11 @@ def _merged_blocks(
                     (block,),
                 ).fetchone() or [None, None]
             block_seqs, block_shapes = _decode(first, *arrays)
-            every.extend(block_seqs)
-            every_shape.extend(block_shapes)
-        every.extend(seqs)
-        every_shape.extend(shape_ids)
-        seqs, shape_ids = _in_seq_order(every, every_shape)
+            every.append(block_seqs)
+            every_shape.append(block_shapes)
+        every.append(seqs)
+        every_shape.append(shape_ids)
+        seqs, shape_ids = _in_seq_order(np.concatenate(every), np.concatenate(every_shape))
     return [
         (term, key, seqs[start : start + BLOCK_POSTINGS], shape_ids[start : start + BLOCK_POSTINGS])
         for start in range(0, len(seqs), BLOCK_POSTINGS)
@@ -549,19 +567,20 @@ class _Audit:
 
     def _block(
         self, first: int, last: int, count: int, seqs: bytes, shapes: bytes
-    ) -> tuple[list[int], array[int]] | None:
+    ) -> tuple[list[int], list[int]] | None:
         """A block's postings, or None (counted as damaged) for one that does not decode,
         whose seqs do not end at its last_seq or are not `count`, or that names an unknown
         shape."""
         try:
             decoded, shape_ids = _decode(first, seqs, shapes)
         except DamagedIndex:
-            decoded, shape_ids = [], array("H")
-        known = bool(shape_ids) and min(shape_ids) > 0 and max(shape_ids) < len(self.lengths)
+            self.damaged += 1
+            return None
+        known = bool(len(shape_ids)) and shape_ids.min() > 0 and shape_ids.max() < len(self.lengths)
         if not known or decoded[-1] != last or len(decoded) != count:
             self.damaged += 1
             return None
-        return decoded, shape_ids
+        return decoded.tolist(), shape_ids.tolist()
 
     def _postings(
         self, term: str, seqs: list[int], shape_ids: list[int], waiting: list[Posting]
@@ -693,7 +712,7 @@ class ShapeBook:
         self._average = 0.0
         self._frequencies: list[float] = []
         self._numerators: list[float] = []
-        self._parts: list[float] = []
+        self._parts: NDArray[np.float64] = np.zeros(0)
 
     def parts(
         self,
@@ -702,7 +721,7 @@ class ShapeBook:
         average: float,
         *,
         committed: bool,
-    ) -> list[float]:
+    ) -> NDArray[np.float64]:
         """The term-frequency part of every shape, indexed by shape id. `committed`: the
         connection sees only committed shapes (a read snapshot), so the book may keep them;
         otherwise (inside a write) a book of this call's own is read."""
@@ -722,7 +741,7 @@ class ShapeBook:
             self._counts.append(counts)
         return self
 
-    def _parts_for(self, weights: tuple[float, ...], average: float) -> list[float]:
+    def _parts_for(self, weights: tuple[float, ...], average: float) -> NDArray[np.float64]:
         if weights != self._weights:
             self._weights, self._frequencies, self._numerators = weights, [], []
             self._average = 0.0
@@ -736,28 +755,25 @@ class ShapeBook:
         if average != self._average or len(self._parts) != len(self._counts):
             k1, b = BM25_K1, BM25_B
             norms = {length: k1 * (1 - b + b * length / average) for length in set(self._lengths)}
-            self._parts = [
-                numerator / (frequency + norms[length])
-                for numerator, frequency, length in zip(
-                    self._numerators, self._frequencies, self._lengths, strict=True
-                )
-            ]
+            # Element by element the same float operations as FTS5's, in its order.
+            self._parts = np.array(self._numerators) / (
+                np.array(self._frequencies) + np.array([norms[n] for n in self._lengths])
+            )
             self._average = average
         return self._parts
 
 
 @dataclass(frozen=True, slots=True)
 class TermPostings:
-    """The postings of one term in some scopes: those packed in blocks (`seqs` ascending, each
-    with its shape id in `shape_ids`) and those waiting in the tail (`tail`: seq → shape id).
-    No seq is in both."""
+    """The postings of one term in some scopes, those packed in blocks and those waiting in
+    the tail together: `seqs` ascending, each with its shape id in `shape_ids`. The arrays
+    may be the reader's kept ones: read-only."""
 
-    seqs: list[int]
-    shape_ids: list[int]
-    tail: dict[int, int]
+    seqs: SeqArray
+    shape_ids: ShapeArray
 
     def __len__(self) -> int:
-        return len(self.seqs) + len(self.tail)
+        return len(self.seqs)
 
 
 class PostingsReader:
@@ -766,32 +782,47 @@ class PostingsReader:
     - the shapes (ShapeBook), read once;
     - the decoded blocks of the terms asked last (by term and scopes), valid while the file's
       generation is the one they were read at (see the module's docstring), at most
-      `cache_postings` postings, least recently asked out first. A generation is drawn at
-      random, so blocks read inside a write that is then rolled back are never taken again;
+      `cache_bytes` bytes of arrays (16 a posting: an 8-byte seq and an 8-byte shape id;
+      memory.yml's `recall.cache_bytes`), least recently asked out first: a
+      long-running server keeps a known bound whatever its scopes hold. A generation is drawn
+      at random, so blocks read inside a write that is then rolled back are never taken again;
     - the tail, by term and scope, read on from the last seq it read while the generation
       stays, so a recall reads only the entries written since the last one. Only a tail read
       from committed data is kept; inside a write transaction the tail is read whole each time.
+      It holds at most PACK_AT postings (a pack empties it).
     """
 
-    def __init__(self, cache_postings: int | None = None) -> None:
+    def __init__(self, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         self.shapes = ShapeBook()
-        self._limit = CACHE_POSTINGS if cache_postings is None else cache_postings
-        self._blocks: OrderedDict[tuple[str, tuple[int, ...]], tuple[int, list[int], list[int]]]
+        self.cache_bytes = cache_bytes
+        self._blocks: OrderedDict[tuple[str, tuple[int, ...]], tuple[int, SeqArray, ShapeArray]]
         self._blocks = OrderedDict()
-        self._cached = 0  # postings held in `_blocks`
+        self._cached = 0  # bytes of the arrays held in `_blocks`
         self._tail = _TailView()
+
+    @property
+    def cached_bytes(self) -> int:
+        """What the kept blocks' arrays take now."""
+        return self._cached
 
     def postings(
         self, connection: sqlite3.Connection, term: str, keys: Sequence[int]
     ) -> TermPostings:
-        """The postings of `term` in the scopes `keys` (see TermPostings). The lists may be
-        shared with later calls: do not change them."""
+        """The postings of `term` in the scopes `keys` (see TermPostings)."""
         generation, waiting = connection.execute(
             "SELECT generation, tail FROM memory_index_totals"
         ).fetchone()
         seqs, shape_ids = self._blocks_of(connection, term, tuple(keys), generation)
         tail = self._tail_of(connection, generation, waiting).postings(term, keys)
-        return TermPostings(seqs, shape_ids, tail)
+        if not tail:
+            return TermPostings(seqs, shape_ids)
+        tail_seqs = np.fromiter(tail.keys(), dtype=np.int64, count=len(tail))
+        tail_shapes = np.fromiter(tail.values(), dtype=np.int64, count=len(tail))
+        return TermPostings(
+            *_in_seq_order(
+                np.concatenate((seqs, tail_seqs)), np.concatenate((shape_ids, tail_shapes))
+            )
+        )
 
     def tail_documents(
         self, connection: sqlite3.Connection, terms: Sequence[str]
@@ -810,7 +841,7 @@ class PostingsReader:
 
     def _blocks_of(
         self, connection: sqlite3.Connection, term: str, keys: tuple[int, ...], generation: int
-    ) -> tuple[list[int], list[int]]:
+    ) -> tuple[SeqArray, ShapeArray]:
         """The blocks' postings of `term` in `keys`, seq ascending: kept, or read and kept."""
         known = self._blocks.get((term, keys))
         if known is not None and known[0] == generation:
@@ -819,15 +850,18 @@ class PostingsReader:
         if known is not None:
             self._forget((term, keys))
         seqs, shape_ids = _read_blocks(connection, term, keys)
-        if len(seqs) <= self._limit:
-            self._blocks[(term, keys)] = (generation, seqs, shape_ids)
-            self._cached += len(seqs)
-            while self._cached > self._limit:
+        seqs.flags.writeable = shape_ids.flags.writeable = False
+        size = seqs.nbytes + shape_ids.nbytes
+        if size <= self.cache_bytes:
+            while self._blocks and self._cached + size > self.cache_bytes:
                 self._forget(next(iter(self._blocks)))
+            self._blocks[(term, keys)] = (generation, seqs, shape_ids)
+            self._cached += size
         return seqs, shape_ids
 
     def _forget(self, asked: tuple[str, tuple[int, ...]]) -> None:
-        self._cached -= len(self._blocks.pop(asked)[1])
+        _, seqs, shape_ids = self._blocks.pop(asked)
+        self._cached -= seqs.nbytes + shape_ids.nbytes
 
 
 class _TailView:
@@ -875,10 +909,10 @@ class _TailView:
 
 def _read_blocks(
     connection: sqlite3.Connection, term: str, keys: tuple[int, ...]
-) -> tuple[list[int], list[int]]:
+) -> tuple[SeqArray, ShapeArray]:
     """Decode every block of `term` in the scopes `keys`, seq ascending."""
-    seqs: list[int] = []
-    shape_ids: list[int] = []
+    seqs: list[SeqArray] = [_NO_SEQS]
+    shape_ids: list[ShapeArray] = [_NO_SHAPES]
     try:
         for row in connection.execute(
             f"SELECT p.first_seq, {_ARRAYS} FROM {_BLOCKS} "
@@ -887,21 +921,26 @@ def _read_blocks(
             (term, *keys),
         ):
             block_seqs, block_shapes = _decode(*row)
-            seqs.extend(block_seqs)
-            shape_ids.extend(block_shapes)
+            seqs.append(block_seqs)
+            shape_ids.append(block_shapes)
     except DamagedIndex as error:
         raise damaged_postings(term) from error
-    return _in_seq_order(seqs, shape_ids)
+    return _in_seq_order(np.concatenate(seqs), np.concatenate(shape_ids))
 
 
 def _tail_postings(seq: int, terms: str, shapes: bytes) -> Iterator[tuple[str, int]]:
-    """The (term, shape id) pairs of one tail row. DamagedIndex for a row that does not
+    """The (term, shape id) pairs of one tail row (see `_tail_row`)."""
+    return zip(*_tail_row(seq, terms, shapes), strict=True)
+
+
+def _tail_row(seq: int, terms: str, shapes: bytes) -> tuple[list[str], list[int]]:
+    """The terms of one tail row and their shape ids. DamagedIndex for a row that does not
     decode or whose terms and shapes disagree in number."""
-    shape_ids = _array(shapes)
+    shape_ids: list[int] = _array(shapes).tolist()
     names = terms.split(" ") if isinstance(terms, str) else []
     if len(names) != len(shape_ids) or not shape_ids:
         raise DamagedIndex(f"the text index has a damaged tail entry (seq {seq})")
-    return zip(names, shape_ids, strict=True)
+    return names, shape_ids
 
 
 def damaged_postings(term: str) -> DamagedIndex:
@@ -944,12 +983,12 @@ def _write_block(
     connection: sqlite3.Connection,
     term: str,
     key: int,
-    seqs: Sequence[int],
-    shape_ids: Sequence[int],
+    seqs: SeqArray,
+    shape_ids: ShapeArray,
 ) -> None:
     """Store the postings `seqs` (ascending) with their `shape_ids` as one block (none when
     there are none)."""
-    if seqs:
+    if len(seqs):
         _write_blocks(connection, [(term, key, seqs, shape_ids)])
 
 
@@ -958,27 +997,42 @@ def _write_blocks(connection: sqlite3.Connection, blocks: Sequence[_Block]) -> N
     when larger than `_INLINE_BYTES`, written in the order `_page_order` gives them."""
     rows: list[tuple[str, int, int, int, int, int | None, bytes | None, bytes | None]] = []
     apart: list[tuple[_Block, bytes, bytes]] = []
-    for block in blocks:
-        term, key, seqs, shape_ids = block
-        gaps = _packed_gaps(list(map(operator.sub, islice(seqs, 1, None), seqs)))
-        shapes = _packed_shapes(shape_ids)
+    blobs = [
+        blob
+        for chunk in _chunks(blocks, _ENCODED_POSTINGS)
+        for blob in encoded([(seqs, shape_ids) for _, _, seqs, shape_ids in chunk])
+    ]
+    for block, (gaps, shapes) in zip(blocks, blobs, strict=True):
+        term, key, seqs, _ = block
         if len(gaps) + len(shapes) + len(term.encode("utf-8")) > _INLINE_BYTES:
             apart.append((block, gaps, shapes))
         else:
-            rows.append((term, key, seqs[0], seqs[-1], len(seqs), None, gaps, shapes))
+            rows.append((term, key, int(seqs[0]), int(seqs[-1]), len(seqs), None, gaps, shapes))
     for at in _page_order([len(gaps) + len(shapes) for _, gaps, shapes in apart]):
         (term, key, seqs, _), gaps, shapes = apart[at]
         (number,) = connection.execute(
             "INSERT INTO memory_posting_blocks (seqs, shapes) VALUES (?, ?) RETURNING block",
             (gaps, shapes),
         ).fetchone()
-        rows.append((term, key, seqs[0], seqs[-1], len(seqs), number, None, None))
+        rows.append((term, key, int(seqs[0]), int(seqs[-1]), len(seqs), number, None, None))
     connection.executemany(
         "INSERT INTO memory_postings "
         "(term, scope_key, first_seq, last_seq, postings, block, seqs, shapes) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
+
+
+def _chunks(blocks: Sequence[_Block], postings: int) -> Iterator[Sequence[_Block]]:
+    """`blocks` in consecutive runs of at most `postings` postings (at least one block each)."""
+    start = held = 0
+    for end, (_, _, seqs, _) in enumerate(blocks):
+        if held and held + len(seqs) > postings:
+            yield blocks[start:end]
+            start, held = end, 0
+        held += len(seqs)
+    if start < len(blocks):
+        yield blocks[start:]
 
 
 def _page_order(sizes: Sequence[int]) -> list[int]:
@@ -1017,7 +1071,7 @@ def _leaf_cell(arrays: int) -> int:
 
 def _take_block(
     connection: sqlite3.Connection, term: str, key: int, first: int
-) -> tuple[list[int], array[int]]:
+) -> tuple[SeqArray, ShapeArray]:
     """The seqs and shape ids of one block, which is deleted."""
     first, block, *arrays = connection.execute(
         "DELETE FROM memory_postings WHERE term = ? AND scope_key = ? AND first_seq = ? "
@@ -1039,23 +1093,22 @@ def _remove_from_blocks(connection: sqlite3.Connection, term: str, key: int, seq
         (term, key, seq, seq),
     ).fetchall():
         seqs, _ = _decode(first, *row)
-        at = bisect_left(seqs, seq)
+        at = int(np.searchsorted(seqs, seq))
         if at < len(seqs) and seqs[at] == seq:
             kept, shape_ids = _take_block(connection, term, key, first)
-            del kept[at], shape_ids[at]
-            _write_block(connection, term, key, kept, shape_ids)
+            _write_block(connection, term, key, np.delete(kept, at), np.delete(shape_ids, at))
             return True
     return False
 
 
-def _in_seq_order(seqs: list[int], shape_ids: list[int]) -> tuple[list[int], list[int]]:
+def _in_seq_order(seqs: SeqArray, shape_ids: ShapeArray) -> tuple[SeqArray, ShapeArray]:
     """`seqs` with their `shape_ids`, seq ascending: runs of ascending seqs (blocks that
-    overlap, as a re-indexed entry's does, or blocks of several scopes), which a sort of the
-    positions by seq joins in about linear time."""
-    if not any(map(operator.gt, seqs, islice(seqs, 1, None))):
+    overlap, as a re-indexed entry's does, or blocks of several scopes), joined by a stable
+    sort."""
+    if not np.any(seqs[1:] < seqs[:-1]):
         return seqs, shape_ids
-    order = sorted(range(len(seqs)), key=seqs.__getitem__)
-    return [seqs[at] for at in order], [shape_ids[at] for at in order]
+    order = np.argsort(seqs, kind="stable")
+    return seqs[order], shape_ids[order]
 
 
 def _new_generation() -> int:
@@ -1063,133 +1116,64 @@ def _new_generation() -> int:
     return int.from_bytes(os.urandom(8), "big") >> 1
 
 
-def _decode(first: int, seqs: bytes, shapes: bytes) -> tuple[list[int], array[int]]:
+def _decode(first: int, seqs: bytes, shapes: bytes) -> tuple[SeqArray, ShapeArray]:
     """A block's seqs and shape ids. DamagedIndex for blobs that are not a block's."""
     gaps = _gap_array(seqs)
-    decoded = list(accumulate(gaps, initial=first))
+    decoded = np.empty(len(gaps) + 1, dtype=np.int64)
+    decoded[0] = first
+    np.cumsum(gaps, out=decoded[1:])
+    decoded[1:] += first
     shape_ids = _shape_array(shapes)
     if len(shape_ids) != len(decoded):
         raise DamagedIndex("a block's arrays disagree in length")
     return decoded, shape_ids
 
 
-def _gap_array(blob: bytes) -> array[int]:
+def _gap_array(blob: bytes) -> SeqArray:
     """A block's seq gaps: a plain array (`_array`) or one written a byte each
-    (`_packed_gaps`): how many gaps are wider (2 bytes), their positions (2 bytes each), their
-    high bytes, then every gap's low byte. The low bytes are spread into 2-byte items in C;
-    only the wider gaps, a few percent, take a step in Python."""
-    if not isinstance(blob, bytes) or blob[:1] != _BYTE_GAPS:
-        return _array(blob)
+    (sqlite_block_codec.py): how many gaps are wider (2 bytes), their positions (2 bytes each), their
+    high bytes, then every gap's low byte. The wider gaps' high bytes are added in one step."""
+    if not isinstance(blob, bytes) or blob[:1] != BYTE_GAPS:
+        return _array(blob).astype(np.int64)
     wide = int.from_bytes(blob[1:3], "little")
-    positions = array("H")
     highs_at = 3 + 2 * wide
     lows_at = highs_at + wide
     if len(blob) < lows_at:
         raise DamagedIndex("a truncated array of a block")
-    positions.frombytes(blob[3:highs_at])
-    lows = blob[lows_at:]
-    spread = bytearray(2 * len(lows))
-    spread[_LOW_BYTE::2] = lows
-    try:
-        for position, high in zip(positions, blob[highs_at:lows_at], strict=True):
-            spread[2 * position + 1 - _LOW_BYTE] = high
-    except IndexError as error:
-        raise DamagedIndex("a wide gap past the end of a block") from error
-    gaps = array("H")
-    gaps.frombytes(spread)
+    positions = np.frombuffer(blob, dtype=np.uint16, count=wide, offset=3)
+    highs = np.frombuffer(blob, dtype=np.uint8, count=wide, offset=highs_at)
+    gaps = np.frombuffer(blob, dtype=np.uint8, offset=lows_at).astype(np.int64)
+    if wide and int(positions.max()) >= len(gaps):
+        raise DamagedIndex("a wide gap past the end of a block")
+    gaps[positions] += highs.astype(np.int64) << 8
     return gaps
 
 
-def _shape_array(blob: bytes) -> array[int]:
+def _shape_array(blob: bytes) -> ShapeArray:
     """A block's shape ids: a plain array (`_array`) or one written with a palette
-    (`_packed_shapes`): the palette's size less one, the palette (an array), then one index
-    into it per posting, mapped in C: each byte of the palette's items by its own
-    `bytes.translate`, interleaved back into items."""
-    if not isinstance(blob, bytes) or blob[:1] != _PALETTE:
-        return _array(blob)
+    (sqlite_block_codec.py): the palette's size less one, the palette (an array), then one index
+    into it per posting, mapped in one step."""
+    if not isinstance(blob, bytes) or blob[:1] != PALETTE:
+        return _array(blob).astype(np.int64)
     code = blob[2:3].decode("ascii", "replace")
-    if not blob[1:2] or code not in _CODES:
+    if not blob[1:2] or code not in CODES:
         raise DamagedIndex("a damaged palette of a block")
-    width = array(code).itemsize
-    end = 3 + (blob[1] + 1) * width
+    end = 3 + (blob[1] + 1) * DTYPES[code].itemsize
     palette = _array(blob[2:end])
-    indexes = blob[end:]
-    if len(palette) != blob[1] + 1 or (indexes and max(indexes) >= len(palette)):
+    indexes = np.frombuffer(blob, dtype=np.uint8, offset=min(end, len(blob)))
+    if len(palette) != blob[1] + 1 or (len(indexes) and int(indexes.max()) >= len(palette)):
         raise DamagedIndex("a palette of a block that does not hold its indexes")
-    items = palette.tobytes()
-    spread = bytearray(width * len(indexes))
-    for byte in range(width):
-        spread[byte::width] = indexes.translate(items[byte::width].ljust(256, b"\0"))
-    shape_ids = array(code)
-    shape_ids.frombytes(spread)
-    return shape_ids
+    return palette.astype(np.int64)[indexes]
 
 
-def _array(blob: bytes) -> array[int]:
-    """The array a blob holds: its first byte is the typecode, the rest the items."""
+def _array(blob: bytes) -> NDArray[np.integer[Any]]:
+    """The array a blob holds: its first byte is the typecode, the rest the items (a view of
+    the blob, read-only)."""
     if not isinstance(blob, bytes):  # a damaged row may hold text or a number
         raise DamagedIndex("not a blob")
-    code = blob[:1].decode("ascii", "replace")
-    if code not in _CODES:
+    dtype = DTYPES.get(blob[:1].decode("ascii", "replace"))
+    if dtype is None:
         raise DamagedIndex("not an array of a block")
-    items = array(code)
-    try:
-        items.frombytes(blob[1:])
-    except ValueError as error:  # a length that is no whole number of items
-        raise DamagedIndex("a truncated array of a block") from error
-    return items
-
-
-def _packed(values: Sequence[int]) -> bytes:
-    """`values` (not negative) as the smallest array that holds them, typecode first."""
-    highest = max(values, default=0)
-    for code, prefix, limit in _CODE_PREFIXES:
-        if highest < limit:
-            return prefix + array(code, values).tobytes()
-    raise ValueError(f"{highest} does not fit in a block's array")
-
-
-_CODE_PREFIXES = tuple((code, code.encode("ascii"), limit) for code, limit in _CODES.items())
-
-
-def _packed_shapes(shape_ids: Sequence[int]) -> bytes:
-    """A block's shape ids: as a palette of its distinct ids (an array, `_packed`) and one
-    byte per posting indexing it, when it has at most 256 and that is smaller; else as
-    `_packed`. Shape ids repeat within a term's block (the common lengths and counts), so a
-    palette halves what they take in most blocks."""
-    plain = _packed(shape_ids)
-    distinct = sorted(set(shape_ids))
-    if not 0 < len(distinct) <= 256:
-        return plain
-    palette = _packed(distinct)
-    if 2 + len(palette) + len(shape_ids) >= len(plain):
-        return plain
-    position = {shape: index for index, shape in enumerate(distinct)}
-    return (
-        _PALETTE
-        + bytes([len(distinct) - 1])
-        + palette
-        + bytes(map(position.__getitem__, shape_ids))
-    )
-
-
-def _packed_gaps(gaps: Sequence[int]) -> bytes:
-    """A block's seq gaps: a byte each, the few wider ones (below 65,536) apart, when some
-    gap needs 2 bytes and that is smaller; else as `_packed`. In a common term's block most
-    gaps are below 256 and a few are not, which would make every gap take 2 bytes. The bytes
-    are taken from the plain array's in C; only the wider gaps take a step in Python."""
-    plain = _packed(gaps)
-    if plain[:1] != b"H" or len(gaps) > 2**16:
-        return plain
-    highs = plain[2 - _LOW_BYTE :: 2]
-    wide = len(highs) - highs.count(0)
-    if 3 + 3 * wide + len(gaps) >= len(plain):
-        return plain
-    positions = [found.start() for found in _NOT_ZERO.finditer(highs)]
-    return (
-        _BYTE_GAPS
-        + wide.to_bytes(2, "little")
-        + array("H", positions).tobytes()
-        + bytes(map(highs.__getitem__, positions))
-        + plain[1 + _LOW_BYTE :: 2]
-    )
+    if (len(blob) - 1) % dtype.itemsize:
+        raise DamagedIndex("a truncated array of a block")
+    return np.frombuffer(blob, dtype=dtype, offset=1)

@@ -11,31 +11,41 @@ can still make it, and dropped ones fall away as the bound shrinks (MaxScore, te
 Every score returned is then summed again term by term in the query's order, as FTS5 adds its
 phrases, so it is the same float FTS5 (and the PostgreSQL store) computes.
 
-How many entries match (a recall's `total`) is the size of the union of the terms' postings:
-sets, no scores.
+The work per posting is done by numpy over the postings' arrays: a term's scores are one
+gather and one multiplication (IEEE double operations, the same floats as Python's), the
+partial sums one scatter-add per term into an array indexed by seq, and the look-ups of the
+terms left one `searchsorted` over the entries still in the running.
+
+How many entries match (a recall's `total`) is the size of the union of the terms' postings.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
-import operator
 import sqlite3
-from bisect import bisect_left
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import compress
+
+import numpy as np
+from numpy.typing import NDArray
 
 from agentscript.memory import sqlite_postings
-from agentscript.memory.sqlite_postings import PostingsReader, TermPostings, damaged_postings
+from agentscript.memory.sqlite_postings import (
+    PostingsReader,
+    SeqArray,
+    TermPostings,
+    damaged_postings,
+)
 from agentscript.memory.store import BM25_MIN_IDF, scope_hash
 
-# Looking one entry up in a term's postings (a bisection) costs about as much as scoring this
-# many postings: above it, the term's postings are all scored instead.
-_LOOKUPS_PER_POSTING = 8
 # Partial sums add the same contributions in another order than the final ones, so they may
 # differ from them in the last bits: every comparison with the bound leaves this much room.
 _SLACK = 1e-9
+# Arrays indexed by seq (less the lowest) serve a query while its seqs span at most this many
+# times as many seqs as it has postings: one byte of flags and 8 of sums per seq spanned.
+_DENSE_SPAN = 64
+
+Scores = NDArray[np.float64]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,49 +55,31 @@ class _Term:
     name: str
     postings: TermPostings
     weight: float  # the term's IDF, floored as FTS5 floors it
-    parts: list[float]  # by shape id: the shape's term-frequency part
+    parts: Scores  # by shape id: the shape's term-frequency part
     bound: float  # no entry's score for this term exceeds it
 
-    def scores(self) -> dict[int, float]:
-        """The term's score of every entry holding it (IDF × part, as FTS5 multiplies)."""
-        postings, weight, part = self.postings, self.weight, self.parts.__getitem__
-        try:
-            found = dict(
-                zip(postings.seqs, map(weight.__mul__, map(part, postings.shape_ids)), strict=True)
-            )
-            found.update(
-                zip(
-                    postings.tail,
-                    map(weight.__mul__, map(part, postings.tail.values())),
-                    strict=True,
-                )
-            )
-        except IndexError as error:
-            raise damaged_postings(self.name) from error
-        return found
+    def scores(self) -> Scores:
+        """The term's score of every entry holding it, in the order of its seqs (IDF × part,
+        as FTS5 multiplies)."""
+        return self.scores_at(None)
 
-    def scores_of(self, seqs: Collection[int]) -> dict[int, float]:
-        """The term's score of those of `seqs` holding it."""
-        postings = self.postings
-        held = postings.seqs
-        if len(seqs) * _LOOKUPS_PER_POSTING > len(held):
-            every = self.scores()
-            return {seq: every[seq] for seq in seqs if seq in every}
-        shape_ids, tail, parts, weight = postings.shape_ids, postings.tail, self.parts, self.weight
-        found: dict[int, float] = {}
-        end = len(held)
+    def scores_at(self, positions: NDArray[np.intp] | None) -> Scores:
+        """The term's score of the postings at `positions` (None: all)."""
+        shape_ids = self.postings.shape_ids
         try:
-            for seq in seqs:
-                shape = tail.get(seq)
-                if shape is None:
-                    at = bisect_left(held, seq)
-                    if at == end or held[at] != seq:
-                        continue
-                    shape = shape_ids[at]
-                found[seq] = weight * parts[shape]
+            parts = self.parts[shape_ids if positions is None else shape_ids[positions]]
         except IndexError as error:
             raise damaged_postings(self.name) from error
-        return found
+        return parts * self.weight
+
+    def found(self, seqs: SeqArray) -> tuple[NDArray[np.bool_], Scores]:
+        """Which of `seqs` (ascending or not) hold the term, and the term's score of those."""
+        held = self.postings.seqs
+        positions = np.searchsorted(held, seqs)
+        inside = positions < len(held)
+        holds = inside.copy()
+        holds[inside] = held[positions[inside]] == seqs[inside]
+        return holds, self.scores_at(positions[holds])
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +120,9 @@ def best(
     with sqlite_postings.read_snapshot(connection) as committed:
         taken = _terms(connection, list(dict.fromkeys(terms)), scopes, weights, reader, committed)
     if wanted is None or sum(len(term.postings) for term in taken) <= wanted:
-        return Best(_every_score(taken), every=True)
-    return Best(_summed(*_candidates(taken, wanted)), every=False)
+        every = _union([term.postings.seqs for term in taken])
+        return Best(_summed(every, taken), every=True)
+    return Best(_summed(_candidates(taken, wanted), taken), every=False)
 
 
 def matched(
@@ -137,16 +130,12 @@ def matched(
     terms: Sequence[str],
     scopes: Sequence[str],
     reader: PostingsReader,
-) -> set[int]:
-    """The seqs of the entries of `scopes` holding any of `terms`."""
+) -> SeqArray:
+    """The seqs of the entries of `scopes` holding any of `terms`, ascending."""
     keys = [scope_hash(scope) for scope in dict.fromkeys(scopes)]
     with sqlite_postings.read_snapshot(connection):
-        lists = [reader.postings(connection, term, keys) for term in dict.fromkeys(terms)]
-    found: set[int] = set()
-    for postings in lists:
-        found.update(postings.seqs)
-        found.update(postings.tail)
-    return found
+        lists = [reader.postings(connection, term, keys).seqs for term in dict.fromkeys(terms)]
+    return _union(lists)
 
 
 def _terms(
@@ -164,7 +153,7 @@ def _terms(
     holding = sqlite_postings.documents_holding(connection, wanted, reader)
     average = float(total.tokens) / float(total.documents)
     parts = reader.shapes.parts(connection, weights, average, committed=committed)
-    top_part = max(parts, default=0.0)
+    top_part = float(parts.max()) if len(parts) else 0.0
     keys = [scope_hash(scope) for scope in dict.fromkeys(scopes)]
     taken = []
     for name in wanted:
@@ -179,81 +168,98 @@ def _terms(
     return taken
 
 
-def _every_score(taken: list[_Term]) -> dict[int, float]:
-    """Every entry's score: each term's scores added in the query's order, as FTS5 adds its
-    phrases'."""
-    summed: dict[int, float] = {}
-    for term in taken:
-        _add(summed, term.scores())
-    return summed
+@dataclass(frozen=True, slots=True)
+class _Slots:
+    """Where each seq of a query's postings is counted in arrays indexed by position: at
+    `seq - low` when the seqs span little more than there are postings (rowids, as a rule:
+    one pass to mark them), else at the seq's rank among all of them (`every`, a sort, for
+    a file whose seqs lie far apart)."""
+
+    low: int
+    size: int
+    every: SeqArray | None
+
+    def of(self, seqs: SeqArray) -> SeqArray:
+        return seqs - self.low if self.every is None else np.searchsorted(self.every, seqs)
+
+    def seqs(self, positions: SeqArray) -> SeqArray:
+        return positions + self.low if self.every is None else self.every[positions]
 
 
-def _candidates(taken: list[_Term], wanted: int) -> tuple[list[int], list[dict[int, float]]]:
-    """The entries that may be among the best `wanted`, and each term's scores known of them,
-    in the query's order (see the module's docstring)."""
-    rarest_first = sorted(range(len(taken)), key=lambda at: len(taken[at].postings))
+def _slots(lists: list[SeqArray]) -> _Slots:
+    """The slots of the seqs of `lists` (each ascending, none empty)."""
+    low = min(int(seqs[0]) for seqs in lists)
+    span = 1 + max(int(seqs[-1]) for seqs in lists) - low
+    if span <= _DENSE_SPAN * sum(map(len, lists)):
+        return _Slots(low, span, None)
+    every = np.unique(np.concatenate(lists))
+    return _Slots(0, len(every), every)
+
+
+def _union(lists: list[SeqArray]) -> SeqArray:
+    """The distinct seqs of `lists`, ascending: flags marked per list, then read once (a
+    sort or hash of every posting costs several times more)."""
+    lists = [seqs for seqs in lists if len(seqs)]
+    if not lists:
+        return np.empty(0, dtype=np.int64)
+    slots = _slots(lists)
+    held = np.zeros(slots.size, dtype=np.bool_)
+    for seqs in lists:
+        held[slots.of(seqs)] = True
+    return slots.seqs(np.flatnonzero(held))
+
+
+def _candidates(taken: list[_Term], wanted: int) -> SeqArray:
+    """The entries that may be among the best `wanted` (see the module's docstring),
+    ascending. The partial sums live in an array indexed by slot; `seen` marks the entries
+    met so far (a score may be 0.0 when a field weighs nothing)."""
+    rarest_first = sorted(taken, key=lambda term: len(term.postings))
     # left[n]: what the terms from the nth (rarest first) on could add at most.
     left = [0.0] * (len(taken) + 1)
     for step in range(len(taken) - 1, -1, -1):
-        left[step] = left[step + 1] + taken[rarest_first[step]].bound
-    known: list[dict[int, float]] = [{} for _ in taken]
-    partial: dict[int, float] = {}
-    floor = 0.0
+        left[step] = left[step + 1] + rarest_first[step].bound
+    slots = _slots([term.postings.seqs for term in taken])
+    partial = np.zeros(slots.size)
+    seen = np.zeros(slots.size, dtype=np.bool_)
+    met: list[SeqArray] = []
     step = 0
     while step < len(taken):
         # No partial sum exceeds what the terms taken could add (left[0] - left[step]): until
         # that passes what the others could, there is no point ranking them.
-        if len(partial) >= wanted and left[0] - left[step] > left[step]:
-            floor = _floor(partial, wanted, floor)
+        if sum(map(len, met)) >= wanted and left[0] - left[step] > left[step]:
+            floor = _floor(partial[np.concatenate(met)], wanted)
             if floor > left[step] * (1.0 + _SLACK):
                 break
-        known[rarest_first[step]] = taken[rarest_first[step]].scores()
-        _add(partial, known[rarest_first[step]])
+        term = rarest_first[step]
+        at = slots.of(term.postings.seqs)
+        met.append(at[~seen[at]])
+        seen[at] = True
+        partial[at] += term.scores()
         step += 1
+    candidates = np.concatenate(met)
     while True:
-        floor = _floor(partial, wanted, floor)
-        cut = floor * (1.0 - _SLACK) - left[step]
-        kept = list(map(cut.__le__, partial.values()))
-        partial = dict(
-            zip(compress(partial.keys(), kept), compress(partial.values(), kept), strict=True)
-        )
+        sums = partial[candidates]
+        cut = _floor(sums, wanted) * (1.0 - _SLACK) - left[step]
+        candidates = candidates[sums >= cut]
         if step == len(taken):
-            return list(partial), known
-        known[rarest_first[step]] = taken[rarest_first[step]].scores_of(partial)
-        for seq, score in known[rarest_first[step]].items():
-            partial[seq] += score
+            return np.sort(slots.seqs(candidates))
+        holds, found = rarest_first[step].found(slots.seqs(candidates))
+        partial[candidates[holds]] += found
         step += 1
 
 
-def _add(summed: dict[int, float], found: dict[int, float]) -> None:
-    """Add `found` into `summed`, entry by entry, with dict and map operations (so in C)."""
-    both = list(summed.keys() & found.keys())
-    sums = list(map(operator.add, map(summed.__getitem__, both), map(found.__getitem__, both)))
-    summed.update(found)
-    summed.update(zip(both, sums, strict=True))
+def _floor(sums: Scores, wanted: int) -> float:
+    """The `wanted`-th best of the partial sums (the least, when there are fewer)."""
+    if len(sums) <= wanted:
+        return float(sums.min()) if len(sums) else 0.0
+    return float(np.partition(sums, len(sums) - wanted)[len(sums) - wanted])
 
 
-def _floor(partial: dict[int, float], wanted: int, known_floor: float) -> float:
-    """The `wanted`-th best of the partial sums, given one no higher (partial sums only grow,
-    so the last one found is): only the sums above it are ranked."""
-    values = partial.values()
-    if known_floor > 0.0:
-        high = list(compress(values, map(known_floor.__le__, values)))
-        if len(high) >= wanted:
-            return heapq.nlargest(wanted, high)[-1]
-    return heapq.nlargest(wanted, values)[-1]
-
-
-def _summed(entries: Iterable[int], known: list[dict[int, float]]) -> dict[int, float]:
-    """Each of `entries`' score: the scores `known` of each term (in the query's order) added
-    in that order, as FTS5 adds its phrases'."""
-    summed: dict[int, float] = {}
-    for seq in entries:
-        total: float | None = None
-        for found in known:
-            score = found.get(seq)
-            if score is not None:
-                total = score if total is None else total + score
-        if total is not None:
-            summed[seq] = total
-    return summed
+def _summed(entries: SeqArray, taken: list[_Term]) -> dict[int, float]:
+    """Each of `entries`' score (ascending seqs): the terms' scores added in the query's
+    order, as FTS5 adds its phrases' (from 0.0, which adds nothing to the first)."""
+    sums = np.zeros(len(entries))
+    for term in taken:
+        holds, found = term.found(entries)
+        sums[holds] += found
+    return dict(zip(entries.tolist(), sums.tolist(), strict=True))

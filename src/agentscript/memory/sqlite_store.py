@@ -39,7 +39,10 @@ from itertools import compress
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
+import numpy as np
+
 from agentscript.memory import sqlite_postings, sqlite_ranking
+from agentscript.memory.config import DEFAULT_CACHE_BYTES
 from agentscript.memory.entries import Entry, require_storable, title_from_text
 from agentscript.memory.errors import STORE_FAILURE, MemoryServiceError
 from agentscript.memory.sqlite_values import (
@@ -292,13 +295,20 @@ class SqliteStore:
     """A MemoryStore over one SQLite file, one connection per store, shared by threads one
     operation at a time. Open one store per process: a connection never crosses a fork."""
 
-    def __init__(self, path: str | Path, analyzer: Analyzer = DEFAULT_ANALYZER) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        analyzer: Analyzer = DEFAULT_ANALYZER,
+        *,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> None:
+        """`cache_bytes`: what the store keeps of decoded postings between recalls, at most."""
         self.path = Path(path)
         self.analyzer = analyzer
         self._lock = threading.RLock()
         self._connection: sqlite3.Connection | None = None
         self._touches = PendingTouches()
-        self._index = sqlite_postings.PostingsReader()
+        self._index = sqlite_postings.PostingsReader(cache_bytes)
         # What the last write transaction left known (sqlite_write_state.py).
         self._write_state = WriteState()
 
@@ -1174,31 +1184,33 @@ def _rows_of(
     ]
 
 
-def _count_among(connection: sqlite3.Connection, scored: set[int], where: EntryFilter) -> int:
-    """How many of the entries `scored` pass `where`. They are all in the filter's
-    scopes already, so a filter on nothing but the archived flag needs only the scopes'
-    archived entries, few as a rule; any other filter checks every match."""
-    if not scored:
+def _count_among(
+    connection: sqlite3.Connection, scored: sqlite_postings.SeqArray, where: EntryFilter
+) -> int:
+    """How many of the entries `scored` (seqs, ascending) pass `where`. They are all in the
+    filter's scopes already, so a filter on nothing but the archived flag needs only the
+    scopes' archived entries, few as a rule; any other filter checks every match."""
+    if not len(scored):
         return 0
     if where == EntryFilter(scopes=where.scopes, archived=where.archived):
         if where.archived is None:
             return len(scored)
-        archived = sum(
-            1
+        archived_seqs = [
+            int(seq)
             for (seq,) in connection.execute(
                 f"SELECT seq FROM memory_entries WHERE scope IN {_scope_ids(where.scopes)} "
                 "AND archived = 1",
                 where.scopes,
             )
-            if seq in scored
-        )
+        ]
+        archived = int(np.isin(archived_seqs, scored).sum()) if archived_seqs else 0
         return archived if where.archived else len(scored) - archived
     clause, parameters = _where(where, "e.")
     return int(
         connection.execute(
             f"SELECT COUNT(*) FROM json_each(?) AS j "
             f"CROSS JOIN memory_entries AS e ON e.seq = j.value WHERE {clause}",
-            [json.dumps(list(scored)), *parameters],
+            [json.dumps(scored.tolist()), *parameters],
         ).fetchone()[0]
     )
 

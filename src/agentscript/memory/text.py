@@ -146,13 +146,16 @@ class Analyzer:
 
     def _line(self, line: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The terms of the words and of the joined compounds of one line, remembered for
-        up to _MOST_LINES lines (then forgotten all at once)."""
+        up to _MOST_LINES lines of at most _LONGEST_KEPT_LINE characters (then forgotten all
+        at once), so what a long-running process keeps here stays within a few megabytes."""
         known = self._lines.get(line)
         if known is None:
             words, compounds = self._words_and_compounds(line)
-            if len(self._lines) >= _MOST_LINES:
-                self._lines.clear()
-            known = self._lines[line] = (tuple(words), tuple(compounds))
+            known = (tuple(words), tuple(compounds))
+            if len(line) <= _LONGEST_KEPT_LINE:
+                if len(self._lines) >= _MOST_LINES:
+                    self._lines.clear()
+                self._lines[line] = known
         return known
 
     def analyse(self, text: str) -> list[str]:
@@ -363,6 +366,8 @@ def porter_stem(word: str) -> str:
 # latest texts (a text is analysed again as the linked context of the turns after it), and
 # the term of each word seen ("" for none), as a vocabulary repeats far more than texts do.
 _MOST_LINES = 8192
+# A chat turn's line is a few hundred characters; a longer one seldom recurs.
+_LONGEST_KEPT_LINE = 1024
 _MOST_WORDS = 65536
 
 
