@@ -138,6 +138,7 @@ def measure(task: Task, environ: dict[str, str], args: argparse.Namespace) -> di
             "winner": report.winner,
             "reason": report.reason,
             "calls": report.to_json()["calls"],
+            "trials": report.to_json()["trials"],
             "proposals": report.prompts,
             "trial_effects": effectful_calls(folder / "trials.db"),
         }
