@@ -77,8 +77,24 @@ def _relative(path: Path) -> str:
 def _all_programs() -> list[str]:
     found: list[str] = []
     for directory in PROGRAM_DIRS:
-        found.extend(_relative(path) for path in (ROOT / directory).rglob("*.as"))
+        found.extend(
+            _relative(path)
+            for path in (ROOT / directory).rglob("*.as")
+            if not _in_generated_client(path)
+        )
     return sorted(found)
+
+
+def _in_generated_client(path: Path) -> bool:
+    """A copy of a program inside a package `agentscript generate python` wrote: not an
+    example of its own (tests/app/test_python_service_example.py keeps it current)."""
+    from agentscript.app.python_client import HEADER
+
+    return any(
+        (folder / "client.py").is_file()
+        and (folder / "client.py").read_text(encoding="utf-8").startswith(HEADER)
+        for folder in path.parents
+    )
 
 
 def _agent_import_targets(program: str) -> set[str]:

@@ -35,6 +35,7 @@ LAZY_COMMANDS = {
     "learn": ("agentscript.cli.learn", "learn_command"),
     "lsp": ("agentscript.cli.lsp", "lsp_command"),
     "fmt": ("agentscript.cli.fmt", "fmt_command"),
+    "generate": ("agentscript.cli.generate", "generate_group"),
     "memory": ("agentscript.cli.memory_service", "memory_commands"),
     "optimize": ("agentscript.cli.optimize", "optimize_command"),
     "submit": ("agentscript.cli.queue", "submit_command"),

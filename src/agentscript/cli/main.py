@@ -31,6 +31,7 @@ SUBCOMMANDS = frozenset(
         "lsp",
         "fmt",
         "eval",
+        "generate",
         "optimize",
         "submit",
         "worker",
