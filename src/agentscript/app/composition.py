@@ -376,6 +376,7 @@ def build_tools(
     from agentscript.providers.tools.env import EnvTools
     from agentscript.providers.tools.files import FileTools
     from agentscript.providers.tools.mcp_launch import McpConfigSnapshot, refuse_every_start
+    from agentscript.providers.tools.npm_allow import NpmRegistry
     from agentscript.providers.tools.python_allow import AllowList
     from agentscript.providers.tools.registry import LazyTool, ToolRegistry
     from agentscript.providers.tools.shell import ShellTools
@@ -387,6 +388,7 @@ def build_tools(
     # Read once, now: a configuration the run itself writes must not change what it may start.
     mcp_config = McpConfigSnapshot.read(jail.root)
     python_allow = AllowList.read(jail.root)
+    npm_allow = NpmRegistry.read(jail.root)
     # Set below, before any tool is built (they are built on first use): the approval gate
     # allows MCP server starts; a dry run has none, and starts no server.
     gate: ApprovalGate | None = None
@@ -429,7 +431,13 @@ def build_tools(
 
         return PythonTools(jail.root, allow=python_allow)
 
+    def node_tools() -> SchemeTool:
+        from agentscript.providers.tools.node import NodeTools
+
+        return NodeTools(jail.root, allow=npm_allow)
+
     http = LazyTool(http_tools)
+    node = LazyTool(node_tools)
     file_tools: SchemeTool = FileTools(jail)
     env_tools: SchemeTool = EnvTools(environ, allow=config.env_allow)
     if _runs_as_newer(config, jail.root):
@@ -448,6 +456,8 @@ def build_tools(
             "memory": LazyTool(memory_tools),
             "host": LazyTool(host_tools),
             "python": LazyTool(python_tools),
+            "node": node,
+            "npm": node,
         }
     )
     if config.model == "dry-run" or config.simulate_effects:

@@ -10,6 +10,7 @@ from agentscript.lang import ast
 from agentscript.lang.errors import Diagnostic
 from agentscript.lang.suggest import did_you_mean
 from agentscript.providers.llm.endpoints import PROTOCOLS, parse_llm_uri
+from agentscript.providers.tools.npm_allow import check_allowed as check_npm_allowed
 from agentscript.providers.tools.python_allow import check_allowed
 from agentscript.providers.tools.tool_uris import (
     HOST_TOOLS,
@@ -20,7 +21,9 @@ from agentscript.providers.tools.tool_uris import (
 from agentscript.runtime.errors import ExecutionError
 
 # The schemes the host tool registry serves (composition.build_tools).
-TOOL_SCHEMES = ("env", "file", "host", "http", "https", "mcp", "memory", "python", "sh")
+TOOL_SCHEMES = (
+    "env", "file", "host", "http", "https", "mcp", "memory", "node", "npm", "python", "sh",
+)  # fmt: skip
 
 
 def import_diagnostics(program: ast.Program) -> list[Diagnostic]:
@@ -58,6 +61,17 @@ def import_diagnostics(program: ast.Program) -> list[Diagnostic]:
                     diagnostics.append(
                         Diagnostic(
                             "PYTHON_TOOL_NOT_ALLOWED", problem.bare_message, decl.range, path=path
+                        )
+                    )
+            elif scheme in ("node", "npm"):
+                # The registry is read, nothing imported or installed: checking runs no code.
+                folder = Path(path).parent if path else Path.cwd()
+                try:
+                    check_npm_allowed(decl.uri, folder)
+                except ExecutionError as problem:
+                    diagnostics.append(
+                        Diagnostic(
+                            "NPM_TOOL_NOT_ALLOWED", problem.bare_message, decl.range, path=path
                         )
                     )
             elif scheme not in TOOL_SCHEMES:

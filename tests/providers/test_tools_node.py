@@ -1,0 +1,208 @@
+"""`node:` and `npm:` tools through the system's Node.js: the agentscript.npm.json registry at
+check and at run time, positional calls, promises, JSON-safe values, versions, errors without
+stack traces, the deadline, approvals, `parallel for` and replay. A package is written into the
+workspace's node_modules by the test (nothing is installed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentscript.cli.main import main
+
+pytestmark = pytest.mark.node
+
+PACKAGE = """
+const fs = require("node:fs");
+module.exports = {
+  shout: (text, times) => text.toUpperCase() + "!".repeat(times || 1),
+  later: async (n) => n * 2,
+  now: () => ({ when: new Date(0) }),
+  fail: () => { throw new Error("boom"); },
+  hang: () => new Promise(() => { setInterval(() => {}, 1000); }),
+  note: (text) => { fs.appendFileSync("calls.log", text + "\\n"); return text.length; },
+};
+"""
+
+ESM_PACKAGE = """export function words(text) { return text.split(" "); }
+export const answer = 42;
+"""
+
+PROGRAM = """import tool Path from "node:path"
+import tool Lib from "npm:shouty"
+import tool Esm from "npm:@acme/esm-words"
+
+agent Tools {
+    main func(input { text: string }) {
+        joined = Path.join("a", "b")
+        loud = Lib.shout(input.text, 2)
+        doubled = Lib.later(21)
+        words = Esm.words(input.text)
+        kept = Lib.note(input.text)
+        return { joined: joined, loud: loud, doubled: doubled, words: words, kept: kept }
+    }
+}
+"""
+
+REGISTRY = {
+    "allow": {
+        "node": ["path"],
+        "npm": {"shouty": {"version": "^1.2"}, "@acme/esm-words": {}},
+    }
+}
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    shouty = tmp_path / "node_modules" / "shouty"
+    shouty.mkdir(parents=True)
+    (shouty / "package.json").write_text(json.dumps({"name": "shouty", "version": "1.4.0"}))
+    (shouty / "index.js").write_text(PACKAGE)
+    esm = tmp_path / "node_modules" / "@acme" / "esm-words"
+    esm.mkdir(parents=True)
+    (esm / "package.json").write_text(
+        json.dumps({"name": "@acme/esm-words", "version": "0.1.0", "type": "module",
+                    "exports": "./index.js"})
+    )  # fmt: skip
+    (esm / "index.js").write_text(ESM_PACKAGE)
+    (tmp_path / "agentscript.npm.json").write_text(json.dumps(REGISTRY))
+    (tmp_path / "tools.as").write_text(PROGRAM)
+    return tmp_path
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run(
+    capsys: pytest.CaptureFixture[str], workspace: Path, *extra: str, source: str = PROGRAM
+) -> tuple[int, str, str]:
+    (workspace / "tools.as").write_text(source)
+    return cli(
+        capsys, "run", str(workspace / "tools.as"), "--input", '{"text": "hi there"}',
+        "--no-learn", "--quiet", *extra,
+    )  # fmt: skip
+
+
+def test_node_modules_and_npm_packages_answer_positional_calls(
+    capsys: pytest.CaptureFixture[str], workspace: Path
+) -> None:
+    assert cli(capsys, "check", str(workspace / "tools.as"))[0] == 0
+    code, out, err = run(capsys, workspace, "--mock", "--approve", "auto")
+    assert code == 0, err
+    assert json.loads(out) == {
+        "joined": "a/b",
+        "loud": "HI THERE!!",
+        "doubled": 42,
+        "words": ["hi", "there"],
+        "kept": 8,
+    }
+    assert (workspace / "calls.log").read_text() == "hi there\n"
+
+
+def test_imports_the_registry_does_not_allow_are_refused_at_check_and_run(
+    capsys: pytest.CaptureFixture[str], workspace: Path
+) -> None:
+    (workspace / "agentscript.npm.json").write_text(json.dumps({"allow": {"node": ["path"]}}))
+    code, out, err = cli(capsys, "check", str(workspace / "tools.as"))
+    assert code != 0
+    assert "Package 'shouty' is not allowed by agentscript.npm.json" in out + err
+    assert "tools.as:2:1" in out + err
+    (workspace / "agentscript.npm.json").unlink()
+    code, out, err = cli(capsys, "check", str(workspace / "tools.as"))
+    assert "Node module 'path' is not allowed by agentscript.npm.json" in out + err
+    code, _, err = run(capsys, workspace, "--mock", "--approve", "auto")
+    assert code != 0 and "is not allowed by agentscript.npm.json" in err
+    assert not (workspace / "calls.log").exists()
+
+
+def test_a_sub_path_needs_its_own_entry(tmp_path: Path) -> None:
+    from agentscript.providers.tools.npm_allow import NpmRegistry
+    from agentscript.runtime.errors import ExecutionError
+
+    (tmp_path / "agentscript.npm.json").write_text(
+        json.dumps({"allow": {"npm": {"@acme/util": {"exports": ["json-schema"]}}}})
+    )
+    registry = NpmRegistry.read(tmp_path)
+    assert registry.check("npm:@acme/util/json-schema").specifier == "@acme/util/json-schema"
+    with pytest.raises(ExecutionError, match="Sub-path 'other' of package '@acme/util'"):
+        registry.check("npm:@acme/util/other")
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ("Lib.now()", "Npm tool 'Lib.now' returned invalid value at result.when: class instance"),
+        ("Lib.fail()", "Npm tool 'Lib.fail' failed: boom"),
+        ("Lib.toYaml(1)", "Npm tool 'Lib.toYaml' failed: Unknown method 'Lib.toYaml'"),
+    ],
+)
+def test_what_node_cannot_answer_is_a_located_error_without_a_stack(
+    capsys: pytest.CaptureFixture[str], workspace: Path, call: str, message: str
+) -> None:
+    source = PROGRAM.replace("Lib.note(input.text)", call)
+    code, _, err = run(capsys, workspace, "--mock", "--approve", "auto", source=source)
+    assert code != 0
+    assert message in err
+    assert "tools.as:11:" in err
+    assert "at Object" not in err and "node:internal" not in err and "Traceback" not in err
+
+
+def test_an_installed_version_outside_the_range_is_refused(
+    capsys: pytest.CaptureFixture[str], workspace: Path
+) -> None:
+    manifest = workspace / "node_modules" / "shouty" / "package.json"
+    manifest.write_text(json.dumps({"name": "shouty", "version": "2.0.0"}))
+    code, _, err = run(capsys, workspace, "--mock", "--approve", "auto")
+    assert code != 0
+    assert "Package 'shouty' installed version '2.0.0' does not satisfy '^1.2'" in err
+
+
+def test_a_hung_call_is_stopped_by_the_runs_deadline(
+    capsys: pytest.CaptureFixture[str], workspace: Path
+) -> None:
+    source = PROGRAM.replace("Lib.note(input.text)", "Lib.hang()")
+    code, _, err = run(
+        capsys, workspace, "--mock", "--approve", "auto", "--max-seconds", "2", source=source
+    )
+    assert code != 0
+    assert "Run budget exceeded: more than 2 seconds (--max-seconds)" in err
+
+
+def test_calls_are_effectful_asked_for_and_refused_in_parallel_for(
+    capsys: pytest.CaptureFixture[str], workspace: Path
+) -> None:
+    code, _, err = run(capsys, workspace, "--mock", "--approve", "deny")
+    assert code != 0 and "refused" in err.lower()
+    assert not (workspace / "calls.log").exists()
+    source = PROGRAM.replace(
+        "kept = Lib.note(input.text)", "kept = parallel for t in [1] max 2 { Lib.note(t) }"
+    )
+    (workspace / "tools.as").write_text(source)
+    code, out, err = cli(capsys, "check", str(workspace / "tools.as"))
+    assert code != 0
+    assert "effectful operation 'Lib.note' is not allowed inside parallel for" in out + err
+
+
+def test_a_replayed_run_calls_no_node_function(
+    capsys: pytest.CaptureFixture[str], workspace: Path
+) -> None:
+    code, recorded, err = run(capsys, workspace, "--mock", "--approve", "auto")
+    assert code == 0, err
+    code, replayed, err = run(capsys, workspace, "--replay", "last", "--approve", "deny")
+    assert code == 0, err
+    assert replayed == recorded
+    assert (workspace / "calls.log").read_text() == "hi there\n"  # called once, not twice
+
+
+def test_without_node_the_error_says_what_to_install(
+    capsys: pytest.CaptureFixture[str], workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(workspace / "no-bin"))
+    code, _, err = run(capsys, workspace, "--mock", "--approve", "auto")
+    assert code != 0
+    assert "needs Node.js, and no `node` is on PATH: install Node.js" in err
