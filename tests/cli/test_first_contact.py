@@ -169,7 +169,7 @@ def test_check_rejects_unknown_tool_schemes_and_provider_less_models(
     )
     assert lines[1].endswith(
         "Tool 'F' uses the unknown scheme 'ftp://'; known schemes: env://, file://, host://, "
-        "http://, https://, mcp://, memory://, python://, sh://"
+        "http://, https://, mcp://, memory://, node://, npm://, python://, sh://"
     )
     assert "Forbidden shell tool 'bash'" in lines[2]
     assert "unknown scheme 'htps://' (did you mean 'https'?)" in lines[3]
