@@ -77,6 +77,10 @@ def _attempt(
         max_calls=job.max_calls,
         max_tokens=job.max_tokens,
         max_seconds=job.max_seconds,
+        models=list(job.models),
+        variants=dict(job.variants),
+        agent=job.agent,
+        function=job.function,
         wrap_real_model=wrap_model,
     )
     try:
@@ -86,8 +90,8 @@ def _attempt(
             result = resume(previous, config)
     except AgentScriptError as error:
         located = error.located() if hasattr(error, "located") else str(error)
-        return JobOutcome(False, error=located, runs=runs)
-    return JobOutcome(True, value=result.value, runs=runs)
+        return JobOutcome(False, error=located, runs=runs, usage=dict(error.spent or {}))
+    return JobOutcome(True, value=result.value, runs=runs, usage=dict(result.usage))
 
 
 def _journaled(job: RunJob, run_id: str) -> tuple[str, dict[str, Any]] | None:

@@ -205,6 +205,32 @@ class QueueClient:
         data: dict[str, Any] = self._client.retrieve_workflow(workflow_id).get_result()
         return JobOutcome(**data)
 
+    def outcome(self, workflow_id: str, give_up: Callable[[], bool]) -> JobOutcome | None:
+        """The job's outcome once it ends (looked at every POLL_SECONDS), or None when
+        `give_up()` said so while the job was still queued: it is cancelled then, so it never
+        runs. Ctrl-C while the job is queued cancels it too; a job a worker took is left to
+        finish (its run is journaled, and `runs list --queue` shows it)."""
+        try:
+            while True:
+                status = self._client.retrieve_workflow(workflow_id).get_status()
+                state = str(status.status)
+                if state == "SUCCESS":
+                    return JobOutcome(**dict(status.output or {}))
+                if state == "ENQUEUED" and give_up():
+                    self._cancel_if_queued(workflow_id)
+                    return None
+                if state not in ("ENQUEUED", "PENDING"):
+                    problem = status.error or _STATES.get(state, state.lower())
+                    return JobOutcome(False, error=f"the queued run ended {problem}")
+                time.sleep(POLL_SECONDS)
+        except KeyboardInterrupt:
+            self._cancel_if_queued(workflow_id)
+            raise
+
+    def _cancel_if_queued(self, workflow_id: str) -> None:
+        if str(self._client.retrieve_workflow(workflow_id).get_status().status) == "ENQUEUED":
+            self._client.cancel_workflow(workflow_id)
+
     def runs(self, limit: int = 100) -> list[QueuedRun]:
         """The newest runs of the queue: queued, running, done or failed (a run whose program
         failed is failed, though its job ended normally), with the worker that took each."""
