@@ -18,8 +18,8 @@ import email.utils
 import html
 import re
 import threading
-import weakref
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
