@@ -902,9 +902,7 @@ class Interpreter:
             identity=identity,
             items=items,
             instruction=instruction,
-            settings=GenerateSettings.from_options(
-                options, self.options.extra_fields_allowed
-            ),
+            settings=GenerateSettings.from_options(options, self.options.extra_fields_allowed),
             layout=layout,
         )
         return run_generate(
