@@ -209,3 +209,15 @@ def test_read_range_checks_clean_is_listed_and_reads_lines(
         "start": 2,
         "end": 3,
     }
+
+
+def test_newer_mock_in_the_optimizer_mode_mocks_the_optimizer_programs_tools(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert quiet_value(capsys, "probe.as", "reader.as", "--mock")["text"] == "alpha"
+    declare_newer(workspace)
+    value = quiet_value(capsys, "probe.as", "reader.as", "--mock")
+    assert value == {
+        "text": {"summary": "File.read", "source": "file://workspace", "args": [{"path": "notes.txt"}]},
+        "checked": NOT_A_SPEC,
+    }  # fmt: skip
