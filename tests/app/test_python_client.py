@@ -71,6 +71,16 @@ def summary(text: str) -> object:
     return summarizer(text)
 """.replace("Triage Result", "TriageResult")
 
+CHECKER_USER_CODE = """
+
+async def check(source: str) -> str:
+    from checker_client import HTTPCheckerResult, ahttp_checker, http_checker
+
+    now: HTTPCheckerResult = http_checker(from_=source, config_=1, json_=[], str_=False)
+    later = await ahttp_checker(from_=source, config_=2.5, json_=["a"], str_=True)
+    return now.class_ + str(later.ratio)
+"""
+
 
 @pytest.fixture
 def generated(tmp_path: Path) -> Path:
@@ -124,11 +134,17 @@ def test_generating_again_writes_the_same_bytes(generated: Path, tmp_path: Path)
 def test_mypy_strict_passes_on_the_client_and_on_code_that_uses_it(
     generated: Path, tmp_path: Path
 ) -> None:
+    from agentscript.app.python_client import generate_python_client
+
+    # A client whose fields needed renaming, and code that uses them.
+    (tmp_path / "checker.as").write_text(AWKWARD, encoding="utf-8")
+    generate_python_client(tmp_path / "checker.as", tmp_path / "out" / "checker_client")
     user = tmp_path / "out" / "app.py"
-    user.write_text(USER_CODE, encoding="utf-8")
+    user.write_text(USER_CODE + CHECKER_USER_CODE, encoding="utf-8")
     environ = {**os.environ, "MYPYPATH": str(SRC)}
+    packages = ["triage_client", "checker_client", "app.py"]
     checked = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "triage_client", "app.py"],
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *packages],
         cwd=tmp_path / "out",
         env=environ,
         capture_output=True,
