@@ -94,3 +94,41 @@ def test_a_workspace_of_a_newer_release_gets_the_newer_shapes(tmp_path: Path) ->
 def test_the_run_configuration_overrides_the_workspace(tmp_path: Path) -> None:
     _declare(tmp_path, "dependencies", "^0.1.22")
     assert _run(tmp_path, compat="0.1.0")["text"] == "alpha"  # type: ignore[index]
+
+
+CLASSIFIER = """\
+import llm Model from "openai://gpt-4.1-mini"
+
+main agent Classifier {
+  model Model
+  role "Triage"
+  description "Labels a ticket."
+  main func() {
+    return generate({ input: "Label the ticket."OPTIONS }) -> { label string }
+  }
+}
+"""
+
+
+def _classify(workspace: Path, options: str = "") -> object:
+    from agentscript.providers.llm.mock import ScriptedLlm
+
+    program = workspace / "classify.as"
+    program.write_text(CLASSIFIER.replace("OPTIONS", options))
+    answer = ScriptedLlm([{"label": "bug", "reason": "it crashes"}])
+    config = RunConfig(model=answer, workspace=workspace, journal=False)
+    return agentscript.run(agentscript.load(program), {}, config).value
+
+
+def test_a_newer_release_keeps_fields_the_shape_does_not_declare(tmp_path: Path) -> None:
+    _declare(tmp_path, "dependencies", "^0.1.22")
+    assert _classify(tmp_path) == {"label": "bug", "reason": "it crashes"}
+    assert _classify(tmp_path, ", strict: false") == {"label": "bug", "reason": "it crashes"}
+    with pytest.raises(agentscript.ExecutionError, match="unexpected field 'reason'"):
+        _classify(tmp_path, ", strict: true")
+
+
+def test_0_1_0_rejects_undeclared_fields_unless_strict_is_false(tmp_path: Path) -> None:
+    with pytest.raises(agentscript.ExecutionError, match="unexpected field 'reason'"):
+        _classify(tmp_path)
+    assert _classify(tmp_path, ", strict: false") == {"label": "bug", "reason": "it crashes"}

@@ -1,5 +1,6 @@
 """`agentscript generate python`: a typed client package for a program, checked with mypy
---strict (its code and code that uses it) and called with the mock model."""
+--strict (its code and code that uses it) and called with the scripted mock model. The command
+line's own behaviour (exit codes, refusals) is tests/cli/test_cli_generate.py."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ main agent Triage {
 agent Summarizer {
     model Model
     role "summarizer"
-    description "Summarizes a text."
+    description "Summarizes a text: \\"quoted\\", a backslash \\\\ and a quote at the end\\""
 
     main func(input) {
         use input as "text"
@@ -70,6 +71,16 @@ def summary(text: str) -> object:
     return summarizer(text)
 """.replace("Triage Result", "TriageResult")
 
+CHECKER_USER_CODE = """
+
+async def check(source: str) -> str:
+    from checker_client import HTTPCheckerResult, ahttp_checker, http_checker
+
+    now: HTTPCheckerResult = http_checker(from_=source, config_=1, json_=[], str_=False)
+    later = await ahttp_checker(from_=source, config_=2.5, json_=["a"], str_=True)
+    return now.class_ + str(later.ratio)
+"""
+
 
 @pytest.fixture
 def generated(tmp_path: Path) -> Path:
@@ -97,11 +108,18 @@ def test_the_client_has_models_and_a_sync_and_async_function_per_entry_point(
         "    details: JsonValue",
     ):
         assert field in client
-    assert "def triage(text: str, customer_tier: Literal['free', 'pro'], *," in client
+    assert (
+        "def triage(\n    text: str,\n    customer_tier: Literal['free', 'pro'],\n    *," in client
+    )
     assert "async def atriage(" in client
     # The Summarizer's result is not a generate's shape: JSON data.
-    assert "def summarizer(input: JsonValue = None, *," in client and ") -> JsonValue:" in client
+    assert "def summarizer(\n    input: JsonValue = None,\n" in client
+    assert ") -> JsonValue:" in client
     assert '"""Sorts a ticket and says how urgent it is."""' in client
+    assert (
+        '"""Summarizes a text: \\"quoted\\", a backslash \\\\ and a quote at the end\\""""'
+        in client
+    )
     assert (generated / "program" / "triage.as").read_text() == PROGRAM
     assert (generated / "py.typed").exists()
 
@@ -116,11 +134,17 @@ def test_generating_again_writes_the_same_bytes(generated: Path, tmp_path: Path)
 def test_mypy_strict_passes_on_the_client_and_on_code_that_uses_it(
     generated: Path, tmp_path: Path
 ) -> None:
+    from agentscript.app.python_client import generate_python_client
+
+    # A client whose fields needed renaming, and code that uses them.
+    (tmp_path / "checker.as").write_text(AWKWARD, encoding="utf-8")
+    generate_python_client(tmp_path / "checker.as", tmp_path / "out" / "checker_client")
     user = tmp_path / "out" / "app.py"
-    user.write_text(USER_CODE, encoding="utf-8")
+    user.write_text(USER_CODE + CHECKER_USER_CODE, encoding="utf-8")
     environ = {**os.environ, "MYPYPATH": str(SRC)}
+    packages = ["triage_client", "checker_client", "app.py"]
     checked = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "triage_client", "app.py"],
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *packages],
         cwd=tmp_path / "out",
         env=environ,
         capture_output=True,
@@ -189,26 +213,145 @@ def test_a_value_that_does_not_fit_the_model_is_an_error_not_a_dict(
     unfit = {"category": "feature", "priority": 2, "urgent": True, "tags": [], "score": 1,
              "details": None}  # fmt: skip
     monkeypatch.setattr(agentscript, "run", lambda *args: RunResult(unfit, []))
-    with pytest.raises(pydantic.ValidationError) as refused:
+    with pytest.raises(agentscript.ExecutionError) as refused:
         triage(text="Export fails", customer_tier="pro")
-    assert "category" in str(refused.value) and "'billing', 'bug' or 'other'" in str(refused.value)
+    assert str(refused.value) == (
+        "Triage's answer does not fit TriageResult: category: "
+        "Input should be 'billing', 'bug' or 'other', got 'feature'"
+    )
+    assert isinstance(refused.value.__cause__, pydantic.ValidationError)
 
 
-def test_bad_input_and_a_foreign_folder_are_clear_errors(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_a_scripted_answer_of_the_wrong_type_fails_the_call(
+    generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import agentscript
+
+    monkeypatch.syspath_prepend(str(generated.parent))
+    from triage_client import triage
+
+    wrong = {"category": "bug", "priority": "high", "urgent": True, "tags": [], "score": 1,
+             "details": None}  # fmt: skip
+    config = agentscript.RunConfig(model="mock", responses=answers(tmp_path, wrong), journal=False)
+    with pytest.raises(agentscript.AgentScriptError) as refused:
+        triage(text="Export fails", customer_tier="pro", config=config)
+    assert "priority" in str(refused.value)
+
+
+def test_an_argument_outside_the_contract_is_refused_before_the_run(
+    generated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agentscript
+
+    monkeypatch.syspath_prepend(str(generated.parent))
+    from triage_client import triage
+
+    def no_run(*args: object) -> None:
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(agentscript, "run", no_run)
+    with pytest.raises(agentscript.ExecutionError) as refused:
+        triage(text="Export fails", customer_tier="gold")  # type: ignore[arg-type]
+    assert str(refused.value).startswith(
+        "Triage's input does not fit TriageInput: customer_tier: Input should be 'free' or 'pro'"
+    )
+
+
+AWKWARD = """import llm Model from "openai://gpt-4.1-mini"
+
+main agent HTTPChecker {
+    model Model
+    role "checker"
+    description "Checks."
+
+    main func(input { from: string, config: number, json: list[string], str: boolean }) {
+        use input.from as "source"
+        generate({ input: "Check." }) -> {
+            class: "a" | "b"
+            schema: json
+            ratio: 0.5 | 1.5
+        }
+    }
+}
+"""
+
+
+def test_names_python_cannot_use_get_a_trailing_underscore_and_keep_their_json_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agentscript
+    from agentscript.app.python_client import generate_python_client
+
+    program = tmp_path / "checker.as"
+    program.write_text(AWKWARD, encoding="utf-8")
+    generate_python_client(program, tmp_path / "checker_client")
+    client = (tmp_path / "checker_client" / "client.py").read_text()
+    assert "    from_: str = Field(alias='from')" in client
+    assert "    config_: float = Field(alias='config')" in client
+    assert "    json_: list[str] = Field(alias='json')" in client
+    assert "    str_: bool = Field(alias='str')" in client
+    assert "    class_: Literal['a', 'b'] = Field(alias='class')" in client
+    assert "    ratio: float" in client  # Literal cannot hold 0.5
+    assert "def http_checker(" in client
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from checker_client import HTTPCheckerResult, http_checker
+
+    answer = {"class": "b", "schema": {"type": "object"}, "ratio": 1.5}
+    config = agentscript.RunConfig(model="mock", responses=answers(tmp_path, answer), journal=False)
+    real_run = agentscript.run
+    inputs: list[object] = []
+
+    def recording_run(program: Path, given: object, run_config: agentscript.RunConfig) -> object:
+        inputs.append(given)
+        return real_run(program, given, run_config)
+
+    monkeypatch.setattr(agentscript, "run", recording_run)
+    result = http_checker(from_="a.txt", config_=2, json_=["x"], str_=True, config=config)
+    assert result == HTTPCheckerResult.model_validate(answer)
+    assert result.class_ == "b" and result.schema_ == {"type": "object"}
+    # The program receives its own field names.
+    assert inputs == [{"from": "a.txt", "config": 2.0, "json": ["x"], "str": True}]
+
+
+def test_names_that_cannot_be_told_apart_in_python_are_refused(tmp_path: Path) -> None:
+    from agentscript.app.errors import AppError
+    from agentscript.app.python_client import python_client_files
+
+    clash = PROGRAM.replace("main agent Triage ", "main agent Triage_x ").replace(
+        "agent Summarizer", "agent TriageX"
+    )
+    program = tmp_path / "clash.as"
+    program.write_text(clash, encoding="utf-8")
+    with pytest.raises(AppError) as refused:
+        python_client_files(program, "client")
+    assert str(refused.value) == (
+        "Agents TriageX and Triage_x would both become the Python function triage_x(): "
+        "rename one to generate a client"
+    )
+    private = tmp_path / "private.as"
+    private_field = PROGRAM.replace("text: string,", "_text: string,")
+    private.write_text(private_field.replace("input.text", "input._text"), encoding="utf-8")
+    with pytest.raises(AppError, match="Triage's input: field '_text' cannot be a Python field"):
+        python_client_files(private, "client")
+
+
+def test_generating_again_drops_program_files_the_program_no_longer_has(tmp_path: Path) -> None:
+    from agentscript.app.python_client import generate_python_client
+
+    (tmp_path / "helper.as").write_text(
+        PROGRAM.split("agent Summarizer")[0].replace("main agent Triage", "agent Helper"),
+        encoding="utf-8",
+    )
     program = tmp_path / "triage.as"
+    with_import = PROGRAM.replace(
+        'import llm Model from "openai://gpt-4.1-mini"\n',
+        'import llm Model from "openai://gpt-4.1-mini"\nimport agent Helper from "./helper.as"\n',
+    )
+    program.write_text(with_import, encoding="utf-8")
+    package = tmp_path / "client"
+    generate_python_client(program, package)
+    assert (package / "program" / "helper.as").is_file()
     program.write_text(PROGRAM, encoding="utf-8")
-    taken = tmp_path / "mine"
-    taken.mkdir()
-    (taken / "notes.txt").write_text("mine")
-    assert main(["generate", "python", str(program), "-o", str(taken)]) == 1
-    assert "is not empty and holds no generated client" in capsys.readouterr().err
-    assert (taken / "notes.txt").read_text() == "mine"
-    broken = tmp_path / "broken.as"
-    broken.write_text(PROGRAM.replace("model Model", "model Missing"), encoding="utf-8")
-    assert main(["generate", "python", str(broken), "-o", str(tmp_path / "x")]) == 1
-    err = capsys.readouterr().err
-    assert "broken.as:" in err and "Traceback" not in err
-    assert main(["generate", "python", str(program), "-o", str(tmp_path / "not-a-name")]) == 1
-    assert "must be a Python identifier" in capsys.readouterr().err
+    generate_python_client(program, package)
+    assert sorted(p.name for p in (package / "program").iterdir()) == ["triage.as"]

@@ -592,7 +592,7 @@ def test_click_runner_check_failure_exits_1() -> None:
         (["greet.as", "--input", "{"], "--input is not valid JSON: "),
         (["entries.as", "--function", "nope"], "Unknown function 'nope'"),
         (["run", "greet.as", "--mock", "nowhere.json"], "Scripted responses not found: "),
-        (["run", "greet.as", "--input", "{}", "--trace"], "Expected value after --trace"),
+        (["run", "greet.as", "--input", "{}", "--trace-file"], "Expected value after --trace-file"),
     ],
 )
 def test_errors_exit_1_with_one_line_and_no_traceback(

@@ -71,7 +71,9 @@ def test_a_directory_swapped_for_a_symlink_sends_no_record_outside(tmp_path: Pat
         router.close()
     assert swaps and swaps[0] > 0
     assert list(outside.iterdir()) == []
-    stored = (workspace / "mem" / "notes.jsonl").read_text().splitlines()
+    # Under load every write may meet a swap and be refused: then no file was made at all.
+    notes = workspace / "mem" / "notes.jsonl"
+    stored = notes.read_text().splitlines() if notes.exists() else []
     assert len(stored) + refused == RECORDS
 
 

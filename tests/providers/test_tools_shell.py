@@ -1,4 +1,5 @@
-"""`sh://find`, `sh://grep`, `sh://sed`, implemented in-process over the workspace jail."""
+"""`sh://find`, `sh://grep`, `sh://sed` and `sh://read-range` (the later releases' name for
+`sed`), implemented in-process over the workspace jail."""
 
 from __future__ import annotations
 
@@ -104,6 +105,51 @@ def test_sed_returns_a_line_window(tools: ToolRegistry) -> None:
     }
 
 
+def test_read_range_reads_a_line_window_as_sed_does(tools: ToolRegistry) -> None:
+    window = {"path": "docs/guide.md", "start": 3, "max": 5}
+    assert call(tools, "sh://read-range", "run", window) == {
+        "ok": True,
+        "text": "line 3\nline 4\n",
+        "start": 3,
+        "end": 5,
+    }
+    assert call(tools, "sh://read-range", "read", window) == call(tools, "sh://sed", "run", window)
+    whole = call(tools, "sh://read-range", "run", {"path": "src/main.ts"})
+    assert whole["text"] == "import x\n// TODO: fix generate\nconst y = 2\ngenerate()\n"
+    assert (whole["start"], whole["end"]) == (1, 5)
+
+
+def test_read_range_output_is_capped(tools: ToolRegistry, tmp_path: Path) -> None:
+    (tmp_path / "long.txt").write_text("x" * 5000 + "\nshort\n")
+    first = call(tools, "sh://read-range", "run", {"path": "long.txt", "max": 1})
+    assert first["text"] == "x" * 4095 + "…"
+    lines = call(tools, "sh://read-range", "run", {"path": "src/big.ts", "max": 20_000})
+    assert lines["truncated"] is True
+    assert (lines["end"], len(lines["text"].split("\n"))) == (10_000, 10_000)
+
+
+def test_read_range_stays_in_the_workspace(tools: ToolRegistry) -> None:
+    for path in ("../outside.txt", "/etc/passwd", "docs/../../x"):
+        with pytest.raises(ExecutionError, match="Path escapes workspace"):
+            call(tools, "sh://read-range", "run", {"path": path})
+
+
+@pytest.mark.parametrize(
+    ("argument", "message"),
+    [
+        ("docs/guide.md", "ReadRange.run expects one json object argument"),
+        ({"start": 2}, "ReadRange.run.path is required"),
+        ({"path": "docs/guide.md", "max": 0}, "Expected a positive integer, got 0"),
+    ],
+)
+def test_read_range_argument_errors_use_the_original_messages(
+    tools: ToolRegistry, argument: object, message: str
+) -> None:
+    with pytest.raises(ExecutionError) as caught:
+        call(tools, "sh://read-range", "run", argument)
+    assert str(caught.value) == message
+
+
 @pytest.mark.parametrize(
     ("uri", "message"),
     [
@@ -111,8 +157,8 @@ def test_sed_returns_a_line_window(tools: ToolRegistry) -> None:
         ("sh://bash", "Forbidden shell tool 'bash'"),
         ("sh://zsh", "Forbidden shell tool 'zsh'"),
         ("sh://fish", "Forbidden shell tool 'fish'"),
-        ("sh://rm", "Unsupported shell tool 'rm'. Supported: find, grep, sed"),
-        ("sh://curl", "Unsupported shell tool 'curl'. Supported: find, grep, sed"),
+        ("sh://rm", "Unsupported shell tool 'rm'. Supported: find, grep, sed, read-range"),
+        ("sh://curl", "Unsupported shell tool 'curl'. Supported: find, grep, sed, read-range"),
     ],
 )
 def test_shells_and_other_commands_are_refused(tools: ToolRegistry, uri: str, message: str) -> None:

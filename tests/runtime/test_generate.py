@@ -10,9 +10,12 @@ from typing import Any
 
 import pytest
 
+import agentscript
 from agentscript.providers.llm.mock import MockLlm, ScriptedLlm
+from agentscript.providers.tools.mock import MockTools
 from agentscript.runtime.context import PromptLayout
 from agentscript.runtime.errors import ExecutionError, ModelOutputError
+from agentscript.runtime.interpreter import ExecutionOptions, execute
 
 Run = Callable[..., Any]
 Program = Callable[..., str]
@@ -77,7 +80,7 @@ def test_request_carries_budget_context_identity_and_schema(
         ("", {"max_output_tokens": None, "temperature": None, "think": None, "strict": None}),
     ],
 )
-def test_generate_options_reach_the_provider(
+def test_generate_run_optionsreach_the_provider(
     options: str, expected: dict[str, Any], run: Run, program: Program, make_llm: MakeLlm
 ) -> None:
     llm = make_llm()
@@ -459,6 +462,36 @@ def test_default_behaviour_coerces_but_rejects_extra_fields(
     assert run(source, llm=make_llm({"b": "false"})).value == {"b": False}
     with pytest.raises(ExecutionError, match=r"^LLM result contains unexpected field 'x' at "):
         run(source, llm=make_llm({"b": True, "x": 1}))
+
+
+@pytest.mark.parametrize(
+    ("options", "extra_fields_allowed", "kept"),
+    [
+        ("", False, False),
+        ("", True, True),
+        (", strict: true", True, False),
+        (", strict: false", False, True),
+    ],
+)
+def test_extra_fields_follow_strict_else_the_release(
+    program: Program, make_llm: MakeLlm, options: str, extra_fields_allowed: bool, kept: bool
+) -> None:
+    """`strict` decides when given; otherwise the release the run is of (0.1.0 rejects, the
+    newer releases keep), which the composition hands in as ExecutionOptions."""
+    source = program(f'return generate({{ input: "g"{options} }}) -> {{ b boolean }}')
+    run_options = ExecutionOptions(
+        llm=make_llm({"b": True, "x": 1}),
+        tools=MockTools(),
+        extra_fields_allowed=extra_fields_allowed,
+    )
+    if kept:
+        assert execute(agentscript.load_source(source), {}, run_options).value == {
+            "b": True,
+            "x": 1,
+        }
+    else:
+        with pytest.raises(ExecutionError, match="unexpected field 'x'"):
+            execute(agentscript.load_source(source), {}, run_options)
 
 
 def test_free_form_generate_returns_text_without_schema(

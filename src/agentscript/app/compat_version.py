@@ -42,3 +42,9 @@ def is_newer(version: str) -> bool:
     if found is None:
         return False
     return tuple(int(part) for part in found.groups()) > (0, 1, 0)
+
+
+def runs_as_newer(compat: str | None, workspace: Path) -> bool:
+    """Whether a program runs as a release after 0.1.0: `compat` when given (RunConfig.compat),
+    else the release `workspace` declares."""
+    return is_newer(compat if compat is not None else declared_version(workspace))

@@ -164,6 +164,7 @@ def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
         stream=config.stream,
         file_imports=_workspace_files(workspace),
         secrets=secrets,
+        extra_fields_allowed=_runs_as_newer(config, workspace),
     )
     if journal is not None:
         journal.secrets = secrets
@@ -355,9 +356,9 @@ def optimizer_tool(config: RunConfig, jail: Workspace) -> SchemeTool:
 
 def _runs_as_newer(config: RunConfig, workspace: Path) -> bool:
     """Whether the program runs as a release of the original after 0.1.0 (compat_version)."""
-    from agentscript.app.compat_version import declared_version, is_newer
+    from agentscript.app.compat_version import runs_as_newer
 
-    return is_newer(config.compat if config.compat is not None else declared_version(workspace))
+    return runs_as_newer(config.compat, workspace)
 
 
 def build_tools(
@@ -369,7 +370,7 @@ def build_tools(
     service refuses to store any of `secrets` (the run's redaction set)."""
     if config.tools is not None:
         return config.tools
-    if config.mock_tools:
+    if config.mock_tools is True:
         from agentscript.providers.tools.mock import MockTools
 
         return MockTools()
@@ -469,4 +470,8 @@ def build_tools(
         return dry
     gate = ApprovalGate(registry, policy=policy, mode=config.approve, ask_user=config.ask_user)
     owned.append(gate)
+    if config.mock_tools == "except-host":
+        from agentscript.providers.tools.mock import MockExceptHost
+
+        return MockExceptHost(gate)
     return gate

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from agentscript.providers.tools.replay import ReplayToolsMode
 
 ModelChoice = Literal["real", "mock", "dry-run"]
+# What the command line leaves to the release a program runs as (app/release_defaults.py).
+ReleaseChoice = Literal["mock", "unchosen-model"]
 
 
 @dataclass(slots=True)
@@ -74,14 +76,21 @@ class RunConfig:
     environ: Mapping[str, str] | None = None
     # The directory host tools are confined to (default: the program's directory).
     workspace: str | Path | None = None
-    # Answer every tool call with the mock tool instead of running host tools.
-    mock_tools: bool = False
+    # Answer every tool call with the mock tool instead of running host tools; "except-host":
+    # every call but those of `host://` tools, which run (the newer releases' --mock).
+    mock_tools: bool | Literal["except-host"] = False
     # Reads run for real; a call that would change something only reports, as in a dry run
     # (an optimizer's trials: their prompts are the ones the program really builds).
     simulate_effects: bool = False
     # The original's release the program is run as (e.g. "0.1.22"); None: the one the
     # workspace's package.json declares, else 0.1.0 (app/compat_version.py).
     compat: str | None = None
+    # What the command line left to that release, settled before anything is built
+    # (app/release_defaults.py): "mock" for `--mock`, which from 0.1.19 on also mocks the tools
+    # (`host://` tools still run) and memory; "unchosen-model" for a flag-form run that names
+    # no model, answered by the mock in 0.1.0 and by the real model from 0.1.6 on. None: the
+    # other fields mean just what they say.
+    by_release: ReleaseChoice | None = None
     # Approvals: "ask" (the default; refuses when there is no terminal), "auto" or "deny"; a
     # policy file (YAML or JSON); and who answers when a call asks (None: nobody can).
     approve: ApprovalMode | None = None

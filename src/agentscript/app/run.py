@@ -47,8 +47,10 @@ def run_program(
         raise SemanticError(diagnostics)
     # The runtime is imported here, not at module level: loading and checking stay fast.
     from agentscript.app.composition import build_run
+    from agentscript.app.release_defaults import settle
     from agentscript.runtime.interpreter import execute
 
+    config = settle(config, program.source_path)
     setup = build_run(config, program.source_path)
     journal = setup.journal
     if journal is not None:

@@ -51,9 +51,10 @@ HELP = """Run, check and explore AgentScript programs.
 With no arguments, starts the REPL. The 0.1.0 flag form also works:
   agentscript FILE [--check | --parse] [--input JSON | --input-file F]
                    [--agent A] [--function F] [--real-llm | --mock | --dry-run]
-                   [--model URI|NAME=URI]... [--trace FILE|pretty] [--trace-file F]
+                   [--model URI|NAME=URI]... [--trace [FILE|pretty]] [--trace-file F]
                    [--concurrency N] [--verbose | --quiet]
-It answers with the mock model unless --real-llm or --model is given (as 0.1.0 did).
+It answers with the mock model unless --real-llm or --model is given (as 0.1.0 did); in a
+workspace of a newer release of the original, with the real model unless --mock (as 0.1.6 on).
 """
 
 
@@ -171,8 +172,11 @@ def cli(ctx: click.Context) -> None:
 )
 @click.option(
     "--trace",
-    metavar="FILE|pretty",
-    help="Write the trace to FILE; `pretty` prints the value, then a tree of what the run did.",
+    is_flag=False,
+    flag_value="pretty",
+    metavar="[FILE|pretty]",
+    help="Write the trace to FILE; `pretty` (or --trace alone) prints the value, then a tree "
+    "of what the run did.",
 )
 @click.option("--trace-file", metavar="FILE", help="Write the trace to FILE (as --trace FILE).")
 @click.option(
@@ -285,7 +289,13 @@ def run_command(
     if ctx.args:
         raise PlainUsageError("Unexpected positional argument. Use --input to pass input JSON.")
     if file is None:
-        hint = f" (--mock took '{responses}' as its answers file)" if responses else ""
+        hint = (
+            f" (--mock took '{responses}' as its answers file)"
+            if responses
+            else f" (--trace took '{trace}' as its trace file)"
+            if trace not in (None, "pretty")
+            else ""
+        )
         raise PlainUsageError(f"Missing argument 'FILE'{hint}.")
     if responses is not None and dry_run:
         raise PlainUsageError("Use either --mock or --dry-run, not both")
@@ -308,6 +318,8 @@ def run_command(
     config = RunConfig(
         model="dry-run" if dry_run else "mock" if responses is not None else "real",
         responses=responses or None,
+        # What --mock mocks besides the model depends on the program's release.
+        by_release="mock" if responses is not None else None,
         journal=not no_journal,
         models=list(settings.pop("models")),
         environ=timeout_environ(settings.pop("timeout")),

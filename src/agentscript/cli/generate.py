@@ -1,7 +1,8 @@
 """`agentscript generate python PROGRAM -o PACKAGE/`: write a typed Python client.
 
 Parses the options, makes one call to `agentscript.app.python_client` and says what it
-wrote. Exit codes: 0 written, 1 when the program does not check or the folder cannot be used.
+wrote. Exit codes: 0 written; 2 when nothing was written (the program does not check, cannot
+become a client, or the folder is not one to write into).
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from pathlib import Path
 import click
 
 from agentscript.cli.actions import reporting_errors
+
+# The exit code when no client was written (reporting_errors says 1 for every reported error).
+NOT_GENERATED = 2
 
 
 @click.group(name="generate")
@@ -33,7 +37,8 @@ def generate_group() -> None:
 def python_command(ctx: click.Context, /, program: str, package: str) -> None:
     """A typed client: Pydantic models for the inputs and results, a sync and an async
     function per agent entry point. See docs/python.md."""
-    ctx.exit(reporting_errors(partial(_generate, program, package)))
+    code = reporting_errors(partial(_generate, program, package))
+    ctx.exit(NOT_GENERATED if code == 1 else code)
 
 
 def _generate(program: str, package: str) -> int:

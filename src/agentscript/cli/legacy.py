@@ -14,7 +14,7 @@ from agentscript.cli import actions
 from agentscript.cli.errors import CliError
 
 if TYPE_CHECKING:
-    from agentscript.app.configuration import ModelChoice, RunConfig
+    from agentscript.app.configuration import ModelChoice, ReleaseChoice, RunConfig
 
 # Flags that take the next argument as their value, and the field each one fills.
 _VALUE_FLAGS = {
@@ -22,7 +22,6 @@ _VALUE_FLAGS = {
     "--input-file": "input_file",
     "--agent": "agent",
     "--function": "function",
-    "--trace": "trace",
     # The original's later versions: 0.1.7 `--concurrency N`, 0.1.21 `--trace-file F`.
     "--concurrency": "concurrency",
     "--trace-file": "trace_file",
@@ -33,7 +32,7 @@ _SWITCHES = {
     "--real-llm": "real_llm",
     "--verbose": "verbose",
     "--quiet": "quiet",
-    # 0.1.6: `--mock` (the default here anyway, as in 0.1.0) and `--dry-run`.
+    # 0.1.6: `--mock` (the default of 0.1.0 programs anyway) and `--dry-run`.
     "--mock": "mock",
     "--dry-run": "dry_run",
 }
@@ -62,6 +61,7 @@ class LegacyArgs:
             agent=self.values.get("agent"),
             function=self.values.get("function"),
             model=self.model(),
+            by_release=self.release_choice(),
             models=list(self.models),
             concurrency=self.concurrency(),
             # 0.1.0 rooted host tools at the working directory and memory at the program's.
@@ -79,12 +79,20 @@ class LegacyArgs:
 
     def model(self) -> ModelChoice:
         """0.1.0 answered with the mock model unless asked for the real one; naming a model
-        with `--model` asks for it too (unless `--mock` is given)."""
+        with `--model` asks for it too (unless `--mock` is given). Where none was asked for,
+        the program's release has the last word (release_choice)."""
         if "dry_run" in self.switches:
             return "dry-run"
         if "real_llm" in self.switches or (self.models and "mock" not in self.switches):
             return "real"
         return "mock"
+
+    def release_choice(self) -> ReleaseChoice | None:
+        """What the release the program runs as decides (app/release_defaults.py): what
+        `--mock` mocks besides the model, and which model answers when none was asked for."""
+        if "mock" in self.switches:
+            return "mock"
+        return "unchosen-model" if self.model() == "mock" else None
 
     def concurrency(self) -> int:
         text = self.values.get("concurrency", "4")
@@ -111,6 +119,11 @@ def parse_args(args: list[str]) -> LegacyArgs:
                 raise CliError(f"Expected value after {arg}")
             parsed.models.append(args[position])
             position += 1
+        elif arg == "--trace":
+            # `--trace FILE` as in 0.1.0, or alone (later releases): the pretty trace.
+            has_value = position < len(args) and not args[position].startswith("--")
+            parsed.values["trace"] = args[position] if has_value else "pretty"
+            position += has_value
         elif arg in _VALUE_FLAGS:
             if position >= len(args) or args[position].startswith("--"):
                 raise CliError(f"Expected value after {arg}")

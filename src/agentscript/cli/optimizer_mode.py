@@ -57,6 +57,7 @@ class OptimizerArgs:
         run_dir = self.runner.get("run_dir")
         return RunConfig(
             model="mock" if "--mock" in self.switches else "real",
+            by_release="mock" if "--mock" in self.switches else None,
             models=list(self.models),
             max_calls=_number(self.runner, "max_calls", int),
             max_seconds=_number(self.runner, "max_seconds", float),

@@ -34,7 +34,7 @@ _THINK_LEVELS = frozenset({"auto", "low", "medium", "high"})
 # file, http(s), sh or mcp tool is effectful (an MCP tool's effects cannot be known statically).
 _FILE_READS = frozenset({"read", "list"})
 _HTTP_READS = frozenset({"GET", "HEAD", "OPTIONS"})
-_SHELL_READS = frozenset({"find", "grep", "sed"})
+_SHELL_READS = frozenset({"find", "grep", "sed", "read-range"})
 _MEMORY_SERVICE_WRITES = frozenset({"remember", "update", "forget"})
 _REQUIRED_CONFIG = ("model", "role", "description")
 

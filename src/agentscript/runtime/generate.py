@@ -38,17 +38,26 @@ class GenerateSettings:
     temperature: float | None = None
     think: bool | str | None = None
     strict: bool | None = None
+    # Whether a field the shape does not declare fails the answer (else it is kept).
+    reject_extra_fields: bool = True
 
     @classmethod
-    def from_options(cls, options: ast.GenerateOptionsExpr) -> GenerateSettings:
+    def from_options(
+        cls, options: ast.GenerateOptionsExpr, extra_fields_allowed: bool = False
+    ) -> GenerateSettings:
+        """The settings `options` ask for. `strict: true` always rejects undeclared fields and
+        `strict: false` always keeps them; without `strict`, `extra_fields_allowed` decides:
+        0.1.0 rejected them, 0.1.4 on keeps them (ExecutionOptions.extra_fields_allowed)."""
         attempts = options.attempts if options.attempts is not None else 1
+        strict = options.strict
         return cls(
             attempts=int(attempts),
             budget=options.max_output if options.max_output is not None else options.limit,
             debug=bool(options.debug),
             temperature=options.temperature,
             think=options.think,
-            strict=options.strict,
+            strict=strict,
+            reject_extra_fields=strict is True or (strict is None and not extra_fields_allowed),
         )
 
     @property
@@ -227,7 +236,7 @@ def run_generate(
                     shape,
                     call.expr,
                     call.path,
-                    reject_extra_fields=settings.strict is not False,
+                    reject_extra_fields=settings.reject_extra_fields,
                 )
         except ModelOutputError as error:
             # The repair quotes the provider's message as it was raised, without a location

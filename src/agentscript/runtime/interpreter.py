@@ -101,6 +101,10 @@ class ExecutionOptions:
     # scrubbed with it; the run adds the passwords of the URIs it imports and what tools hand
     # out as secrets.
     secrets: SecretSet = field(default_factory=SecretSet)
+    # Keep the fields a model's answer has beyond its generate's shape, unless the generate
+    # says `strict: true` (the original's 0.1.4 on); False rejects them unless it says
+    # `strict: false` (0.1.0).
+    extra_fields_allowed: bool = False
 
 
 class _Return:
@@ -898,7 +902,7 @@ class Interpreter:
             identity=identity,
             items=items,
             instruction=instruction,
-            settings=GenerateSettings.from_options(options),
+            settings=GenerateSettings.from_options(options, self.options.extra_fields_allowed),
             layout=layout,
         )
         return run_generate(

@@ -45,24 +45,40 @@ def _whole_characters(value: Any) -> Any:
     return value
 
 
+class JsonScanner:
+    """Walks JSON text one character at a time and says which characters are structure
+    (outside every string; the quotes themselves are not), tracking strings and escapes."""
+
+    def __init__(self) -> None:
+        self.in_string = False
+        self.escaped = False
+
+    def structural(self, char: str) -> bool:
+        if self.in_string:
+            if self.escaped:
+                self.escaped = False
+            elif char == "\\":
+                self.escaped = True
+            elif char == '"':
+                self.in_string = False
+            return False
+        if char == '"':
+            self.in_string = True
+            return False
+        return True
+
+
 def _prefixes(text: str) -> Iterator[tuple[str, bool]]:
     """`text`, then shorter prefixes ending before each structural character (outside strings),
     from the last one back: each drops one more unfinished piece. With each, whether something
     followed it in the text (then a number or literal at its end is whole)."""
     yield text.rstrip(), False
+    scanner = JsonScanner()
     cuts = []
-    in_string = escaped = False
     for index, char in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in ",:":
+        if not scanner.structural(char):
+            continue
+        if char in ",:":
             cuts.append(index)
         elif char in _OPENERS:
             cuts.append(index + 1)
@@ -71,22 +87,16 @@ def _prefixes(text: str) -> Iterator[tuple[str, bool]]:
 
 
 def _closers(prefix: str) -> str:
-    """What closes `prefix`: a quote for an open string (an escape cut in two dropped first
-    by the caller's retry), then the brackets of every open array and object."""
+    """What closes `prefix`: a quote for an open string (unless it ends inside an escape:
+    then the caller tries a shorter prefix), then the brackets of every open array and object."""
+    scanner = JsonScanner()
     stack: list[str] = []
-    in_string = escaped = False
     for char in prefix:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in _OPENERS:
+        if not scanner.structural(char):
+            continue
+        if char in _OPENERS:
             stack.append(_OPENERS[char])
         elif char in "}]" and stack:
             stack.pop()
-    return ('"' if in_string and not escaped else "") + "".join(reversed(stack))
+    open_string = scanner.in_string and not scanner.escaped
+    return ('"' if open_string else "") + "".join(reversed(stack))

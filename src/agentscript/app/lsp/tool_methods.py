@@ -154,6 +154,7 @@ _IMPORT_URIS: dict[str, tuple[tuple[str, str], ...]] = {
         ("sh://grep", "search file contents in the workspace"),
         ("sh://find", "find files in the workspace"),
         ("sh://sed", "print lines of a workspace file"),
+        ("sh://read-range", "read a range of lines of a workspace file"),
         ("file://workspace", "read and write workspace files (undoable)"),
         ("env://process", "read environment variables (secrets refused)"),
         ("https://", "HTTP requests to one origin"),

@@ -12,6 +12,7 @@ from typing import Any
 
 from agentscript.runtime.errors import ModelOutputError
 from agentscript.runtime.jsjson import parse
+from agentscript.runtime.partial_json import JsonScanner
 
 _FENCE = re.compile(r"```(?:json)?[^\n]*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 _SNIPPET_LIMIT = 160
@@ -65,20 +66,12 @@ def _first_balanced_object(text: str) -> str | None:
     start = text.find("{")
     while start != -1:
         depth = 0
-        in_string = False
-        escaped = False
+        scanner = JsonScanner()
         for index in range(start, len(text)):
             char = text[index]
-            if in_string:
-                if escaped:
-                    escaped = False
-                elif char == "\\":
-                    escaped = True
-                elif char == '"':
-                    in_string = False
-            elif char == '"':
-                in_string = True
-            elif char == "{":
+            if not scanner.structural(char):
+                continue
+            if char == "{":
                 depth += 1
             elif char == "}":
                 depth -= 1

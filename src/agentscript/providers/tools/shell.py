@@ -1,4 +1,4 @@
-"""`sh://find`, `sh://grep`, `sh://sed`: the three shell tools, implemented in-process.
+"""`sh://find`, `sh://grep`, `sh://sed`, `sh://read-range`: the shell tools, in-process.
 
 No shell and no subprocess runs a command: the tools walk the workspace jail themselves, so
 arguments can never become a command line. `sh://sh`, `bash`, `zsh`, `fish` are forbidden and
@@ -6,6 +6,8 @@ any other command is unsupported. The method name is ignored (`Grep.run`, `Grep.
 same call), as in the original. Every call is bounded: globs match in linear time (globs.py),
 output is capped (output_caps.py), the walk stops when the run's time is up or it is
 interrupted, and regular-expression grep runs in a worker process (regex_search.py).
+`read-range` is the original's later name for `sed` (the same arguments and result), so both
+are one method here.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ class ShellTools:
             return self.find(request)
         if command == "grep":
             return self.grep(request)
-        return self.sed(request)
+        return self.read_range(request, "Sed.run" if command == "sed" else "ReadRange.run")
 
     def find(self, request: ToolCall) -> dict[str, Any]:
         arguments = object_argument(request, "Find.run")
@@ -101,9 +103,11 @@ class ShellTools:
             except ExecutionError:
                 continue
 
-    def sed(self, request: ToolCall) -> dict[str, Any]:
-        arguments = object_argument(request, "Sed.run")
-        path = required_string(arguments, "path", "Sed.run")
+    def read_range(self, request: ToolCall, call: str) -> dict[str, Any]:
+        """Up to `max` lines of a workspace file from line `start`; `call` names the call in
+        argument errors as the original does (`Sed.run`, `ReadRange.run`)."""
+        arguments = object_argument(request, call)
+        path = required_string(arguments, "path", call)
         start = positive_integer(arguments, "start", default=1)
         limit = positive_integer(arguments, "max")
         lines = _LINES.split(self.workspace.read_text(path))

@@ -11,7 +11,8 @@ from agentscript.runtime.errors import ExecutionError
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
 FORBIDDEN = frozenset({"sh", "bash", "zsh", "fish"})
-SUPPORTED = ("find", "grep", "sed")
+# `read-range` is the later releases' name for `sed`.
+SUPPORTED = ("find", "grep", "sed", "read-range")
 
 
 # The `host://NAME` tools, by the names a program may import them by (the original's aliases
