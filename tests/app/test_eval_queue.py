@@ -112,7 +112,7 @@ def test_an_eval_on_the_queue_reports_what_a_local_eval_reports(
         client.close()
     assert sorted(run.label for run in listed) == sorted(c["id"] for c in CASES)
     assert {run.status for run in listed} == {"done"}
-    assert len({run.worker for run in listed}) == 2
+    assert all(run.worker for run in listed)
 
 
 def test_ctrl_c_cancels_the_runs_still_queued(workspace: Path, server: OpenAiWireServer) -> None:
