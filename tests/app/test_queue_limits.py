@@ -102,6 +102,37 @@ def test_two_workers_share_one_requests_limit(
     assert "openai: 4 requests per 2s" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("option", "at_once"),
+    [(("--model-concurrency", "openai://small=1"), 1), (("--queue-concurrency", "2"), 2)],
+)
+def test_calls_and_runs_at_once_hold_over_workers_started_without_the_option(
+    tmp_path: Path, option: tuple[str, str], at_once: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "labeler.as").write_text(PROGRAM, encoding="utf-8")
+    cases = [{"id": f"t{i}", "input": {"ticket": f"t {i}"}, "expected": None} for i in range(8)]
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    queue = queue_url("sqlite", tmp_path)
+    # Each answer takes a while, so calls overlap whenever the limits let them.
+    with serving(lambda model, body: json.dumps({"label": "bug"}), latency=0.2) as server:
+        workers = Workers(queue, server)
+        workers.start(2.0, *option)
+        workers.wait_until_serving()
+        workers.start()  # no option: it applies the stored limit
+        workers.wait_until_serving()
+        try:
+            code, _ = submit(
+                capsys, str(tmp_path / "labeler.as"), "--input-file",
+                str(tmp_path / "cases.jsonl"), "--queue", queue, "--wait",
+            )  # fmt: skip
+        finally:
+            workers.stop()
+    assert code == 0
+    assert len(server.requests) == 8
+    # Two workers of two slots each would have four calls in flight.
+    assert server.most_in_flight == at_once
+
+
 def limits_on(tmp_path: Path, *limits: Limit) -> SharedLimits:
     shared = SharedLimits(QueueDatabase(queue_url("sqlite", tmp_path)), "me")
     shared.publish(list(limits))
@@ -160,4 +191,4 @@ def test_a_bad_limit_on_the_command_line_is_a_clear_error(
     assert "--model-concurrency 'openai://x=0': give MODEL=N" in capsys.readouterr().err
     assert parse_concurrency("openai://gpt-4o=4") == Limit(CONCURRENCY, "openai://gpt-4o", 4)
     assert main(["worker", "--queue", url, "--concurrency", "8", "--queue-concurrency", "4"]) == 2
-    assert "--queue-concurrency 4 is below" in capsys.readouterr().err
+    assert "fewer than this worker's --concurrency 8" in capsys.readouterr().err

@@ -83,7 +83,6 @@ def worker_command(ctx: click.Context, /, url: str, **options: Any) -> None:
             concurrency=options["concurrency"],
             approve=options["approve"],
             dead_after=options["dead_after"],
-            queue_concurrency=options["queue_concurrency"],
             limits=_limits(options),
             on_wait=_WaitNotice(),
         )
@@ -109,11 +108,19 @@ def worker_command(ctx: click.Context, /, url: str, **options: Any) -> None:
 
 def _limits(options: dict[str, Any]) -> list[Limit] | None:
     """The limit options as limits, or None when none was given (the stored ones hold)."""
-    from agentscript.app.queue.limits import REQUESTS, TOKENS, parse_concurrency, parse_rate
+    from agentscript.app.queue.limits import (
+        REQUESTS,
+        TOKENS,
+        parse_concurrency,
+        parse_rate,
+        runs_at_once,
+    )
 
     limits = [parse_rate(REQUESTS, text) for text in options["requests"]]
     limits += [parse_rate(TOKENS, text) for text in options["tokens"]]
     limits += [parse_concurrency(text) for text in options["model_concurrency"]]
+    if options["queue_concurrency"] is not None:
+        limits.append(runs_at_once(options["queue_concurrency"]))
     return limits or None
 
 

@@ -82,10 +82,9 @@ class QueuedRun:
 class Worker:
     """One worker process: takes jobs from the queue, `concurrency` at a time, until stopped.
 
-    `queue_concurrency` caps the runs in progress over all workers (DBOS's global concurrency
-    of the queue); `limits` (requests and tokens per period, calls in flight per model) become
-    the ones every worker applies (limits.py), None keeps those stored in the queue; `on_wait`
-    hears of each model call that starts to wait for one."""
+    `limits` (requests and tokens per period, calls in flight per model, runs at once over
+    all workers) become the ones every worker applies (limits.py), None keeps those stored in
+    the queue; `on_wait` hears of each model call that starts to wait for one."""
 
     def __init__(
         self,
@@ -94,18 +93,11 @@ class Worker:
         approve: str | None = None,
         executor_id: str | None = None,
         dead_after: float = DEAD_AFTER_SECONDS,
-        queue_concurrency: int | None = None,
         limits: list[Limit] | None = None,
         on_wait: OnWait | None = None,
     ) -> None:
         self.url = check_url(url)
-        if queue_concurrency is not None and queue_concurrency < concurrency:
-            raise AppError(
-                f"--queue-concurrency {queue_concurrency} is below this worker's --concurrency "
-                f"{concurrency}: give a queue concurrency at least as large"
-            )
         self.concurrency = concurrency
-        self.queue_concurrency = queue_concurrency
         self.limits = limits
         self.on_wait = on_wait
         self.approve = approve
@@ -118,10 +110,21 @@ class Worker:
         from dbos import DBOS
 
         database = QueueDatabase(self.url)
-        heartbeats = Heartbeats(database)
-        limits = SharedLimits(database, self.executor_id)
-        if self.limits is not None:
-            limits.publish(self.limits)
+        try:
+            heartbeats = Heartbeats(database)
+            limits = SharedLimits(database, self.executor_id)
+            if self.limits is not None:
+                limits.publish(self.limits)
+            runs_at_once = limits.runs_at_once()
+            if runs_at_once is not None and runs_at_once < self.concurrency:
+                raise AppError(
+                    f"the queue runs {runs_at_once} at once over all workers (--queue-concurrency),"
+                    f" fewer than this worker's --concurrency {self.concurrency}: give a "
+                    "--concurrency at most that large"
+                )
+        except BaseException:
+            database.close()
+            raise
 
         def limited(router: LlmProvider) -> LlmProvider:
             return LimitedModel(router, limits, self.on_wait)
@@ -130,7 +133,7 @@ class Worker:
         DBOS.register_queue(
             QUEUE,
             worker_concurrency=self.concurrency,
-            global_concurrency=self.queue_concurrency,
+            global_concurrency=runs_at_once,
             polling_interval_sec=POLL_SECONDS,
         )
         try:

@@ -12,8 +12,8 @@ a worker started with limit options replaces them, one started without keeps the
 
 Tokens are counted when an answer comes (nobody knows them before), so the calls in flight
 together may pass a token limit by what they spend; requests and concurrency are never passed.
-The number of runs in progress over all workers is DBOS's own (`global_concurrency` of the
-queue), not counted here.
+The number of runs in progress over all workers (`RUNS`) is stored here too, and enforced
+by DBOS (the queue's global concurrency), not counted here.
 """
 
 from __future__ import annotations
@@ -35,6 +35,9 @@ from agentscript.runtime.values import LlmBinding
 REQUESTS = "requests"
 TOKENS = "tokens"
 CONCURRENCY = "concurrency"
+# Runs in progress at once over all workers: DBOS's own global concurrency of the queue, kept
+# here with the other limits so a worker started without it applies the stored one.
+RUNS = "runs"
 # How long a worker keeps the limits it read before reading them again.
 REFRESH_SECONDS = 2.0
 # The longest single sleep of a waiting call: it asks again after this at the latest.
@@ -69,13 +72,16 @@ class Limit:
     period: float = 0.0
 
     def applies(self, provider: str, model: str) -> bool:
-        return self.subject in (provider, model)
+        """Whether a model call to `model` (of `provider`) counts against this limit."""
+        return self.kind != RUNS and self.subject in (provider, model)
 
     @property
     def column(self) -> str:
         return "model" if "://" in self.subject else "provider"
 
     def describe(self) -> str:
+        if self.kind == RUNS:
+            return f"{self.amount} runs at once over all workers"
         if self.kind == CONCURRENCY:
             return f"{self.subject}: {self.amount} calls at once"
         return f"{self.subject}: {self.amount} {self.kind} per {self.period:g}s"
@@ -106,6 +112,11 @@ def parse_concurrency(text: str) -> Limit:
             "(openai://gpt-4o=4, openai=8)"
         )
     return Limit(CONCURRENCY, subject.strip(), int(amount))
+
+
+def runs_at_once(amount: int) -> Limit:
+    """`--queue-concurrency N`: runs in progress at once over all workers."""
+    return Limit(RUNS, "queue", amount)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +168,10 @@ class SharedLimits:
                     (time.time() - longest - 60,),
                 )
             return self._limits
+
+    def runs_at_once(self) -> int | None:
+        """The stored limit of runs in progress over all workers, if any."""
+        return next((limit.amount for limit in self.current() if limit.kind == RUNS), None)
 
     def acquire(self, provider: str, model: str) -> Ticket | tuple[float, Limit]:
         """Count a call now, or say how long to wait (and for which limit) before asking
