@@ -76,7 +76,8 @@ class Workers:
                 time.sleep(0.05)
         finally:
             database.close()
-        raise AssertionError(f"{len(self.processes)} workers never all served")
+        said = f": {self.errors()}" if self.folder is not None else ""
+        raise AssertionError(f"{len(self.processes)} workers never all served{said}")
 
     def errors(self) -> str:
         """What every worker printed to its standard error."""

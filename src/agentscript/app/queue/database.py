@@ -44,6 +44,13 @@ class QueueDatabase:
             cursor = self._connection.execute(sql.replace("?", self.mark), tuple(parameters))
             return list(cursor.fetchall()) if cursor.description is not None else []
 
+    def create(self, *statements: str) -> None:
+        """Make tables and indexes if missing, one worker at a time: PostgreSQL's `CREATE
+        TABLE IF NOT EXISTS` run by two workers starting together fails for one of them."""
+        with self.exclusive():
+            for statement in statements:
+                self.execute(statement)
+
     @contextmanager
     def exclusive(self) -> Iterator[None]:
         """A transaction no other writer of the queue's database runs beside: SQLite's

@@ -22,7 +22,7 @@ _TABLE = (
 class Heartbeats:
     def __init__(self, database: QueueDatabase) -> None:
         self._database = database
-        database.execute(_TABLE)
+        database.create(_TABLE)
 
     def beat(self, executor_id: str) -> None:
         self._database.execute(

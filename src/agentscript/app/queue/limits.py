@@ -133,8 +133,7 @@ class SharedLimits:
         self._database = database
         self._worker = worker
         serial = "INTEGER" if database.sqlite else "BIGSERIAL"
-        for statement in _TABLES:
-            database.execute(statement.format(serial=serial))
+        database.create(*(statement.format(serial=serial) for statement in _TABLES))
         self._limits: list[Limit] = []
         self._read_at = float("-inf")
         self._lock = threading.Lock()
