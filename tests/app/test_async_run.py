@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import agentscript
-from agentscript.learn.journal import Journal
+from agentscript.learn.journal import Journal, wait_for_journal
 from openai_wire import serving, user_message
 
 PROGRAM = """import llm Model from "openai://base"
@@ -66,6 +66,7 @@ def test_twenty_runs_at_once_each_get_their_own_answer_and_journal_entry(
         assert server.most_in_flight > 1  # they overlapped
     assert [result.value["name"] for result in results] == names
     assert [result.usage["calls"] for result in results] == [1] * 20
+    wait_for_journal()  # a run's end is written by the journal's background thread
     journal = Journal.open(tmp_path / "journal.db")
     try:
         runs = journal.store.runs()
@@ -160,6 +161,7 @@ def test_a_cancelled_run_stops_and_its_journal_entry_says_interrupted(
         asyncio.run(main(server))
         # The run stopped as the second answer came back: the third generate never asked.
         assert len(server.requests) == 2
+    wait_for_journal()  # a run's end is written by the journal's background thread
     journal = Journal.open(tmp_path / "journal.db")
     try:
         (run,) = journal.store.runs()
