@@ -5,12 +5,7 @@ queued run. The model is a local OpenAI-wire server; workers are real processes.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +16,7 @@ from agentscript.app.queue.engine import QueueClient
 from agentscript.app.queue.jobs import JobOutcome
 from agentscript.cli.main import main
 from openai_wire import OpenAiWireServer, serving, user_message
+from queue_support import Workers, queue_url, submit
 
 TWO_STEPS = """import llm Model from "openai://steps"
 
@@ -55,52 +51,9 @@ def workspace(tmp_path: Path) -> Path:
     return tmp_path
 
 
-class Workers:
-    """Worker processes on one queue, stopped (SIGTERM, then SIGKILL) at the end."""
-
-    def __init__(self, url: str, server: OpenAiWireServer) -> None:
-        self.url = url
-        self.environ = {**os.environ, **server.environ()}
-        self.processes: list[subprocess.Popen[bytes]] = []
-
-    def start(self, dead_after: float = 2.0) -> subprocess.Popen[bytes]:
-        command = [
-            sys.executable, "-m", "agentscript", "worker", "--queue", self.url,
-            "--approve", "auto", "--concurrency", "2", "--dead-after", str(dead_after),
-        ]  # fmt: skip
-        process = subprocess.Popen(
-            command, env=self.environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        self.processes.append(process)
-        return process
-
-    def stop(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in self.processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
 @pytest.fixture(params=["sqlite", "postgres"])
 def queue(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh queue: a SQLite file, or a database of its own in the session's PostgreSQL."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'queue.db'}"
-    import pg_cluster
-    from system_parts import require
-
-    require("postgres")
-    cluster = pg_cluster.shared_cluster()
-    name = f"queue_{uuid.uuid4().hex[:12]}"
-    with cluster.connect() as connection:
-        connection.autocommit = True
-        connection.execute(f"CREATE DATABASE {name}")
-    return f"postgresql://{pg_cluster.SUPERUSER}:{cluster.password}@127.0.0.1:{cluster.port}/{name}"
+    return queue_url(request.param, tmp_path)
 
 
 @pytest.fixture
@@ -140,12 +93,6 @@ def wait_for(queue: str, workflow_id: str) -> JobOutcome:
         return client.wait(workflow_id)
     finally:
         client.close()
-
-
-def submit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
-    code = main(["submit", *args, "--json"])
-    out = capsys.readouterr().out
-    return code, json.loads(out) if out.strip() else None
 
 
 def test_two_workers_finish_every_submitted_run(

@@ -43,6 +43,8 @@ class OpenAiWireServer:
         self.requests: list[dict[str, Any]] = []
         # The bodies exactly as they arrived.
         self.raw: list[bytes] = []
+        # When each request arrived (time.time()), for counting requests in a period.
+        self.arrivals: list[float] = []
         self.in_flight = 0
         self.most_in_flight = 0
         self.released = threading.Event()
@@ -62,6 +64,7 @@ class OpenAiWireServer:
                 with server._lock:
                     server.requests.append(body)
                     server.raw.append(raw)
+                    server.arrivals.append(time.time())
                     held = (
                         server.hold_after is not None and len(server.requests) > server.hold_after
                     )

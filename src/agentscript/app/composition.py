@@ -99,7 +99,8 @@ def _base_llm(config: RunConfig) -> LlmProvider:
         return DryRunLlm(config.on_dry_run_prompt or (lambda request: None))
     from agentscript.providers.llm.router import ModelRouter
 
-    return ModelRouter(config.environ)
+    router = ModelRouter(config.environ)
+    return router if config.wrap_real_model is None else config.wrap_real_model(router)
 
 
 class ScratchFolder:

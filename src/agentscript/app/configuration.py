@@ -131,6 +131,10 @@ class RunConfig:
     # Rewrite new experiences with a model: None (the rules' text), "program" (the program's
     # own model), a model URI, or a provider.
     learn_model: str | LlmProvider | None = None
+    # Put around the real model (the router) when `model` is "real": a queue's worker asks
+    # the limits every worker shares before each call. The run still talks to a live model,
+    # so its answers are journaled before it goes on and it learns as any live run.
+    wrap_real_model: Callable[[LlmProvider], LlmProvider] | None = None
     # The id the run is journaled under (default: a new one). A queue's worker names each
     # attempt of a job itself, so a worker that takes a dead one's job finds what it did.
     run_id: str | None = None

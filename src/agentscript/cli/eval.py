@@ -92,6 +92,12 @@ class _EvalCommand(click.Command):
     metavar="N|auto",
     help="Processes the cells run in; auto: one per 8 of --concurrency, up to the cores.",
 )
+@click.option(
+    "--queue",
+    metavar="URL",
+    help="Run the cells on this queue's workers (postgresql://… or sqlite:///PATH), "
+    "--concurrency of them on the queue at once; scored here.",
+)
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Token budget of the whole eval.")
 @click.option("--max-calls", type=click.IntRange(min=1), help="Model-call budget of the eval.")
 @click.option(
@@ -148,6 +154,7 @@ def _evaluate(program: str, options: dict[str, Any]) -> int:
             replay=options["replay"],
             concurrency=options["concurrency"],
             workers=options["workers"],
+            queue=options["queue"],
             max_tokens=options["max_tokens"],
             max_calls=options["max_calls"],
             max_seconds=options["max_seconds"],
@@ -178,6 +185,11 @@ def _evaluate(program: str, options: dict[str, Any]) -> int:
                 )
             else:
                 hint = " (with --out RESULTS.jsonl an eval keeps its cells and resumes)"
+            if options["queue"]:
+                hint += (
+                    "; its runs still queued were cancelled, those a worker took finish "
+                    f"(agentscript runs list --queue {options['queue']})"
+                )
             print(f"Interrupted{hint}", file=sys.stderr)
             return 130
         except REPORTED_ERRORS as error:

@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from agentscript.cli.errors import REPORTED_ERRORS, error_lines
 from agentscript.cli.options import json_option, run_budget_options, workspace_option
+
+if TYPE_CHECKING:
+    from agentscript.app.queue.limits import Limit
 
 USAGE_EXIT = 2
 
@@ -43,17 +46,56 @@ _queue_option = click.option(
     metavar="SECONDS",
     help="Take over the runs of a worker not heard from for this long.",
 )
+@click.option(
+    "--queue-concurrency",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Runs in progress at once over all workers of the queue.",
+)
+@click.option(
+    "--requests",
+    multiple=True,
+    metavar="PROVIDER=N[/PERIOD]",
+    help="Model requests per period (default: a minute) over all workers, e.g. openai=500/min.",
+)
+@click.option(
+    "--tokens",
+    multiple=True,
+    metavar="PROVIDER=N[/PERIOD]",
+    help="Model tokens per period over all workers, e.g. anthropic=400000/min.",
+)
+@click.option(
+    "--model-concurrency",
+    multiple=True,
+    metavar="MODEL=N",
+    help="Model calls in flight at once over all workers, per model URI or provider.",
+)
 @click.pass_context
-def worker_command(
-    ctx: click.Context, url: str, concurrency: int, approve: str, dead_after: float
-) -> None:
+def worker_command(ctx: click.Context, /, url: str, **options: Any) -> None:
     """Take queued runs and carry them out, CONCURRENCY at a time, until stopped (Ctrl-C or
-    SIGTERM). A run a dead worker left is taken over from its journal."""
+    SIGTERM). A run a dead worker left is taken over from its journal. Limit options replace
+    the limits every worker of the queue applies; without them, the stored ones hold."""
     from agentscript.app.queue.engine import Worker
 
-    worker = Worker(url, concurrency=concurrency, approve=approve, dead_after=dead_after)
+    try:
+        worker = Worker(
+            url,
+            concurrency=options["concurrency"],
+            approve=options["approve"],
+            dead_after=options["dead_after"],
+            queue_concurrency=options["queue_concurrency"],
+            limits=_limits(options),
+            on_wait=_WaitNotice(),
+        )
+    except REPORTED_ERRORS as error:
+        for line in error_lines(error):
+            print(line, file=sys.stderr)
+        ctx.exit(USAGE_EXIT)
     signal.signal(signal.SIGTERM, lambda *_: worker.stop())
-    print(f"worker {worker.executor_id} on {url}, {concurrency} at a time", file=sys.stderr)
+    print(
+        f"worker {worker.executor_id} on {url}, {options['concurrency']} at a time",
+        file=sys.stderr,
+    )
     try:
         worker.serve()
     except KeyboardInterrupt:
@@ -63,6 +105,36 @@ def worker_command(
             print(line, file=sys.stderr)
         ctx.exit(USAGE_EXIT)
     ctx.exit(0)
+
+
+def _limits(options: dict[str, Any]) -> list[Limit] | None:
+    """The limit options as limits, or None when none was given (the stored ones hold)."""
+    from agentscript.app.queue.limits import REQUESTS, TOKENS, parse_concurrency, parse_rate
+
+    limits = [parse_rate(REQUESTS, text) for text in options["requests"]]
+    limits += [parse_rate(TOKENS, text) for text in options["tokens"]]
+    limits += [parse_concurrency(text) for text in options["model_concurrency"]]
+    return limits or None
+
+
+class _WaitNotice:
+    """Prints that model calls wait for a limit: once per limit every few seconds, not once
+    per call."""
+
+    EVERY_SECONDS = 5.0
+
+    def __init__(self) -> None:
+        self._shown: dict[str, float] = {}
+
+    def __call__(self, provider: str, limit: Limit, seconds: float) -> None:
+        import time
+
+        now = time.monotonic()
+        key = limit.describe()
+        if now - self._shown.get(key, float("-inf")) < self.EVERY_SECONDS:
+            return
+        self._shown[key] = now
+        print(f"waiting {seconds:.1f}s for the limit {key}", file=sys.stderr, flush=True)
 
 
 @click.command(name="submit")

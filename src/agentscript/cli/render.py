@@ -174,6 +174,7 @@ _KIND_STYLES = {
     "approval": "bold red",
     "parallel_for": "bold magenta",
     "llm_retry": "yellow",
+    "llm_wait": "yellow",
 }
 
 

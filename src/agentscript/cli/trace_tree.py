@@ -243,6 +243,11 @@ def _retry(builder: _Builder, data: dict[str, Any]) -> Node:
     return Node(label, "llm_retry", [f"waited {data.get('wait_ms', '?')} ms"])
 
 
+def _wait(builder: _Builder, data: dict[str, Any]) -> Node:
+    label = f"wait for the limit {data.get('limit', '?')}"
+    return Node(label, "llm_retry", [f"waited {data.get('wait_ms', '?')} ms"])
+
+
 def _parallel_for(builder: _Builder, data: dict[str, Any]) -> Node:
     label = f"parallel for {data.get('item', '?')} in {data.get('source', '?')}"
     facts = [f"{data.get('items', '?')} items", f"concurrency {data.get('concurrency', '?')}"]
@@ -272,6 +277,7 @@ _DESCRIBERS = {
     "input": _input,
     "approval": _approval,
     "llm_retry": _retry,
+    "llm_wait": _wait,
     "parallel_for": _parallel_for,
 }
 

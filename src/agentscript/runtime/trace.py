@@ -310,6 +310,8 @@ def event_title(kind: str, data: dict[str, Any]) -> str:
             f"- retry {name('provider')} after {name('status')} "
             f"(retry {name('retry')}, waited {name('wait_ms')} ms)"
         )
+    if kind == "llm_wait":
+        return f"- wait {name('wait_ms')} ms for the limit {name('limit')}"
     return f"- {kind}"
 
 

@@ -89,6 +89,18 @@ class EvalMeter:
             # The call is done and paid for: its answer is used, the next call is refused.
             self.exhausted.set()
 
+    def after_run(self, spent: Mapping[str, float | int]) -> None:
+        """A whole run made elsewhere (a queue's worker): its calls and tokens, counted when
+        it comes back."""
+        with self._lock:
+            self._counts[0] += int(spent.get("calls", 0))
+            calls = self._counts[0]
+        self.after_call(
+            Usage(int(spent.get("input_tokens", 0)), int(spent.get("output_tokens", 0)))
+        )
+        if self.max_calls is not None and calls >= self.max_calls:
+            self.exhausted.set()
+
     def _tokens_exceeded(self, tokens: int) -> EvalBudgetExceeded:
         return EvalBudgetExceeded(
             "tokens",

@@ -48,6 +48,7 @@ from agentscript.runtime.secrets import SecretSet
 
 if TYPE_CHECKING:
     from agentscript import RunConfig
+    from agentscript.app.evals.queued import QueuedRuns
     from agentscript.providers.llm.answer_cache import AnswerCache
     from agentscript.providers.tools.approvals import ApprovalMode
     from agentscript.runtime.ports import Cassette, Closeable, LlmProvider
@@ -86,6 +87,10 @@ class EvalConfig:
     # where a provider object or a metric function keeps its state across cells (a worker
     # has its own copy of each).
     workers: int | Literal["auto"] = 1
+    # A durable queue's URL (postgresql://… or sqlite:///PATH): each cell's run goes to the
+    # queue's workers (agentscript.app.evals.queued), `concurrency` cells on it at once; the
+    # cells are scored here. The workers' environment reaches the models.
+    queue: str | None = None
     # Budgets of the whole eval, judge runs included.
     max_tokens: int | None = None
     max_calls: int | None = None
@@ -175,14 +180,41 @@ def evaluate(
             for configuration in plan
             for arm in (LEARNING_OFF, LEARNING_ON)
         ]
+    if config.queue is not None:
+        refuse_on_queue(config)
     live = config.mock is False or MOCK in config.models
-    if live and config.replay is None and config.llm is None:
+    if live and config.replay is None and config.llm is None and config.queue is None:
         check_models(loaded, config, chosen_metric)
     if config.concurrency < 1:
         raise LoadError(f"Concurrency must be at least 1, got {config.concurrency}")
     worker_count(config.workers, config.concurrency, 1)  # refuses a bad value now
     eval_run = _Eval(loaded, case_list, plan, chosen_metric, picker, config)
     return eval_run.run()
+
+
+def refuse_on_queue(config: EvalConfig) -> None:
+    """What a queued run cannot take: a provider object, the mock, recordings, learning,
+    a journal or memory of this process's choosing, mock tools, simulated effects, an
+    approvals file (a worker approves as its --approve says)."""
+    unsupported = {
+        "a model provider object": config.llm is not None,
+        "--mock": config.mock is not False or MOCK in config.models,
+        "--record": config.record is not None,
+        "--replay": config.replay is not None,
+        "--learn": config.learn,
+        "an answer cache": config.answers is not None,
+        "a journal path": config.journal_path is not None,
+        "--memory-db": config.memory_db is not None,
+        "--mock-tools": config.mock_tools,
+        "simulated effects": config.simulate_effects,
+        "--approvals": config.approvals is not None,
+    }
+    named = [name for name, given in unsupported.items() if given]
+    if named:
+        raise LoadError(
+            f"eval --queue runs each cell on the queue's workers, which take no "
+            f"{', '.join(named)}: run this eval without --queue"
+        )
 
 
 def _eval_secrets(config: EvalConfig) -> SecretSet:
@@ -276,6 +308,7 @@ class _Eval:
         self.results = ResultsFile(Path(config.out), config.fresh) if config.out else None
         self.rows: dict[tuple[str, str], CellResult] = {}
         self.progress = {"done": 0, "errors": 0, "tokens": 0, "score": 0.0}
+        self.queued: QueuedRuns | None = None
 
     # ------------------------------------------------------------------ scheduling
 
@@ -300,6 +333,12 @@ class _Eval:
                 for case in cases
             ]
             processes = worker_count(self.config.workers, self.config.concurrency, len(cells))
+            if self.config.queue is not None:
+                from agentscript.app.evals.queued import QueuedRuns
+
+                workspace = str(self._workspace().resolve())
+                self.queued = QueuedRuns(self.config.queue, workspace, self.config.max_seconds)
+                processes = 1  # this process only waits for the workers' runs
             if processes > 1:
                 self._run_in_workers(cells, processes)
             elif self.config.concurrency == 1:
@@ -316,6 +355,8 @@ class _Eval:
         finally:
             if self.results is not None:
                 self.results.close()
+            if self.queued is not None:
+                self.queued.close()
             self._close_router()
         return build_report(
             program=self.program,
@@ -509,13 +550,21 @@ class _Eval:
         except AgentScriptError as problem:
             return self._row(case, configuration, error=describe(problem))
         outcome = self._run_program(
-            self.program, case.input, configuration, model, learn=True, replay=replay, traces=traces
+            self.program,
+            case.input,
+            configuration,
+            model,
+            learn=True,
+            replay=replay,
+            traces=traces,
+            label=case.id,
         )
         if outcome is None:
             return None
         value, error, usage, run_id = outcome
         row = self._row(case, configuration, error=error, value=value)
-        row.usage, row.cost, row.run_id = usage, model.cost, run_id
+        # A queued run's calls are not priced here (they never passed this process's model).
+        row.usage, row.cost, row.run_id = usage, None if self.queued else model.cost, run_id
         if error is not None:
             return row
         judge_model: CellModel | None = None
@@ -532,6 +581,7 @@ class _Eval:
                 learn=False,
                 replay=self._replayed_run(case, configuration, judge=True),
                 judge=True,
+                label=f"{case.id} judge",
             )
             if result is None:
                 raise EvalBudgetExceeded("eval", "the eval's budget is spent")
@@ -553,7 +603,7 @@ class _Eval:
         row.score = score.score
         row.reason = score.reason
         row.passed = score.score >= self.config.pass_score
-        if judge_model is not None:
+        if judge_model is not None and self.queued is None:
             row.judge_cost = judge_model.cost
         return row
 
@@ -585,13 +635,16 @@ class _Eval:
         replay: Cassette | None = None,
         judge: bool = False,
         traces: list[list[dict[str, Any]]] | None = None,
+        label: str = "",
     ) -> tuple[Any, str | None, dict[str, float | int], str | None] | None:
         """(value, error, usage, run id), or None when the eval's budget stopped the run;
-        the run's trace goes to `traces` when given."""
+        the run's trace goes to `traces` when given (not for a queued run)."""
         import agentscript
 
         run_config = self._run_config(configuration, model, learn)
         run_config.models = self._model_options(configuration, judge)
+        if self.queued is not None:
+            return self._queued_run(program, input_value, run_config, label)
         if replay is not None:
             run_config.replay = replay
         try:
@@ -612,6 +665,32 @@ class _Eval:
             traces.append(result.trace)
         journal_id = result.journal.run_id if result.journal is not None else None
         return result.value, None, dict(result.usage), journal_id
+
+    def _queued_run(
+        self, program: ast.Program, input_value: Any, run_config: RunConfig, label: str
+    ) -> tuple[Any, str | None, dict[str, float | int], str | None] | None:
+        """A run on the queue's workers, as `_run_program` returns it; its calls and tokens
+        count against the eval's budget when it comes back."""
+        assert self.queued is not None
+        if self.meter.exhausted.is_set():
+            return None
+        outcome = self.queued.run(
+            program,
+            input_value,
+            label,
+            {
+                "models": run_config.models,
+                "variants": run_config.variants,
+                "agent": run_config.agent,
+                "function": run_config.function,
+            },
+            give_up=lambda: self.stop.is_set() or self.meter.exhausted.is_set(),
+        )
+        if outcome is None:
+            return None
+        self.meter.after_run(outcome.usage)
+        run_id = outcome.runs[-1] if outcome.runs else None
+        return outcome.value, outcome.error, outcome.usage, run_id
 
     def _model_options(self, configuration: Configuration, judge: bool) -> list[str]:
         """The `--model` values a cell's run gets (agentscript.app.model_choice): the

@@ -15,17 +15,25 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentscript.app.queue.jobs import JobOutcome, RunJob, changed_since_submit
+
+if TYPE_CHECKING:
+    from agentscript.runtime.ports import LlmProvider
 
 # How often a worker looks again at an attempt another live process is running.
 WAIT_SECONDS = 1.0
 
 
 def carry_out(
-    job: RunJob, name_attempt: Callable[[int], str], approve: str | None = None
+    job: RunJob,
+    name_attempt: Callable[[int], str],
+    approve: str | None = None,
+    wrap_model: Callable[[LlmProvider], LlmProvider] | None = None,
 ) -> JobOutcome:
+    """The job's outcome; `wrap_model` goes around each attempt's real model (the limits
+    every worker shares)."""
     problem = changed_since_submit(job)
     if problem is not None:
         return JobOutcome(False, error=problem)
@@ -41,7 +49,7 @@ def carry_out(
             time.sleep(WAIT_SECONDS)
             state = _journaled(job, run_id)
         if state is None:
-            return _attempt(job, run_id, previous, runs, approve)
+            return _attempt(job, run_id, previous, runs, approve, wrap_model)
         status, end = state
         if status == "ok":
             return JobOutcome(True, value=end.get("value"), runs=runs)
@@ -51,7 +59,12 @@ def carry_out(
 
 
 def _attempt(
-    job: RunJob, run_id: str, previous: str | None, runs: list[str], approve: str | None
+    job: RunJob,
+    run_id: str,
+    previous: str | None,
+    runs: list[str],
+    approve: str | None,
+    wrap_model: Callable[[LlmProvider], LlmProvider] | None,
 ) -> JobOutcome:
     import agentscript
     from agentscript.app.resume import resume
@@ -64,6 +77,11 @@ def _attempt(
         max_calls=job.max_calls,
         max_tokens=job.max_tokens,
         max_seconds=job.max_seconds,
+        models=list(job.models),
+        variants=dict(job.variants),
+        agent=job.agent,
+        function=job.function,
+        wrap_real_model=wrap_model,
     )
     try:
         if previous is None:
@@ -72,8 +90,8 @@ def _attempt(
             result = resume(previous, config)
     except AgentScriptError as error:
         located = error.located() if hasattr(error, "located") else str(error)
-        return JobOutcome(False, error=located, runs=runs)
-    return JobOutcome(True, value=result.value, runs=runs)
+        return JobOutcome(False, error=located, runs=runs, usage=dict(error.spent or {}))
+    return JobOutcome(True, value=result.value, runs=runs, usage=dict(result.usage))
 
 
 def _journaled(job: RunJob, run_id: str) -> tuple[str, dict[str, Any]] | None:

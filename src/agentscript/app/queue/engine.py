@@ -22,11 +22,17 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentscript.app.errors import AppError
+from agentscript.app.queue.database import QueueDatabase
 from agentscript.app.queue.heartbeats import Heartbeats
 from agentscript.app.queue.jobs import JobOutcome, RunJob
+from agentscript.app.queue.limits import LimitedModel, OnWait, SharedLimits
+
+if TYPE_CHECKING:
+    from agentscript.app.queue.limits import Limit
+    from agentscript.runtime.ports import LlmProvider
 
 WORKFLOW = "agentscript.run"
 QUEUE = "agentscript-runs"
@@ -74,7 +80,12 @@ class QueuedRun:
 
 
 class Worker:
-    """One worker process: takes jobs from the queue, `concurrency` at a time, until stopped."""
+    """One worker process: takes jobs from the queue, `concurrency` at a time, until stopped.
+
+    `queue_concurrency` caps the runs in progress over all workers (DBOS's global concurrency
+    of the queue); `limits` (requests and tokens per period, calls in flight per model) become
+    the ones every worker applies (limits.py), None keeps those stored in the queue; `on_wait`
+    hears of each model call that starts to wait for one."""
 
     def __init__(
         self,
@@ -83,9 +94,20 @@ class Worker:
         approve: str | None = None,
         executor_id: str | None = None,
         dead_after: float = DEAD_AFTER_SECONDS,
+        queue_concurrency: int | None = None,
+        limits: list[Limit] | None = None,
+        on_wait: OnWait | None = None,
     ) -> None:
         self.url = check_url(url)
+        if queue_concurrency is not None and queue_concurrency < concurrency:
+            raise AppError(
+                f"--queue-concurrency {queue_concurrency} is below this worker's --concurrency "
+                f"{concurrency}: give a queue concurrency at least as large"
+            )
         self.concurrency = concurrency
+        self.queue_concurrency = queue_concurrency
+        self.limits = limits
+        self.on_wait = on_wait
         self.approve = approve
         self.dead_after = dead_after
         self.executor_id = executor_id or new_executor_id()
@@ -95,11 +117,22 @@ class Worker:
         """Launch DBOS, work, and keep the heartbeat until `stop()` (or `until()` is true)."""
         from dbos import DBOS
 
-        _launch(self.url, self.executor_id, self.approve)
+        database = QueueDatabase(self.url)
+        heartbeats = Heartbeats(database)
+        limits = SharedLimits(database, self.executor_id)
+        if self.limits is not None:
+            limits.publish(self.limits)
+
+        def limited(router: LlmProvider) -> LlmProvider:
+            return LimitedModel(router, limits, self.on_wait)
+
+        _launch(self.url, self.executor_id, self.approve, limited)
         DBOS.register_queue(
-            QUEUE, worker_concurrency=self.concurrency, polling_interval_sec=POLL_SECONDS
+            QUEUE,
+            worker_concurrency=self.concurrency,
+            global_concurrency=self.queue_concurrency,
+            polling_interval_sec=POLL_SECONDS,
         )
-        heartbeats = Heartbeats(self.url)
         try:
             while not self._stopped.is_set() and not (until is not None and until()):
                 heartbeats.beat(self.executor_id)
@@ -107,18 +140,24 @@ class Worker:
                     # DBOS recovers a worker's jobs when it restarts with the same id; one
                     # that never comes back is recovered here, by a live one.
                     DBOS._recover_pending_workflows([dead])
+                    limits.forget_worker(dead)
                     heartbeats.forget(dead)
                 self._stopped.wait(HEARTBEAT_SECONDS)
         finally:
             heartbeats.forget(self.executor_id)
-            heartbeats.close()
             DBOS.destroy(destroy_registry=True)
+            database.close()
 
     def stop(self) -> None:
         self._stopped.set()
 
 
-def _launch(url: str, executor_id: str, approve: str | None) -> None:
+def _launch(
+    url: str,
+    executor_id: str,
+    approve: str | None,
+    wrap_model: Callable[[LlmProvider], LlmProvider],
+) -> None:
     from dbos import DBOS
 
     DBOS(
@@ -141,7 +180,7 @@ def _launch(url: str, executor_id: str, approve: str | None) -> None:
     def run_job(job: dict[str, Any]) -> dict[str, Any]:
         from agentscript.app.queue.attempts import carry_out
 
-        return carry_out(RunJob.from_json(job), name_attempt, approve).to_json()
+        return carry_out(RunJob.from_json(job), name_attempt, approve, wrap_model).to_json()
 
     DBOS.launch()
 
@@ -165,6 +204,32 @@ class QueueClient:
     def wait(self, workflow_id: str) -> JobOutcome:
         data: dict[str, Any] = self._client.retrieve_workflow(workflow_id).get_result()
         return JobOutcome(**data)
+
+    def outcome(self, workflow_id: str, give_up: Callable[[], bool]) -> JobOutcome | None:
+        """The job's outcome once it ends (looked at every POLL_SECONDS), or None when
+        `give_up()` said so while the job was still queued: it is cancelled then, so it never
+        runs. Ctrl-C while the job is queued cancels it too; a job a worker took is left to
+        finish (its run is journaled, and `runs list --queue` shows it)."""
+        try:
+            while True:
+                status = self._client.retrieve_workflow(workflow_id).get_status()
+                state = str(status.status)
+                if state == "SUCCESS":
+                    return JobOutcome(**dict(status.output or {}))
+                if state == "ENQUEUED" and give_up():
+                    self._cancel_if_queued(workflow_id)
+                    return None
+                if state not in ("ENQUEUED", "PENDING"):
+                    problem = status.error or _STATES.get(state, state.lower())
+                    return JobOutcome(False, error=f"the queued run ended {problem}")
+                time.sleep(POLL_SECONDS)
+        except KeyboardInterrupt:
+            self._cancel_if_queued(workflow_id)
+            raise
+
+    def _cancel_if_queued(self, workflow_id: str) -> None:
+        if str(self._client.retrieve_workflow(workflow_id).get_status().status) == "ENQUEUED":
+            self._client.cancel_workflow(workflow_id)
 
     def runs(self, limit: int = 100) -> list[QueuedRun]:
         """The newest runs of the queue: queued, running, done or failed (a run whose program

@@ -9,9 +9,9 @@ machines see it.
 
 from __future__ import annotations
 
-import sqlite3
 import time
-from typing import Any
+
+from agentscript.app.queue.database import QueueDatabase
 
 _TABLE = (
     "CREATE TABLE IF NOT EXISTS agentscript_workers "
@@ -20,43 +20,26 @@ _TABLE = (
 
 
 class Heartbeats:
-    def __init__(self, url: str) -> None:
-        self._sqlite = url.startswith("sqlite:///")
-        self._connection: Any
-        if self._sqlite:
-            self._connection = sqlite3.connect(
-                url.removeprefix("sqlite:///"), timeout=30, isolation_level=None
-            )
-            self._mark = "?"
-        else:
-            import psycopg
-
-            self._connection = psycopg.connect(url, autocommit=True)
-            self._mark = "%s"
-        self._connection.execute(_TABLE)
+    def __init__(self, database: QueueDatabase) -> None:
+        self._database = database
+        database.execute(_TABLE)
 
     def beat(self, executor_id: str) -> None:
-        mark = self._mark
-        self._connection.execute(
-            f"INSERT INTO agentscript_workers (executor_id, seen_at) VALUES ({mark}, {mark}) "
+        self._database.execute(
+            "INSERT INTO agentscript_workers (executor_id, seen_at) VALUES (?, ?) "
             "ON CONFLICT (executor_id) DO UPDATE SET seen_at = excluded.seen_at",
             (executor_id, time.time()),
         )
 
     def dead(self, after_seconds: float, me: str) -> list[str]:
         """The workers not heard from for `after_seconds`, this one never among them."""
-        mark = self._mark
-        rows = self._connection.execute(
-            f"SELECT executor_id FROM agentscript_workers WHERE seen_at < {mark} "
-            f"AND executor_id <> {mark}",
+        rows = self._database.execute(
+            "SELECT executor_id FROM agentscript_workers WHERE seen_at < ? AND executor_id <> ?",
             (time.time() - after_seconds, me),
-        ).fetchall()
+        )
         return [str(row[0]) for row in rows]
 
     def forget(self, executor_id: str) -> None:
-        self._connection.execute(
-            f"DELETE FROM agentscript_workers WHERE executor_id = {self._mark}", (executor_id,)
+        self._database.execute(
+            "DELETE FROM agentscript_workers WHERE executor_id = ?", (executor_id,)
         )
-
-    def close(self) -> None:
-        self._connection.close()

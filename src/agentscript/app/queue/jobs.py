@@ -30,6 +30,11 @@ class RunJob:
     max_seconds: float | None = None
     # Which case of an input file this is (its line), for the results.
     label: str = ""
+    # As `agentscript run`'s options: `--model` values, `use one of` picks, the entry point.
+    models: list[str] = field(default_factory=list)
+    variants: dict[str, str] = field(default_factory=dict)
+    agent: str | None = None
+    function: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -43,12 +48,14 @@ class RunJob:
 @dataclass(slots=True)
 class JobOutcome:
     """How a job ended: `ok` with its value, or the error; the journal's run ids of each attempt
-    (more than one when a worker died and another took over)."""
+    (more than one when a worker died and another took over) and what the last one spent."""
 
     ok: bool
     value: Any = None
     error: str | None = None
     runs: list[str] = field(default_factory=list)
+    # What the last attempt spent: model calls, input and output tokens, seconds.
+    usage: dict[str, float | int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
