@@ -206,3 +206,122 @@ def test_without_node_the_error_says_what_to_install(
     code, _, err = run(capsys, workspace, "--mock", "--approve", "auto")
     assert code != 0
     assert "needs Node.js, and no `node` is on PATH: install Node.js" in err
+
+
+OWN_MODULE = """
+setInterval(() => {}, 1000);  // an open timer must not hold the call
+module.exports = {
+  title: (text) => { console.log("chatter"); return text.split(" ").map(
+    (word) => word[0].toUpperCase() + word.slice(1)).join(" "); },
+  big: () => "x".repeat(2 * 1024 * 1024),
+  version: "3.1.0",
+};
+"""
+
+OWN_PROGRAM = """import tool Path from "node:path"
+import tool Text from "npm:text"
+
+agent Own {
+    main func(input { text: string }) {
+        return { title: Text.title(input.text), sep: Path.sep, version: Text.version }
+    }
+}
+"""
+
+
+@pytest.fixture
+def own_module(workspace: Path) -> Path:
+    """A module of the workspace's own (lib/text), linked into node_modules as `npm install
+    ./lib/text` links it."""
+    folder = workspace / "lib" / "text"
+    folder.mkdir(parents=True)
+    (folder / "package.json").write_text(json.dumps({"name": "text", "version": "3.1.0"}))
+    (folder / "index.js").write_text(OWN_MODULE)
+    (workspace / "node_modules" / "text").symlink_to(folder, target_is_directory=True)
+    registry = {"allow": {"node": ["path"], "npm": {"text": {"version": "~3.1"}}}}
+    (workspace / "agentscript.npm.json").write_text(json.dumps(registry))
+    return workspace
+
+
+def test_a_module_of_the_workspace_answers_calls_and_property_reads(
+    capsys: pytest.CaptureFixture[str], own_module: Path
+) -> None:
+    (own_module / "tools.as").write_text(OWN_PROGRAM)
+    assert cli(capsys, "check", str(own_module / "tools.as"))[0] == 0
+    code, out, err = run(
+        capsys, own_module, "--mock", "--approve", "auto", "--max-seconds", "60",
+        source=OWN_PROGRAM,
+    )  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out) == {"title": "Hi There", "sep": "/", "version": "3.1.0"}
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("Text.title", "'Text.title' is a function and cannot be read as a property"),
+        ("Text.title(Path)", "argument at position 0 expects JSON-safe value at argument, got "
+         "tool binding"),
+        ("Text.title([1, { a: Text }])", "at argument[1].a, got tool binding"),
+        ("Text.big()", "Npm tool 'Text.big' answered more than 1048576 bytes"),
+    ],
+)  # fmt: skip
+def test_what_cannot_cross_is_a_located_error(
+    capsys: pytest.CaptureFixture[str], own_module: Path, expression: str, message: str
+) -> None:
+    source = OWN_PROGRAM.replace("Text.title(input.text)", expression)
+    code, _, err = run(capsys, own_module, "--mock", "--approve", "auto", source=source)
+    assert code != 0
+    assert message in err
+    assert "tools.as:6:" in err and "Traceback" not in err
+
+
+def test_a_dry_run_checks_the_registry_and_runs_no_node(
+    capsys: pytest.CaptureFixture[str], workspace: Path
+) -> None:
+    code, out, err = run(capsys, workspace, "--dry-run")
+    assert code == 0, err
+    assert json.loads(out)["kept"] is None
+    assert not (workspace / "calls.log").exists()
+
+
+def test_a_property_read_in_parallel_for_is_refused_by_check(
+    capsys: pytest.CaptureFixture[str], own_module: Path
+) -> None:
+    source = OWN_PROGRAM.replace("sep: Path.sep", "sep: parallel for t in [1] max 2 { Path.sep }")
+    (own_module / "tools.as").write_text(source)
+    code, out, err = cli(capsys, "check", str(own_module / "tools.as"))
+    assert code != 0
+    assert "effectful operation 'Path.sep' is not allowed inside parallel for" in out + err
+
+
+@pytest.mark.parametrize(
+    ("uri", "registry", "message"),
+    [
+        ("node:./lib/text.js", {"allow": {"node": ["path"]}},
+         "'./lib/text.js' is not a Node built-in module"),
+        ("node:path", {"allow": {"node": ["node:path"]}},
+         "agentscript.npm.json.allow.node entries must omit the node: prefix"),
+        ("node:path", {"allow": {"node": ["yaml"]}},
+         "agentscript.npm.json.allow.node contains unknown Node built-in module 'yaml'"),
+        ("npm:text", {"allow": {"npm": {"text": {"effectful": "no"}}}},
+         "agentscript.npm.json.allow.npm.text.effectful must be boolean"),
+        ("npm:text", {"allow": {"npm": {"text": {"exports": "sub"}}}},
+         "agentscript.npm.json.allow.npm.text.exports must be a string array"),
+        ("npm:text", {"allow": {"npm": ["text"]}},
+         "agentscript.npm.json.allow.npm must be an object"),
+        ("npm:text", {}, "Package 'text' is not allowed by agentscript.npm.json"),
+    ],
+)  # fmt: skip
+def test_check_names_the_import_and_what_is_wrong_with_the_registry(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, uri: str, registry: object, message: str
+) -> None:
+    (tmp_path / "agentscript.npm.json").write_text(json.dumps(registry))
+    program = tmp_path / "tools.as"
+    program.write_text(
+        f'import tool T from "{uri}"\n\nagent A {{\n    main func() {{\n        return T.go()\n'
+        "    }\n}\n"
+    )
+    code, out, err = cli(capsys, "check", str(program))
+    assert code != 0
+    assert "tools.as:1:1: " in out + err and message in out + err

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agentscript.providers.tools.base import Risk
-from agentscript.providers.tools.npm_allow import NpmRegistry, NpmTarget
+from agentscript.providers.tools.npm_allow import NpmRegistry
 from agentscript.providers.tools.output_caps import MAX_OUTPUT_BYTES
 from agentscript.providers.tools.semver_range import satisfies
 from agentscript.runtime.errors import ExecutionError
@@ -113,7 +113,9 @@ class NodeTools:
                 f"{self.workspace} (run npm install {package} there)"
             ) from None
         except (ValueError, AttributeError) as problem:
-            raise ExecutionError(f"Package '{package}' package.json is invalid: {problem}") from None
+            raise ExecutionError(
+                f"Package '{package}' package.json is invalid: {problem}"
+            ) from None
         if not isinstance(installed, str) or not satisfies(installed, wanted):
             raise ExecutionError(
                 f"Package '{package}' installed version '{installed}' does not satisfy "
