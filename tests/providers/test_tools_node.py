@@ -6,6 +6,7 @@ workspace's node_modules by the test (nothing is installed)."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -37,11 +38,12 @@ import tool Esm from "npm:@acme/esm-words"
 agent Tools {
     main func(input { text: string }) {
         joined = Path.join("a", "b")
+        sep = Path.sep
         loud = Lib.shout(input.text, 2)
         doubled = Lib.later(21)
         words = Esm.words(input.text)
         kept = Lib.note(input.text)
-        return { joined: joined, loud: loud, doubled: doubled, words: words, kept: kept }
+        return { joined: joined, sep: sep, loud: loud, doubled: doubled, words: words, kept: kept }
     }
 }
 """
@@ -96,6 +98,7 @@ def test_node_modules_and_npm_packages_answer_positional_calls(
     assert code == 0, err
     assert json.loads(out) == {
         "joined": "a/b",
+        "sep": "/",
         "loud": "HI THERE!!",
         "doubled": 42,
         "words": ["hi", "there"],
@@ -148,7 +151,7 @@ def test_what_node_cannot_answer_is_a_located_error_without_a_stack(
     code, _, err = run(capsys, workspace, "--mock", "--approve", "auto", source=source)
     assert code != 0
     assert message in err
-    assert "tools.as:11:" in err
+    assert "tools.as:12:" in err
     assert "at Object" not in err and "node:internal" not in err and "Traceback" not in err
 
 
@@ -189,14 +192,97 @@ def test_calls_are_effectful_asked_for_and_refused_in_parallel_for(
 
 
 def test_a_replayed_run_calls_no_node_function(
-    capsys: pytest.CaptureFixture[str], workspace: Path
+    capsys: pytest.CaptureFixture[str], workspace: Path, tmp_path: Path
 ) -> None:
     code, recorded, err = run(capsys, workspace, "--mock", "--approve", "auto")
     assert code == 0, err
     code, replayed, err = run(capsys, workspace, "--replay", "last", "--approve", "deny")
     assert code == 0, err
     assert replayed == recorded
-    assert (workspace / "calls.log").read_text() == "hi there\n"  # called once, not twice
+    cassette = tmp_path / "cassettes" / "tools.jsonl"
+    code, _, err = cli(
+        capsys, "runs", "export", "last", "--cassette", str(cassette),
+        "--workspace", str(workspace),
+    )  # fmt: skip
+    assert code == 0, err
+    assert "6 tool calls" in err
+    code, replayed, err = run(
+        capsys, workspace, "--replay", str(cassette), "--no-journal", "--approve", "deny"
+    )
+    assert code == 0, err
+    assert replayed == recorded
+    assert (workspace / "calls.log").read_text() == "hi there\n"  # called once, not thrice
+
+
+def test_the_user_is_asked_before_a_node_call_runs(workspace: Path) -> None:
+    import agentscript
+    from agentscript.app.configuration import RunConfig
+    from agentscript.providers.tools.approvals import Answer, ApprovalRequest
+
+    asked: list[tuple[str, str]] = []
+
+    def ask(approval: ApprovalRequest) -> Answer:
+        asked.append((approval.label, approval.risk))
+        return "yes" if approval.label != "Lib.note" else "no"
+
+    config = RunConfig(
+        model="mock", approve="ask", ask_user=ask, workspace=str(workspace), learn=False
+    )
+    loaded = agentscript.load(str(workspace / "tools.as"))
+    with pytest.raises(agentscript.ExecutionError, match=r"Lib\.note"):
+        agentscript.run(loaded, {"text": "hi there"}, config)
+
+    labels = ["Path.join", "Path.sep", "Lib.shout", "Lib.later", "Esm.words", "Lib.note"]
+    assert asked == [(label, "effect") for label in labels]
+    assert not (workspace / "calls.log").exists()
+
+
+SPAWNING = """
+const { spawn } = require("node:child_process");
+const fs = require("node:fs");
+module.exports = {
+  start: () => {
+    const child = spawn("sleep", ["600"], { stdio: "ignore" });
+    fs.writeFileSync("child.pid", String(child.pid));
+    return child.pid;
+  },
+};
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting for its parent to reap it has stopped running)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc to see the child")
+def test_what_a_module_starts_is_killed_when_its_call_ends(
+    capsys: pytest.CaptureFixture[str], workspace: Path
+) -> None:
+    spawner = workspace / "node_modules" / "spawner"
+    spawner.mkdir()
+    (spawner / "package.json").write_text(json.dumps({"name": "spawner", "version": "1.0.0"}))
+    (spawner / "index.js").write_text(SPAWNING)
+    registry = {"allow": {"npm": {"spawner": {}}}}
+    (workspace / "agentscript.npm.json").write_text(json.dumps(registry))
+    source = (
+        'import tool S from "npm:spawner"\n\nagent A {\n    main func(input { text: string }) '
+        "{\n        return S.start()\n    }\n}\n"
+    )
+    code, out, err = run(capsys, workspace, "--mock", "--approve", "auto", source=source)
+    assert code == 0, err
+    pid = int(out)
+    assert pid == int((workspace / "child.pid").read_text())
+    # SIGKILL was sent before the call returned; the kernel ends the process right after.
+    for _ in range(100):
+        if not _alive(pid):
+            break
+        time.sleep(0.05)
+    assert not _alive(pid)
 
 
 def test_without_node_the_error_says_what_to_install(
