@@ -411,3 +411,14 @@ def test_check_names_the_import_and_what_is_wrong_with_the_registry(
     code, out, err = cli(capsys, "check", str(program))
     assert code != 0
     assert "tools.as:1:1: " in out + err and message in out + err
+
+
+def test_agentscript_tools_says_which_imports_the_registry_refuses(
+    capsys: pytest.CaptureFixture[str], workspace: Path
+) -> None:
+    (workspace / "agentscript.npm.json").write_text(json.dumps({"allow": {"node": ["path"]}}))
+    code, out, err = cli(capsys, "tools", str(workspace / "tools.as"), "--dry")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[:2] == ["Path  node:path", "Lib  npm:shouty"]
+    assert "error: Package 'shouty' is not allowed by agentscript.npm.json" in lines[2]
