@@ -465,7 +465,7 @@ def build_tools(
     if config.model == "dry-run" or config.simulate_effects:
         from agentscript.providers.tools.dry_run import DryRunTools
 
-        dry = DryRunTools(registry)
+        dry = DryRunTools(registry, npm_allow)
         owned.append(dry)
         return dry
     gate = ApprovalGate(registry, policy=policy, mode=config.approve, ask_user=config.ask_user)

@@ -61,6 +61,8 @@ from agentscript.runtime.values import (
 DEFAULT_MAX_CALL_DEPTH = 1000
 DEFAULT_CONCURRENCY = 4
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+# The schemes whose tools are modules: a member read without a call reads an export.
+_MODULE_SCHEMES = ("node", "npm")
 
 
 @dataclass(slots=True)
@@ -585,6 +587,8 @@ class Interpreter:
         if isinstance(owner, str) and name == "length":
             return utf16_length(owner)
         if isinstance(owner, ToolBinding):
+            if _scheme(owner.uri) in _MODULE_SCHEMES:  # the original reads a module's export
+                return self.call_tool(owner, name, [], where, scope, property_read=True)
             return {"tool": owner.name, "method": name}
         if isinstance(owner, MemoryBinding):
             return {"memory": owner.name, "method": name}
@@ -686,7 +690,13 @@ class Interpreter:
         raise self.error(f"Unsupported member call '{method}'", where, scope)
 
     def call_tool(
-        self, tool: ToolBinding, method: str, args: list[Any], where: SourceRange, scope: Scope
+        self,
+        tool: ToolBinding,
+        method: str,
+        args: list[Any],
+        where: SourceRange,
+        scope: Scope,
+        property_read: bool = False,
     ) -> Any:
         provider = self.options.tools
         shown_uri = scrub_uri(tool.uri)
@@ -704,6 +714,7 @@ class Interpreter:
             on_event=self.tracer.emit,
             on_secret=self.tracer.redact,
             deadline=meter.call_deadline(self._stopped),
+            property_read=property_read,
         )
         event: dict[str, Any] = {
             "tool": tool.name,
