@@ -101,6 +101,9 @@ class ExecutionOptions:
     # scrubbed with it; the run adds the passwords of the URIs it imports and what tools hand
     # out as secrets.
     secrets: SecretSet = field(default_factory=SecretSet)
+    # Set when the run is interrupted (Ctrl-C, or from another thread: a cancelled asyncio
+    # task), so tool calls still working stop.
+    stopped: threading.Event = field(default_factory=threading.Event)
 
 
 class _Return:
@@ -131,8 +134,7 @@ class Interpreter:
         self._expression_rules = self._expression_table()
         self._shared = self._shared_bindings()
         self._agent_fixed: dict[str, dict[str, Any]] = {}
-        # Set when the run is interrupted, so tool calls still working in other threads stop.
-        self._stopped = threading.Event()
+        self._stopped = options.stopped
 
     # ------------------------------------------------------------------ entry
 
