@@ -18,7 +18,6 @@ import pytest
 import agentscript
 from agentscript.learn.journal import Journal
 from agentscript.runtime.ports import GenerateRequest, GenerateResponse
-from agentscript.runtime.trace import TraceEvent, TraceSink
 from openai_wire import serving, user_message
 
 PROGRAM = """import llm Model from "openai://base"
@@ -206,16 +205,6 @@ main agent Waiter {
 """
 
 
-class Recorder(TraceSink):
-    """Every finished event a run's sinks see, audit-only ones (a failed tool call) included."""
-
-    def __init__(self) -> None:
-        self.events: list[TraceEvent] = []
-
-    def event(self, event: TraceEvent) -> None:
-        self.events.append(event)
-
-
 @pytest.fixture
 def slow_package(tmp_path: Path) -> Iterator[Path]:
     """A workspace allowing one Python tool module whose `wait` never ends on its own."""
@@ -234,12 +223,8 @@ def slow_package(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_cancelling_stops_the_tool_call_in_flight(slow_package: Path, tmp_path: Path) -> None:
-    recorder = Recorder()
     settings = agentscript.RunConfig(
-        model="mock",
-        approve="auto",
-        trace_sinks=[recorder],
-        journal_path=tmp_path / "journal.db",
+        model="mock", approve="auto", journal_path=tmp_path / "journal.db"
     )
     started = tmp_path / "started"
 
@@ -253,13 +238,14 @@ def test_cancelling_stops_the_tool_call_in_flight(slow_package: Path, tmp_path: 
             await task
 
     asyncio.run(main())
-    # The call was interrupted, not waited out to the Python tool's own two-minute cap.
-    (failed,) = [event for event in recorder.events if event.kind == "tool"]
-    assert failed.data["error"] == "Interrupted while the tool was running"
     journal = Journal.open(tmp_path / "journal.db")
     try:
         (run,) = journal.store.runs()
         assert run.status == "interrupted"
+        # The call was interrupted, not waited out to the Python tool's own two-minute cap,
+        # and the journal keeps it.
+        (failed,) = [e.data for e in journal.store.entries(run.run_id) if e.kind == "tool"]
+        assert failed["error"] == "Interrupted while the tool was running"
     finally:
         journal.close()
 
