@@ -17,6 +17,7 @@ import pytest
 
 import agentscript
 from agentscript.learn.journal import Journal
+from agentscript.runtime.budgets import BudgetExceeded
 from agentscript.runtime.ports import GenerateRequest, GenerateResponse
 from openai_wire import serving, user_message
 
@@ -74,6 +75,33 @@ def test_twenty_runs_at_once_each_get_their_own_answer_and_journal_entry(
     try:
         runs = journal.store.runs()
         assert len(runs) == 20 and {run.status for run in runs} == {"ok"}
+    finally:
+        journal.close()
+
+
+def test_runs_at_once_keep_their_own_budgets(program: Path, tmp_path: Path) -> None:
+    twice = PROGRAM.replace(
+        '        generate({ input: "Greet the person." })',
+        '        first = generate({ input: "Hi." }) -> { greeting: string, name: string }\n'
+        '        generate({ input: "Greet the person." })',
+    )
+    program.write_text(twice, encoding="utf-8")
+
+    async def both(server: Any) -> list[Any]:
+        return await asyncio.gather(
+            agentscript.arun(program, {"name": "Ada"}, config(server, tmp_path, max_calls=1)),
+            agentscript.arun(program, {"name": "Bob"}, config(server, tmp_path)),
+            return_exceptions=True,
+        )
+
+    with serving(echo_name, latency=0.1) as server:
+        limited, free = asyncio.run(both(server))
+    assert isinstance(limited, BudgetExceeded) and limited.budget == "calls"
+    assert isinstance(free, agentscript.RunResult)
+    assert free.value["name"] == "Bob" and free.usage["calls"] == 2
+    journal = Journal.open(tmp_path / "journal.db")
+    try:
+        assert sorted(run.status for run in journal.store.runs()) == ["error", "ok"]
     finally:
         journal.close()
 
