@@ -12,10 +12,11 @@ and what it does comes back to the loop through `call_soon_threadsafe` into an a
         result = run.result
 
 Many runs can go at once in one process, each with its own budgets and journal entry.
-Cancelling the task that awaits a run (or leaving the `async with` early) stops the run at its
-next step, the way Ctrl-C stops a run in a terminal: its journal entry ends `interrupted`. A
-model request already sent is not taken back; the run stops when it returns or at its next
-streamed piece.
+Cancelling the task that awaits a run (or leaving the `async with` early) stops the run the
+way Ctrl-C stops a run in a terminal: a tool call in flight is interrupted at once (the run's
+`RunConfig.interrupt` event), otherwise the run stops at its next step; its journal entry ends
+`interrupted`. A model request already sent is not taken back; the run stops when it returns or
+at its next streamed piece.
 """
 
 from __future__ import annotations
