@@ -107,6 +107,9 @@ class ExecutionOptions:
     # says `strict: true` (the original's 0.1.4 on); False rejects them unless it says
     # `strict: false` (0.1.0).
     extra_fields_allowed: bool = False
+    # Set when the run is interrupted (Ctrl-C, or from another thread: a cancelled asyncio
+    # task), so tool calls still working stop.
+    stopped: threading.Event = field(default_factory=threading.Event)
 
 
 class _Return:
@@ -137,8 +140,7 @@ class Interpreter:
         self._expression_rules = self._expression_table()
         self._shared = self._shared_bindings()
         self._agent_fixed: dict[str, dict[str, Any]] = {}
-        # Set when the run is interrupted, so tool calls still working in other threads stop.
-        self._stopped = threading.Event()
+        self._stopped = options.stopped
 
     # ------------------------------------------------------------------ entry
 
