@@ -83,6 +83,13 @@ def test_a_choice_list_that_ends_after_a_bar_is_a_located_parse_error() -> None:
     assert str(caught.value).endswith(" at 10:83")  # just after the bar
 
 
+def test_a_budget_literal_as_a_choice_is_a_located_parse_error_not_a_crash() -> None:
+    with pytest.raises(ParseError, match="A choice value is a string or a plain number, got '2k'"):
+        agentscript.load_source(program("openai://m", shape="{ c: 2k }"), "p.as")
+    with pytest.raises(ParseError, match="got '1k'"):
+        agentscript.load_source(program("openai://m", shape='{ c: "a" | 1k }'), "p.as")
+
+
 def test_the_formatter_keeps_choices() -> None:
     source = program("openai://m", shape=SHAPE)
     assert format_source(format_source(source)) == format_source(source)

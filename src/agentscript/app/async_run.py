@@ -12,17 +12,20 @@ and what it does comes back to the loop through `call_soon_threadsafe` into an a
         result = run.result
 
 Many runs can go at once in one process, each with its own budgets and journal entry.
-Cancelling the task that awaits a run (or leaving the `async with` early) stops the run at its
-next step, the way Ctrl-C stops a run in a terminal: its journal entry ends `interrupted`. A
-model request already sent is not taken back; the run stops when it returns or at its next
-streamed piece.
+Cancelling the task that awaits a run (or leaving the `async with` early) stops the run the
+way Ctrl-C stops a run in a terminal: a tool call in flight is interrupted at once (the run's
+`RunConfig.interrupt` event), otherwise the run stops at its next step; its journal entry ends
+`interrupted`. A model request already sent is not taken back; the run stops when it returns or
+at its next streamed piece.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -113,18 +116,22 @@ class RunStream:
     ) -> None:
         from agentscript.app.configuration import RunConfig
 
+        base = config or RunConfig()
         self._program = program
         self._input = input
-        self._cancel = threading.Event()
+        # One event stops both: the bridge at the run's next step, tool calls in flight now.
+        self._cancel = base.interrupt if base.interrupt is not None else threading.Event()
         self._queue: asyncio.Queue[RunEvent | BaseException] = asyncio.Queue()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._result: RunResult | None = None
         self._done = False
-        base = config or RunConfig()
         sink = _Bridge(self._post, self._cancel)
         self._config = dataclasses.replace(
-            base, trace_sinks=[*base.trace_sinks, sink], stream=base.stream or stream_text
+            base,
+            trace_sinks=[*base.trace_sinks, sink],
+            stream=base.stream or stream_text,
+            interrupt=self._cancel,
         )
 
     @property
@@ -159,6 +166,10 @@ class RunStream:
     async def __anext__(self) -> RunEvent:
         if self._done:
             raise StopAsyncIteration
+        if self._thread is None:
+            raise RuntimeError(
+                "the run has not started: iterate inside `async with agentscript.stream(...)`"
+            )
         try:
             item = await self._queue.get()
         except asyncio.CancelledError:
@@ -184,7 +195,7 @@ class RunStream:
 
     def _post(self, item: RunEvent | BaseException) -> None:
         assert self._loop is not None
-        if not self._loop.is_closed():
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody is reading any more
             self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
 
 
@@ -192,11 +203,11 @@ class _Bridge(TraceSink):
     """The trace sink in the run's thread: each event to the loop, and the cancel check at
     every step (raising RunCancelled there stops the run)."""
 
-    def __init__(self, post: Any, cancel: threading.Event) -> None:
+    def __init__(self, post: Callable[[RunEvent], None], cancel: threading.Event) -> None:
         self._post = post
         self._cancel = cancel
-        self._answer = ""
-        self._shown: Any = None
+        # The answer streaming so far, per thread: `parallel for` iterations generate at once.
+        self._answers = threading.local()
 
     def _check(self) -> None:
         if self._cancel.is_set():
@@ -205,7 +216,7 @@ class _Bridge(TraceSink):
     def step_started(self, kind: str, data: dict[str, Any]) -> None:
         self._check()
         if kind == "generate":
-            self._answer, self._shown = "", None
+            self._answers.text, self._answers.shown = "", None
         self._post(StepStarted(kind, dict(data)))
 
     def event(self, event: TraceEvent) -> None:
@@ -215,8 +226,9 @@ class _Bridge(TraceSink):
     def text_delta(self, text: str) -> None:
         self._check()
         self._post(TextDelta(text))
-        self._answer += text
-        value = partial_json(self._answer)
-        if isinstance(value, dict | list) and value != self._shown:
-            self._shown = value
+        answer = getattr(self._answers, "text", "") + text
+        self._answers.text = answer
+        value = partial_json(answer)
+        if isinstance(value, dict | list) and value != getattr(self._answers, "shown", None):
+            self._answers.shown = value
             self._post(PartialValue(value))

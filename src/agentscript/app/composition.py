@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -165,6 +166,7 @@ def build_run(config: RunConfig, program_path: str | None = None) -> RunSetup:
         file_imports=_workspace_files(workspace),
         secrets=secrets,
         extra_fields_allowed=_runs_as_newer(config, workspace),
+        stopped=config.interrupt if config.interrupt is not None else threading.Event(),
     )
     if journal is not None:
         journal.secrets = secrets
@@ -465,7 +467,7 @@ def build_tools(
     if config.model == "dry-run" or config.simulate_effects:
         from agentscript.providers.tools.dry_run import DryRunTools
 
-        dry = DryRunTools(registry)
+        dry = DryRunTools(registry, npm_allow)
         owned.append(dry)
         return dry
     gate = ApprovalGate(registry, policy=policy, mode=config.approve, ask_user=config.ask_user)

@@ -5,6 +5,7 @@ Plain data, cheap to import: the providers it names are built by `composition`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,6 +145,9 @@ class RunConfig:
     # The prompt layout, "0.1.0" or "compact"; None lets the provider choose (compact for the
     # providers that enforce shapes natively, 0.1.0 for the mock and the dry run).
     prompt_layout: str | None = None
+    # Setting this event (from another thread) interrupts the run's tool calls in flight as
+    # Ctrl-C does; `agentscript.arun` and `stream` set it when their task is cancelled.
+    interrupt: threading.Event | None = None
 
 
 def learns_from(config: RunConfig) -> bool:

@@ -81,8 +81,9 @@ def tools(
     """Each tool import of `program` with its scheme; for an `mcp://` import, the server's
     configured launch and tool risks and, when `start_servers`, the tools the server offers
     (name, description, input schema, claimed annotations, risk), or the problem that kept the
-    server from answering. Without `start_servers` nothing is started: only the configuration
-    is read."""
+    server from answering; for a `python:`, `node:` or `npm:` import, whether the workspace's
+    allow-list allows it (and a Python module's functions, when `start_servers`). Without
+    `start_servers` nothing is started: only the configuration is read."""
     from agentscript.providers.tools.tool_uris import scheme_of
     from agentscript.runtime.errors import AgentScriptError
 
@@ -125,6 +126,14 @@ def tools(
                     check_allowed(decl.uri, root)
                     if start_servers:
                         entry["tools"] = python.describe(decl.uri)
+                except AgentScriptError as problem:
+                    entry["problem"] = str(problem)
+            elif entry["scheme"] in ("node", "npm"):
+                # The registry only: listing a module's exports would run its code.
+                from agentscript.providers.tools.npm_allow import check_allowed as npm_allowed
+
+                try:
+                    npm_allowed(decl.uri, root)
                 except AgentScriptError as problem:
                     entry["problem"] = str(problem)
             listing.append(entry)

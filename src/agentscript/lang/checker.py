@@ -370,8 +370,19 @@ class _Checker:
         else:
             if isinstance(expr, ast.MemberExpr):
                 self.check_field(expr)
+                if self.parallel_bodies and self.reads_module_export(expr, scope):
+                    self.check_parallel_call(expr.object, expr.property, expr, scope)
             for child in ast.operand_expressions(expr):
                 self.check_expr(child, scope)
+
+    def reads_module_export(self, expr: ast.MemberExpr, scope: _Scope) -> bool:
+        """Whether `expr` reads an export of a `node:`/`npm:` tool (`Path.sep`): at run time
+        that is a call of the tool, as in the original."""
+        receiver = expr.object
+        if not isinstance(receiver, ast.IdentifierExpr) or scope.lookup(receiver.name) != "tool":
+            return False
+        uri = self.import_uris.get(receiver.name, "")
+        return uri.split(":", 1)[0].lower() in ("node", "npm")
 
     def check_field(self, expr: ast.MemberExpr) -> None:
         """Reading a field the value's known shape does not have (UNKNOWN_FIELD); nothing when

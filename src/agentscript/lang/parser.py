@@ -30,6 +30,8 @@ from agentscript.lang.tokens import (
 _INT = re.compile(r"^\d+$")
 _BUDGET = re.compile(r"^(\d+(?:\.\d+)?)([A-Za-z]+)?$")
 _NUMBER_PREFIX = re.compile(r"^\d+(?:\.\d+)?")
+# A number as a choice value takes: digits, maybe a fraction (no `k` budget suffix).
+_PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _EXACT_INTEGER_LIMIT = 2**53
 
 _T = TypeVar("_T")
@@ -370,6 +372,10 @@ class _Parser:
             if token.kind is TokenKind.STRING:
                 values.append(token.value)
             elif token.kind is TokenKind.NUMBER:
+                if not _PLAIN_NUMBER.fullmatch(token.value):
+                    raise self.error(
+                        f"A choice value is a string or a plain number, got '{token.value}'"
+                    )
                 values.append(float(token.value))
             else:
                 raise self.error("Expected a string or a number after '|' in a choice")

@@ -61,6 +61,8 @@ from agentscript.runtime.values import (
 DEFAULT_MAX_CALL_DEPTH = 1000
 DEFAULT_CONCURRENCY = 4
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+# The schemes whose tools are modules: a member read without a call reads an export.
+_MODULE_SCHEMES = ("node", "npm")
 
 
 @dataclass(slots=True)
@@ -105,6 +107,9 @@ class ExecutionOptions:
     # says `strict: true` (the original's 0.1.4 on); False rejects them unless it says
     # `strict: false` (0.1.0).
     extra_fields_allowed: bool = False
+    # Set when the run is interrupted (Ctrl-C, or from another thread: a cancelled asyncio
+    # task), so tool calls still working stop.
+    stopped: threading.Event = field(default_factory=threading.Event)
 
 
 class _Return:
@@ -135,8 +140,7 @@ class Interpreter:
         self._expression_rules = self._expression_table()
         self._shared = self._shared_bindings()
         self._agent_fixed: dict[str, dict[str, Any]] = {}
-        # Set when the run is interrupted, so tool calls still working in other threads stop.
-        self._stopped = threading.Event()
+        self._stopped = options.stopped
 
     # ------------------------------------------------------------------ entry
 
@@ -585,6 +589,8 @@ class Interpreter:
         if isinstance(owner, str) and name == "length":
             return utf16_length(owner)
         if isinstance(owner, ToolBinding):
+            if _scheme(owner.uri) in _MODULE_SCHEMES:  # the original reads a module's export
+                return self.call_tool(owner, name, [], where, scope, property_read=True)
             return {"tool": owner.name, "method": name}
         if isinstance(owner, MemoryBinding):
             return {"memory": owner.name, "method": name}
@@ -686,7 +692,13 @@ class Interpreter:
         raise self.error(f"Unsupported member call '{method}'", where, scope)
 
     def call_tool(
-        self, tool: ToolBinding, method: str, args: list[Any], where: SourceRange, scope: Scope
+        self,
+        tool: ToolBinding,
+        method: str,
+        args: list[Any],
+        where: SourceRange,
+        scope: Scope,
+        property_read: bool = False,
     ) -> Any:
         provider = self.options.tools
         shown_uri = scrub_uri(tool.uri)
@@ -704,6 +716,7 @@ class Interpreter:
             on_event=self.tracer.emit,
             on_secret=self.tracer.redact,
             deadline=meter.call_deadline(self._stopped),
+            property_read=property_read,
         )
         event: dict[str, Any] = {
             "tool": tool.name,

@@ -106,6 +106,8 @@ class ToolCall:
     # The risk the approval gate judged the call to carry (`read`, `effect`, `destructive`),
     # set by the gate so the trace can say it whether the call ran, failed or was refused.
     risk: str | None = None
+    # A member read without a call (`Path.sep`): the `node:`/`npm:` tools read an export.
+    property_read: bool = False
 
     def report(self, kind: str, data: dict[str, Any]) -> None:
         if self.on_event is not None:

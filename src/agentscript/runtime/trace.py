@@ -198,9 +198,18 @@ class Tracer:
             self._broadcast(lambda sink: sink.text_delta(shown))
 
     def _broadcast(self, notify: Callable[[TraceSink], object]) -> None:
+        """Tell every sink, even when one raises: a sink that stops the run (a cancelled
+        async run's) must not keep the step from the journal. The first exception is raised
+        after all of them have been told."""
+        raised: BaseException | None = None
         with self._sink_lock:
             for sink in self.sinks:
-                notify(sink)
+                try:
+                    notify(sink)
+                except BaseException as error:  # raised below, once every sink has it
+                    raised = raised or error
+        if raised is not None:
+            raise raised
 
     def branch_point(self) -> BranchPoint:
         """Call in the spawning thread before starting concurrent branches."""

@@ -8,6 +8,8 @@ Default deny: without the file nothing is allowed. A node module is allowed by i
 (`fs/promises` does not allow `fs`); a package allows its bare import, and a sub-path only when
 listed under its `exports`. Reading the file runs nothing, so `agentscript check` can refuse an
 import statically; the installed version is checked against `version` when a call is made.
+`node:` takes only Node's built-in modules. A package's `effectful` is checked to be a boolean
+and, as in the original, reserved: every call is effectful.
 """
 
 from __future__ import annotations
@@ -22,6 +24,16 @@ from agentscript.runtime.errors import ExecutionError
 REGISTRY = "agentscript.npm.json"
 # The registry file is a short list: anything bigger is not one.
 MAX_REGISTRY_BYTES = 1 << 20
+# Node's built-in modules (Node 20's `builtinModules`, and those later releases added), the
+# only names `node:` and allow.node take: known without running Node, so `check` can say so.
+NODE_BUILTINS = frozenset(
+    """assert assert/strict async_hooks buffer child_process cluster console constants crypto
+    dgram diagnostics_channel dns dns/promises domain events fs fs/promises http http2 https
+    inspector inspector/promises module net os path path/posix path/win32 perf_hooks process
+    punycode querystring readline readline/promises repl sea sqlite stream stream/consumers
+    stream/promises stream/web string_decoder sys test test/reporters timers timers/promises
+    tls trace_events tty url util util/types v8 vm wasi worker_threads zlib""".split()
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,19 +92,10 @@ class NpmRegistry:
         try:
             if path.stat().st_size > MAX_REGISTRY_BYTES:
                 raise ValueError(f"larger than {MAX_REGISTRY_BYTES} bytes")
-            data = json.loads(path.read_text(encoding="utf-8"))
-            allow = data["allow"] if isinstance(data, dict) else None
-            if not isinstance(allow, dict):
-                raise ValueError('it needs an "allow" object')
-            node = allow.get("node", [])
-            npm = allow.get("npm", {})
-            if not isinstance(node, list) or not all(isinstance(n, str) for n in node):
-                raise ValueError('"allow.node" must be a list of module names')
-            if not isinstance(npm, dict) or not all(isinstance(v, dict) for v in npm.values()):
-                raise ValueError('"allow.npm" must map package names to objects')
-        except (OSError, ValueError, KeyError) as problem:
-            return cls(path, frozenset(), {}, f"Cannot read {path}: {problem}")
-        return cls(path, frozenset(node), npm)
+            node, npm = _parse(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as problem:
+            return cls(path, frozenset(), {}, f"Invalid npm registry '{path}': {problem}")
+        return cls(path, node, npm)
 
     def check(self, uri: str) -> NpmTarget:
         """What `uri` names, when the registry allows it; else ExecutionError saying how."""
@@ -103,6 +106,12 @@ class NpmRegistry:
             raise ExecutionError(self.problem)
         where = str(self.path) if self.path is not None else f"a {REGISTRY} in the workspace"
         if scheme == "node":
+            if name not in NODE_BUILTINS:
+                raise ExecutionError(
+                    f"'{name}' is not a Node built-in module: node: names one (node:path, "
+                    f"node:fs/promises); a package or a module of your own is npm:NAME, "
+                    f"installed in the workspace's node_modules"
+                )
             if name not in self.node:
                 raise ExecutionError(
                     f"Node module '{name}' is not allowed by {REGISTRY}: add \"{name}\" under "
@@ -116,8 +125,7 @@ class NpmRegistry:
                 f"Package '{package}' is not allowed by {REGISTRY}: add \"{package}\" under "
                 f"allow.npm in {where}"
             )
-        exports = entry.get("exports", [])
-        if subpath and (not isinstance(exports, list) or subpath not in exports):
+        if subpath and subpath not in entry.get("exports", []):
             raise ExecutionError(
                 f"Sub-path '{subpath}' of package '{package}' is not allowed by {REGISTRY}: "
                 f"list it under allow.npm.{package}.exports in {where}"
@@ -129,3 +137,44 @@ class NpmRegistry:
 def check_allowed(uri: str, start: Path) -> NpmTarget:
     """What `uri` names, when the registry at or above `start` allows it (read now)."""
     return NpmRegistry.read(start).check(uri)
+
+
+def _parse(data: object) -> tuple[frozenset[str], dict[str, dict[str, Any]]]:
+    """The allowed node modules and npm packages of the registry's JSON, checked as the
+    original checks them; ValueError names the first field that is wrong."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{REGISTRY} must be an object")
+    allow = data.get("allow", {})
+    if not isinstance(allow, dict):
+        raise ValueError(f"{REGISTRY}.allow must be an object")
+    node = allow.get("node", [])
+    label = f"{REGISTRY}.allow.node"
+    if not isinstance(node, list) or not all(isinstance(n, str) and n for n in node):
+        raise ValueError(f"{label} must be a string array")
+    for name in node:
+        if name.startswith("node:"):
+            raise ValueError(f"{label} entries must omit the node: prefix")
+        if name not in NODE_BUILTINS:
+            raise ValueError(f"{label} contains unknown Node built-in module '{name}'")
+    npm = allow.get("npm", {})
+    if not isinstance(npm, dict):
+        raise ValueError(f"{REGISTRY}.allow.npm must be an object")
+    for package, entry in npm.items():
+        _check_entry(entry, f"{REGISTRY}.allow.npm.{package}")
+    return frozenset(node), npm
+
+
+def _check_entry(entry: object, label: str) -> None:
+    """One package's entry: `version` a range, `exports` sub-paths, `effectful` a boolean."""
+    if not isinstance(entry, dict):
+        raise ValueError(f"{label} must be an object")
+    version = entry.get("version")
+    if version is not None and (not isinstance(version, str) or not version):
+        raise ValueError(f"{label}.version must be string")
+    exports = entry.get("exports")
+    if exports is not None and (
+        not isinstance(exports, list) or not all(isinstance(e, str) and e for e in exports)
+    ):
+        raise ValueError(f"{label}.exports must be a string array")
+    if "effectful" in entry and not isinstance(entry["effectful"], bool):
+        raise ValueError(f"{label}.effectful must be boolean")
