@@ -18,7 +18,7 @@ tests start one), against a local OpenAI-wire server in its own process answerin
 Never asserts on timings. The machine may be shared: run it twice.
 
     .venv/bin/python benchmarks/scale_out.py [--runs 1000] [--latency-ms 50]
-        [--concurrency 8] [--workers 1,2,4] [--backends sqlite,postgres]
+        [--concurrency 8] [--workers 1,2,4] [--backends sqlite,postgres] [--prefetch N]
 """
 
 from __future__ import annotations
@@ -99,6 +99,11 @@ def bare_run(program: Path, environ: dict[str, str], count: int = 40) -> tuple[f
     from agentscript.learn.journal import wait_for_journal
 
     loaded = agentscript.load(program)
+    for number in range(10):  # warm: imports and first connections are not a run's cost
+        agentscript.run(
+            loaded, {"ticket": f"warm {number}"}, agentscript.RunConfig(environ=environ)
+        )
+    wait_for_journal()
     durations = []
     cpu_started = time.process_time()
     for number in range(count):
@@ -124,6 +129,8 @@ def measure(
         sys.executable, "-m", "agentscript", "worker", "--queue", url,
         "--concurrency", str(options.concurrency),
     ]  # fmt: skip
+    if options.prefetch is not None:
+        command += ["--prefetch", str(options.prefetch)]
     processes = [
         subprocess.Popen(
             command,
@@ -195,6 +202,7 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--prefetch", type=int, help="the workers' --prefetch (their default)")
     parser.add_argument("--backends", default="sqlite,postgres")
     options = parser.parse_args()
     cores = os.cpu_count() or 1

@@ -113,7 +113,8 @@ def test_two_workers_finish_every_submitted_run(
     assert [row["value"] for row in results] == [
         {"text": f"text from points about topic {i}"} for i in range(6)
     ]
-    assert all(row["ok"] and len(row["runs"]) == 1 for row in results)
+    # A queued run's id is its first attempt's run id in the journal.
+    assert all(row["ok"] and row["runs"] == [row["id"]] for row in results)
     assert len(server.requests) == 12  # two generates a run, each asked once
     assert main(["runs", "list", "--queue", queue, "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
@@ -173,6 +174,39 @@ def test_a_program_changed_under_a_queued_run_is_refused_not_mixed(
     assert not outcome.ok
     assert "changed since the run was submitted" in (outcome.error or "")
     assert server.requests == []
+
+
+def test_a_worker_takes_prefetch_runs_beyond_its_slots_and_runs_only_its_slots(
+    workspace: Path, queue: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Every request waits at the server: three runs queued for one slot and two prefetched.
+    with serving(answer, hold_after=0) as server:
+        workers = Workers(queue, server)
+        workers.start(2.0, "--concurrency", "1", "--prefetch", "2")
+        try:
+            code, queued = submit(
+                capsys, str(workspace / "writer.as"), "--input-file",
+                str(workspace / "cases.jsonl"), "--queue", queue,
+            )  # fmt: skip
+            assert code == 0
+            deadline = time.monotonic() + 60
+            states: dict[str, int] = {}
+            while states.get("running", 0) < 3 and time.monotonic() < deadline:
+                assert main(["runs", "list", "--queue", queue, "--json"]) == 0
+                listed = json.loads(capsys.readouterr().out)
+                states = {}
+                for run in listed:
+                    states[run["status"]] = states.get(run["status"], 0) + 1
+                time.sleep(0.05)
+            assert states == {"running": 3, "queued": 3}  # one slot plus two prefetched
+            time.sleep(0.5)
+            assert len(server.requests) == 1  # one slot: one run at a time
+            server.release()
+            outcomes = [wait_for(queue, run["id"]) for run in queued]
+        finally:
+            workers.stop()
+    assert all(outcome.ok for outcome in outcomes)
+    assert len(server.requests) == 12
 
 
 def test_a_bad_queue_url_is_a_clear_error(

@@ -32,6 +32,13 @@ _queue_option = click.option(
 @_queue_option
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option(
+    "--prefetch",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Runs taken from the queue beyond those running, each waiting for a free slot "
+    "[default: as many as --concurrency; none under --queue-concurrency].",
+)
+@click.option(
     "--approve",
     type=click.Choice(["auto", "deny"]),
     default="deny",
@@ -75,12 +82,13 @@ def worker_command(ctx: click.Context, /, url: str, **options: Any) -> None:
     """Take queued runs and carry them out, CONCURRENCY at a time, until stopped (Ctrl-C or
     SIGTERM). A run a dead worker left is taken over from its journal. Limit options replace
     the limits every worker of the queue applies; without them, the stored ones hold."""
-    from agentscript.app.queue.engine import Worker
+    from agentscript.app.queue.engine import PREFETCH_SAME, Worker
 
     try:
         worker = Worker(
             url,
             concurrency=options["concurrency"],
+            prefetch=PREFETCH_SAME if options["prefetch"] is None else options["prefetch"],
             approve=options["approve"],
             dead_after=options["dead_after"],
             limits=_limits(options),

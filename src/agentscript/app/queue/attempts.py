@@ -1,7 +1,7 @@
 """Carry out one job from the journal: run it, or take over the attempt a dead worker left.
 
-Each attempt runs under a run id the queue recorded before it started (`name_attempt`, a DBOS
-step in the worker), so the queue's replay of the job after a crash walks the same ids:
+Each attempt runs under a run id made from the job's id (jobs.attempt_run_id: the job's id,
+then `ID-2`…), so the queue's replay of the job after a crash walks the same ids:
 
 - an attempt the journal never saw is run now (resuming the attempt before it, if any);
 - an attempt that ended `ok` or `error` is the job's outcome (an error of the program, a
@@ -17,9 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentscript.app.queue.jobs import JobOutcome, RunJob, changed_since_submit
+from agentscript.app.queue.jobs import JobOutcome, RunJob, attempt_run_id, program_for
 
 if TYPE_CHECKING:
+    from agentscript.lang import ast
     from agentscript.runtime.ports import LlmProvider
 
 # How often a worker looks again at an attempt another live process is running.
@@ -28,28 +29,28 @@ WAIT_SECONDS = 1.0
 
 def carry_out(
     job: RunJob,
-    name_attempt: Callable[[int], str],
+    job_id: str,
     approve: str | None = None,
     wrap_model: Callable[[LlmProvider], LlmProvider] | None = None,
 ) -> JobOutcome:
-    """The job's outcome; `wrap_model` goes around each attempt's real model (the limits
-    every worker shares)."""
-    problem = changed_since_submit(job)
-    if problem is not None:
-        return JobOutcome(False, error=problem)
+    """The outcome of the job the queue knows as `job_id`; `wrap_model` goes around each
+    attempt's real model (the limits every worker shares)."""
+    program = program_for(job)
+    if isinstance(program, str):
+        return JobOutcome(False, error=program)
     runs: list[str] = []
     previous: str | None = None
     number = 0
     while True:
         number += 1
-        run_id = name_attempt(number)
+        run_id = attempt_run_id(job_id, number)
         runs.append(run_id)
         state = _journaled(job, run_id)
         while state is not None and state[0] == "running":
             time.sleep(WAIT_SECONDS)
             state = _journaled(job, run_id)
         if state is None:
-            return _attempt(job, run_id, previous, runs, approve, wrap_model)
+            return _attempt(job, program, run_id, previous, runs, approve, wrap_model)
         status, end = state
         if status == "ok":
             return JobOutcome(True, value=end.get("value"), runs=runs)
@@ -60,6 +61,7 @@ def carry_out(
 
 def _attempt(
     job: RunJob,
+    program: ast.Program,
     run_id: str,
     previous: str | None,
     runs: list[str],
@@ -85,7 +87,7 @@ def _attempt(
     )
     try:
         if previous is None:
-            result = agentscript.run(job.program, job.input, config)
+            result = agentscript.run(program, job.input, config)
         else:
             result = resume(previous, config)
     except AgentScriptError as error:

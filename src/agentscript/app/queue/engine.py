@@ -2,10 +2,10 @@
 or SQLite on one machine).
 
 What DBOS owns: the queue, which worker takes a job, concurrency per worker and per queue, the
-rate limit, and replaying a job after a crash (a job is a DBOS workflow; the run id of each
-attempt is a DBOS step, recorded before the attempt starts). What the run journal owns: what
-every run did, so a replayed job resumes its run from the journal (attempts.py) instead of
-doing it again.
+rate limit, and replaying a job after a crash (a job is a DBOS workflow whose id `submit`
+chooses; each attempt's run id is made from it, jobs.attempt_run_id). What the run journal
+owns: what every run did, so a replayed job resumes its run from the journal (attempts.py)
+instead of doing it again.
 
 DBOS recovers the jobs of a worker that restarts with the same executor id. A worker that
 never comes back is noticed by the others: every worker writes a heartbeat to the queue's
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from agentscript.app.errors import AppError
 from agentscript.app.queue.database import QueueDatabase
 from agentscript.app.queue.heartbeats import Heartbeats
-from agentscript.app.queue.jobs import JobOutcome, RunJob
+from agentscript.app.queue.jobs import JobOutcome, RunJob, new_job_id
 from agentscript.app.queue.limits import LimitedModel, OnWait, SharedLimits
 
 if TYPE_CHECKING:
@@ -41,7 +41,10 @@ APPLICATION = "agentscript"
 DEAD_AFTER_SECONDS = 10.0
 HEARTBEAT_SECONDS = 1.0
 # How often workers look for queued jobs.
-POLL_SECONDS = 0.1
+POLL_SECONDS = 0.05
+# How many jobs a worker takes beyond those it runs, by default as many as it runs (its
+# --concurrency): a slot that frees starts the next job at once instead of at the next poll.
+PREFETCH_SAME = -1
 
 
 # DBOS's workflow states as a queue's user reads them.
@@ -84,7 +87,13 @@ class Worker:
 
     `limits` (requests and tokens per period, calls in flight per model, runs at once over
     all workers) become the ones every worker applies (limits.py), None keeps those stored in
-    the queue; `on_wait` hears of each model call that starts to wait for one."""
+    the queue; `on_wait` hears of each model call that starts to wait for one.
+
+    `prefetch` jobs are taken from the queue beyond the `concurrency` that run (by default
+    as many): each waits in this worker for a slot, so a slot that frees goes on at once
+    instead of waiting for the next poll of the queue. A prefetched job is the worker's as a
+    running one is (recovered alike if the worker dies). None are prefetched under a limit on
+    the runs at once over all workers, which counts every job a worker took."""
 
     def __init__(
         self,
@@ -95,9 +104,11 @@ class Worker:
         dead_after: float = DEAD_AFTER_SECONDS,
         limits: list[Limit] | None = None,
         on_wait: OnWait | None = None,
+        prefetch: int = PREFETCH_SAME,
     ) -> None:
         self.url = check_url(url)
         self.concurrency = concurrency
+        self.prefetch = concurrency if prefetch == PREFETCH_SAME else prefetch
         self.limits = limits
         self.on_wait = on_wait
         self.approve = approve
@@ -129,10 +140,11 @@ class Worker:
         def limited(router: LlmProvider) -> LlmProvider:
             return LimitedModel(router, limits, self.on_wait)
 
-        _launch(self.url, self.executor_id, self.approve, limited)
+        _launch(self.url, self.executor_id, self.approve, limited, self.concurrency)
+        prefetch = self.prefetch if runs_at_once is None else 0
         DBOS.register_queue(
             QUEUE,
-            worker_concurrency=self.concurrency,
+            worker_concurrency=self.concurrency + prefetch,
             global_concurrency=runs_at_once,
             polling_interval_sec=POLL_SECONDS,
         )
@@ -160,7 +172,10 @@ def _launch(
     executor_id: str,
     approve: str | None,
     wrap_model: Callable[[LlmProvider], LlmProvider],
+    concurrency: int,
 ) -> None:
+    """Start DBOS with the job workflow: a job taken from the queue waits for one of
+    `concurrency` slots, then is carried out from the journal under its own id."""
     from dbos import DBOS
 
     DBOS(
@@ -173,17 +188,16 @@ def _launch(
         }
     )
 
-    @DBOS.step(name="agentscript.attempt")
-    def name_attempt(number: int) -> str:
-        from agentscript.learn.journal import new_run_id
-
-        return new_run_id(time.time())
+    slots = threading.BoundedSemaphore(concurrency)
 
     @DBOS.workflow(name=WORKFLOW)
     def run_job(job: dict[str, Any]) -> dict[str, Any]:
         from agentscript.app.queue.attempts import carry_out
 
-        return carry_out(RunJob.from_json(job), name_attempt, approve, wrap_model).to_json()
+        job_id = DBOS.workflow_id
+        assert job_id is not None  # inside the workflow
+        with slots:
+            return carry_out(RunJob.from_json(job), job_id, approve, wrap_model).to_json()
 
     DBOS.launch()
 
@@ -201,8 +215,24 @@ class QueueClient:
         self._client = DBOSClient(system_database_url=self.url)
 
     def submit(self, jobs: Sequence[RunJob]) -> list[str]:
-        options: Any = {"queue_name": QUEUE, "workflow_name": WORKFLOW}
-        return [self._client.enqueue(options, job.to_json()).get_workflow_id() for job in jobs]
+        """Queue `jobs`; their ids, which are also the journal's run ids of their first
+        attempts (jobs.new_job_id)."""
+        return [self._enqueue(job) for job in jobs]
+
+    def _enqueue(self, job: RunJob) -> str:
+        from dbos._error import DBOSWorkflowIDInUseError
+
+        while True:
+            options: Any = {
+                "queue_name": QUEUE,
+                "workflow_name": WORKFLOW,
+                "workflow_id": new_job_id(time.time()),
+                "workflow_id_reuse_policy": "reject",
+            }
+            try:
+                return str(self._client.enqueue(options, job.to_json()).get_workflow_id())
+            except DBOSWorkflowIDInUseError:  # another job drew the same id: draw again
+                continue
 
     def wait(self, workflow_id: str) -> JobOutcome:
         data: dict[str, Any] = self._client.retrieve_workflow(workflow_id).get_result()

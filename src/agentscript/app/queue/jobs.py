@@ -12,11 +12,17 @@ may be sent once more (the same guarantee and the same honest exception as `runs
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentscript.app.errors import AppError
+
+if TYPE_CHECKING:
+    from agentscript.lang import ast
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +69,7 @@ class JobOutcome:
 
 def pin(program_path: str | Path, input_value: Any, **options: Any) -> RunJob:
     """A job for `program_path` as its files read now (their digest is checked before every
-    attempt), with the program checked first: a program with errors is refused at submit."""
+    attempt, program_for), with the program checked first: a program with errors is refused at submit."""
     from agentscript.app.programs import check, load, program_digest
 
     path = Path(program_path).resolve()
@@ -74,19 +80,81 @@ def pin(program_path: str | Path, input_value: Any, **options: Any) -> RunJob:
     return RunJob(str(path), program_digest(program), input_value, **options)
 
 
-def changed_since_submit(job: RunJob) -> str | None:
-    """Why the job's program may not run now (it changed or went away), or None."""
-    from agentscript.app.programs import load, program_digest
+def new_job_id(now: float) -> str:
+    """A queued run's id, chosen at submit: the journal's run id form (it sorts by submit time)
+    with a longer random part, because a submit may name a thousand runs in one second and the
+    queue takes a second job under a known id for the first. The job's first attempt is
+    journaled under this very id, so `runs show ID` reads what `submit` printed."""
+    from agentscript.learn.journal import new_run_id
 
-    try:
-        digest = program_digest(load(job.program))
-    except (OSError, AppError) as problem:
-        return f"the program {job.program} cannot be read now: {problem}"
-    except Exception as problem:  # a parse error: the file changed into something else
-        return f"the program {job.program} no longer loads: {problem}"
+    return f"{new_run_id(now)}{os.urandom(3).hex()}"
+
+
+def attempt_run_id(job_id: str, number: int) -> str:
+    """The journal's run id of the job's `number`th attempt: the job's own id, then `ID-2`,
+    `ID-3`… A replayed job walks the same ids, so it finds the attempts before it."""
+    return job_id if number == 1 else f"{job_id}-{number}"
+
+
+# The programs this process loaded for jobs, by path: the file signatures they were read at,
+# their digest and the program. A worker runs the same few programs thousands of times; a file
+# whose size, inode or modification time changed is read again.
+_loaded: dict[str, tuple[tuple[tuple[str, int, int, int], ...], str, ast.Program]] = {}
+_loaded_lock = threading.Lock()
+
+
+def program_for(job: RunJob) -> ast.Program | str:
+    """The job's program as it was submitted, or why it may not run now (it changed or went
+    away): a queued run never mixes two versions."""
+    loaded = _load(job.program)
+    if isinstance(loaded, str):
+        return loaded
+    digest, program = loaded
     if digest != job.digest:
         return (
             f"the program {job.program} changed since the run was submitted; submit it again "
             "to run the new text (a queued run never mixes two versions)"
         )
-    return None
+    return program
+
+
+def _load(path: str) -> tuple[str, ast.Program] | str:
+    """The program at `path` and its digest, from this process's cache while its files are
+    unchanged, or why it cannot be read. What is kept was read whole before any of its files
+    changed (each file older than the reading, and the same after the digest as before), so a
+    cached program is the text its digest names."""
+    from agentscript.app.programs import load, program_digest, program_files
+    from agentscript.runtime.errors import LoadError
+
+    with _loaded_lock:
+        cached = _loaded.get(path)
+    if cached is not None and _signatures([name for name, *_ in cached[0]]) == cached[0]:
+        return cached[1], cached[2]
+    started = time.time_ns()
+    try:
+        program = load(path)
+        files = program_files(program)
+        before = _signatures(files)
+        digest = program_digest(program)
+    except (OSError, AppError, LoadError) as problem:
+        return f"the program {path} cannot be read now: {problem}"
+    except Exception as problem:  # a parse error: the file changed into something else
+        return f"the program {path} no longer loads: {problem}"
+    settled = all(modified < started for *_, modified in before)
+    if before and settled and before == _signatures(files):
+        with _loaded_lock:
+            _loaded[path] = (before, digest, program)
+    return digest, program
+
+
+def _signatures(paths: list[str]) -> tuple[tuple[str, int, int, int], ...]:
+    """Each file's path, size, inode and modification time (nanoseconds); empty when one is
+    gone. A file rewritten in place changes its time or size; one replaced, its inode."""
+    found = []
+    for path in paths:
+        try:
+            status = os.stat(path)
+        except OSError:
+            return ()
+        found.append((path, status.st_size, status.st_ino, status.st_mtime_ns))
+    return tuple(found)
