@@ -6,7 +6,9 @@
 2. Throughput: `--cases` cells against a local OpenAI-wire server on 127.0.0.1 answering after
    `--latency-ms` (50 ms), at concurrency 1, 8 and 32 in one process, then at 8 and 32 in
    `--workers` processes (default: one per core); the speed-up over concurrency 1 against the
-   ideal N×. Target: within 10 % of ideal (efficiency ≥ 90 %) up to 32. Beside each speed-up:
+   ideal N×. Target (issue 25): at least 85 % of the ideal or of the measured CPU ceiling,
+   whichever is lower (one process: its own ceiling; worker processes: the machine's). Beside
+   each speed-up:
    the CPU a cell costs the eval's processes and the model server, the machine's cores and its
    load, and the two ceilings those give (one process: cell time / its CPU a cell; the
    machine: that × cores, with the server's CPU counted), so a reader sees whether the target
@@ -229,28 +231,24 @@ def main() -> None:
         f"{f'{options.cases} cells at concurrency 1 ({options.latency_ms:g} ms model)':<52} "
         f"{base:>11.2f}s   {cell_seconds * 1000:.1f}ms a cell"
     )
+    # What the machine allows: one process runs Python on one core at a time, and all the
+    # processes together (the server's too) on `cores` cores.
+    one_process = cell_seconds / min(t.eval_cpu for t in timings if t.workers == 1)
+    machine = cell_seconds * cores / min(t.eval_cpu + t.server_cpu for t in timings)
     for timing in timings[1:]:
         speedup = base / timing.seconds
         where = "1 process" if timing.workers == 1 else f"{timing.workers} worker processes"
+        reachable = min(timing.concurrency, one_process if timing.workers == 1 else machine)
         label = f"  concurrency {timing.concurrency}, {where}: speed-up / ideal"
         print(
-            f"{label:<52} {speedup:>6.1f}× {speedup / timing.concurrency:>4.0%} {'≥ 90%':>12}"
+            f"{label:<52} {speedup:>6.1f}× {speedup / timing.concurrency:>4.0%}"
+            f"   of the lower of ideal and ceiling ({reachable:.1f}×): "
+            f"{speedup / reachable:.0%} (≥ 85%)"
             f"   {timing.seconds:.2f}s; CPU a cell {timing.eval_cpu * 1000:.2f}ms eval"
             f" + {timing.server_cpu * 1000:.2f}ms model server"
         )
-    # What the machine allows: one process runs Python on one core at a time, and all the
-    # processes together (the server's too) on `cores` cores.
-    one_process = min(t.eval_cpu for t in timings if t.workers == 1)
-    everything = min(t.eval_cpu + t.server_cpu for t in timings)
-    print(
-        f"{'  ceiling, 1 process (cell time / its CPU a cell)':<52} "
-        f"{cell_seconds / one_process:>6.1f}×"
-    )
-    print(
-        f"{f'  ceiling, {cores} cores (× cores / all CPU a cell)':<52} "
-        f"{cell_seconds * cores / everything:>6.1f}×"
-    )
-
+    print(f"{'  ceiling, 1 process (cell time / its CPU a cell)':<52} {one_process:>6.1f}×")
+    print(f"{f'  ceiling, {cores} cores (× cores / all CPU a cell)':<52} {machine:>6.1f}×")
 
 if __name__ == "__main__":
     main()

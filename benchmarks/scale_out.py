@@ -10,8 +10,11 @@ tests start one), against a local OpenAI-wire server in its own process answerin
 - CPU a run: the workers' CPU (every thread) and the model server's, per run;
 - queueing overhead a run: how long a worker's slot is taken by a run (workers × concurrency
   / runs per second) beyond what the same run takes alone through `agentscript.run` (wall),
-  and the workers' CPU a run beyond the run's own: the queue's transactions, the attempt's
-  step, the journal look-up, and a slot waiting for the next poll of the queue;
+  and the workers' CPU a run beyond the run's own: the queue's transactions, the journal
+  look-up, a slot waiting for a run, and (at concurrency 8) the runs of one worker waiting for
+  each other's CPU (one process runs Python on one core at a time);
+- then, per queue, one worker at concurrency 1 (`--alone-runs`, 200): the same overhead with
+  no run waiting for another's CPU, the time the queue itself adds to a run;
 - the machine: its cores and its load before and after, and its CPU ceiling (cores / all the
   CPU a run costs), so a reader sees whether the ideal was reachable where it ran.
 
@@ -19,6 +22,7 @@ Never asserts on timings. The machine may be shared: run it twice.
 
     .venv/bin/python benchmarks/scale_out.py [--runs 1000] [--latency-ms 50]
         [--concurrency 8] [--workers 1,2,4] [--backends sqlite,postgres] [--prefetch N]
+        [--alone-runs 200]
 """
 
 from __future__ import annotations
@@ -68,6 +72,8 @@ class Setting:
     worker_cpu: float
     server_cpu: float
     done: int
+    concurrency: int
+    runs: int
 
 
 def sqlite_queue(folder: Path, name: str) -> str:
@@ -180,6 +186,8 @@ def measure(
         worker_cpu / options.runs,
         server_cpu / options.runs,
         done,
+        options.concurrency,
+        options.runs,
     )
 
 
@@ -203,6 +211,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--prefetch", type=int, help="the workers' --prefetch (their default)")
+    parser.add_argument(
+        "--alone-runs", type=int, default=200, help="runs for one worker at --concurrency 1"
+    )
     parser.add_argument("--backends", default="sqlite,postgres")
     options = parser.parse_args()
     cores = os.cpu_count() or 1
@@ -239,6 +250,17 @@ def main() -> None:
                         measure(backend, url, workers, options, program, environ, server.pid)
                     )
                     print(json.dumps(settings[-1].__dict__), file=sys.stderr, flush=True)
+                # The queue's own latency: one worker, one run at a time, so no run waits
+                # for another's CPU.
+                alone = argparse.Namespace(**{**vars(options), "concurrency": 1, "prefetch": None})
+                alone.runs = options.alone_runs
+                url = (
+                    sqlite_queue(folder, f"queue_{backend}_alone")
+                    if backend == "sqlite"
+                    else postgres_queue(cluster, f"queue_{backend}_alone")
+                )
+                settings.append(measure(backend, url, 1, alone, program, environ, server.pid))
+                print(json.dumps(settings[-1].__dict__), file=sys.stderr, flush=True)
     finally:
         server.stdin.close()
         server.wait(timeout=10)
@@ -255,8 +277,8 @@ def print_table(
     load_before: float,
 ) -> None:
     print(
-        f"{options.runs} runs, one {options.latency_ms:g} ms model call each, "
-        f"{options.concurrency} at a time a worker; a run alone takes {bare[0] * 1000:.1f} ms, "
+        f"{options.runs} runs ({options.alone_runs} at concurrency 1), one "
+        f"{options.latency_ms:g} ms model call each; a run alone takes {bare[0] * 1000:.1f} ms, "
         f"CPU {bare[1] * 1000:.1f} ms"
     )
     print(
@@ -264,7 +286,8 @@ def print_table(
         f"{os.getloadavg()[0]:.1f} after"
     )
     header = (
-        "| queue | workers | runs/s | ideal | of ideal | CPU a run (workers + server) "
+        "| queue | workers × concurrency | runs/s | ideal | of ideal "
+        "| CPU a run (workers + server) "
         "| CPU ceiling runs/s | queueing overhead a run (slot time, CPU) |"
     )
     print(header)
@@ -272,14 +295,15 @@ def print_table(
     for setting in settings:
         cpu = setting.worker_cpu + setting.server_cpu
         ceiling = cores / cpu if cpu else float("inf")
-        slot = setting.workers * options.concurrency / setting.runs_per_second
+        slot = setting.workers * setting.concurrency / setting.runs_per_second
         print(
-            f"| {setting.backend} | {setting.workers} | {setting.runs_per_second:.0f} "
+            f"| {setting.backend} | {setting.workers} × {setting.concurrency} "
+            f"| {setting.runs_per_second:.0f} "
             f"| {setting.ideal:.0f} | {setting.runs_per_second / setting.ideal:.0%} "
             f"| {setting.worker_cpu * 1000:.1f} + {setting.server_cpu * 1000:.1f} ms "
             f"| {ceiling:.0f} | {(slot - bare[0]) * 1000:.1f} ms, "
             f"{(setting.worker_cpu - bare[1]) * 1000:.1f} ms |"
-            + ("" if setting.done == options.runs else f" ({setting.done} done)")
+            + ("" if setting.done == setting.runs else f" ({setting.done} done)")
         )
 
 

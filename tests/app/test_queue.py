@@ -5,6 +5,9 @@ queued run. The model is a local OpenAI-wire server; workers are real processes.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -181,7 +184,7 @@ def test_a_worker_takes_prefetch_runs_beyond_its_slots_and_runs_only_its_slots(
 ) -> None:
     # Every request waits at the server: three runs queued for one slot and two prefetched.
     with serving(answer, hold_after=0) as server:
-        workers = Workers(queue, server)
+        workers = Workers(queue, server, workspace)
         workers.start(2.0, "--concurrency", "1", "--prefetch", "2")
         try:
             code, queued = submit(
@@ -198,7 +201,7 @@ def test_a_worker_takes_prefetch_runs_beyond_its_slots_and_runs_only_its_slots(
                 for run in listed:
                     states[run["status"]] = states.get(run["status"], 0) + 1
                 time.sleep(0.05)
-            assert states == {"running": 3, "queued": 3}  # one slot plus two prefetched
+            assert states == {"running": 3, "queued": 3}, workers.errors()  # a slot, 2 prefetched
             time.sleep(0.5)
             assert len(server.requests) == 1  # one slot: one run at a time
             server.release()
@@ -207,6 +210,46 @@ def test_a_worker_takes_prefetch_runs_beyond_its_slots_and_runs_only_its_slots(
             workers.stop()
     assert all(outcome.ok for outcome in outcomes)
     assert len(server.requests) == 12
+
+
+def test_ctrl_c_of_submit_wait_leaves_the_runs_queued_for_a_worker(
+    workspace: Path, server: OpenAiWireServer
+) -> None:
+    queue = queue_url("sqlite", workspace)
+    command = [
+        sys.executable, "-m", "agentscript", "submit", str(workspace / "writer.as"),
+        "--input-file", str(workspace / "cases.jsonl"), "--queue", queue, "--wait",
+    ]  # fmt: skip
+    waiting = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(queued(queue)) < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        waiting.send_signal(signal.SIGINT)
+        _, err = waiting.communicate(timeout=60)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+    assert waiting.returncode == 130, err
+    assert "the queued runs stay queued" in err
+    runs = queued(queue)
+    assert [run.status for run in runs] == ["queued"] * 6
+    workers = Workers(queue, server)
+    workers.start()
+    try:
+        outcomes = [wait_for(queue, run.workflow_id) for run in runs]
+    finally:
+        workers.stop()
+    assert all(outcome.ok for outcome in outcomes)
+    assert len(server.requests) == 12
+
+
+def queued(queue: str) -> list[Any]:
+    client = QueueClient(queue)
+    try:
+        return client.runs()
+    finally:
+        client.close()
 
 
 def test_a_bad_queue_url_is_a_clear_error(

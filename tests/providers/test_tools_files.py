@@ -236,3 +236,35 @@ def test_an_effect_record_holds_a_keyed_digest_never_a_plain_hash_of_what_was_wr
     undone = call(tools, FILE, "undo", [effect])
     assert json.dumps(undone).count("conflict") >= 1
     assert (tmp_path / "token.txt").read_text() == "changed by hand"
+
+
+def test_writers_making_the_same_new_folder_at_once_all_succeed(tmp_path: Path) -> None:
+    # Concurrent runs (an eval, a queue worker) writing into one folder that does not exist
+    # yet: each may find it missing and make it; the ones that lose that race write anyway,
+    # and only the one that made it records it for undo to remove.
+    workspace = Workspace(tmp_path)
+    for round in range(10):  # the race is lost now and then: give it many chances
+        created = _sixteen_writers_at_once(workspace, f"r{round}/deep")
+        written = sorted(p.name for p in (tmp_path / f"r{round}" / "deep").iterdir())
+        assert written == sorted(f"{n}.txt" for n in range(16))
+        made = [path for paths in created for path in paths]
+        assert sorted(made) == [f"r{round}", f"r{round}/deep"]  # each folder recorded once
+
+
+def _sixteen_writers_at_once(workspace: Workspace, folder: str) -> list[list[str]]:
+    """What each of 16 threads, let go together, reports it created writing into `folder`."""
+    import threading
+
+    start = threading.Barrier(16)
+    created: list[list[str]] = []
+
+    def write(number: int) -> None:
+        start.wait()
+        created.append(workspace.write_bytes(f"{folder}/{number}.txt", b"x"))
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return created

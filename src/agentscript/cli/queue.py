@@ -46,6 +46,12 @@ _queue_option = click.option(
     help="Calls that need approval (nobody is at a worker's terminal to ask).",
 )
 @click.option(
+    "--rerun-unfinished",
+    is_flag=True,
+    help="Run again a call with effects that a dead worker's attempt started and never "
+    "finished (by default the run fails saying so, as `runs resume` refuses it).",
+)
+@click.option(
     "--dead-after",
     type=click.FloatRange(min=1),
     default=10.0,
@@ -90,6 +96,7 @@ def worker_command(ctx: click.Context, /, url: str, **options: Any) -> None:
             concurrency=options["concurrency"],
             prefetch=PREFETCH_SAME if options["prefetch"] is None else options["prefetch"],
             approve=options["approve"],
+            rerun_unfinished=options["rerun_unfinished"],
             dead_after=options["dead_after"],
             limits=_limits(options),
             on_wait=_WaitNotice(),

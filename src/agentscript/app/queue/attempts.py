@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,14 +28,22 @@ if TYPE_CHECKING:
 WAIT_SECONDS = 1.0
 
 
-def carry_out(
-    job: RunJob,
-    job_id: str,
-    approve: str | None = None,
-    wrap_model: Callable[[LlmProvider], LlmProvider] | None = None,
-) -> JobOutcome:
-    """The outcome of the job the queue knows as `job_id`; `wrap_model` goes around each
-    attempt's real model (the limits every worker shares)."""
+@dataclass(frozen=True, slots=True)
+class WorkerPolicy:
+    """How a worker carries out every attempt: `approve` answers calls that need approval
+    (nobody is at a worker's terminal), `rerun_unfinished` runs again a call with effects that
+    a dead attempt started and never finished (else the run fails saying so, as `runs resume`
+    refuses it), and `wrap_model` goes around each attempt's real model (the limits every
+    worker shares)."""
+
+    approve: str | None = None
+    rerun_unfinished: bool = False
+    wrap_model: Callable[[LlmProvider], LlmProvider] | None = None
+
+
+def carry_out(job: RunJob, job_id: str, policy: WorkerPolicy | None = None) -> JobOutcome:
+    """The outcome of the job the queue knows as `job_id`."""
+    policy = policy or WorkerPolicy()
     program = program_for(job)
     if isinstance(program, str):
         return JobOutcome(False, error=program)
@@ -50,7 +59,7 @@ def carry_out(
             time.sleep(WAIT_SECONDS)
             state = _journaled(job, run_id)
         if state is None:
-            return _attempt(job, program, run_id, previous, runs, approve, wrap_model)
+            return _attempt(job, program, run_id, previous, runs, policy)
         status, end = state
         if status == "ok":
             return JobOutcome(True, value=end.get("value"), runs=runs)
@@ -65,8 +74,7 @@ def _attempt(
     run_id: str,
     previous: str | None,
     runs: list[str],
-    approve: str | None,
-    wrap_model: Callable[[LlmProvider], LlmProvider] | None,
+    policy: WorkerPolicy,
 ) -> JobOutcome:
     import agentscript
     from agentscript.app.resume import resume
@@ -75,7 +83,8 @@ def _attempt(
     config = agentscript.RunConfig(
         run_id=run_id,
         workspace=job.workspace,
-        approve=approve,  # type: ignore[arg-type]
+        approve=policy.approve,  # type: ignore[arg-type]
+        rerun_unfinished=policy.rerun_unfinished,
         max_calls=job.max_calls,
         max_tokens=job.max_tokens,
         max_seconds=job.max_seconds,
@@ -83,7 +92,7 @@ def _attempt(
         variants=dict(job.variants),
         agent=job.agent,
         function=job.function,
-        wrap_real_model=wrap_model,
+        wrap_real_model=policy.wrap_model,
     )
     try:
         if previous is None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentscript.app.errors import AppError
+from agentscript.app.queue.attempts import WorkerPolicy
 from agentscript.app.queue.database import QueueDatabase
 from agentscript.app.queue.heartbeats import Heartbeats
 from agentscript.app.queue.jobs import JobOutcome, RunJob, new_job_id
@@ -101,6 +102,7 @@ class Worker:
         concurrency: int = 4,
         approve: str | None = None,
         executor_id: str | None = None,
+        rerun_unfinished: bool = False,
         dead_after: float = DEAD_AFTER_SECONDS,
         limits: list[Limit] | None = None,
         on_wait: OnWait | None = None,
@@ -112,6 +114,7 @@ class Worker:
         self.limits = limits
         self.on_wait = on_wait
         self.approve = approve
+        self.rerun_unfinished = rerun_unfinished
         self.dead_after = dead_after
         self.executor_id = executor_id or new_executor_id()
         self._stopped = threading.Event()
@@ -140,7 +143,8 @@ class Worker:
         def limited(router: LlmProvider) -> LlmProvider:
             return LimitedModel(router, limits, self.on_wait)
 
-        _launch(self.url, self.executor_id, self.approve, limited, self.concurrency)
+        policy = WorkerPolicy(self.approve, self.rerun_unfinished, limited)
+        _launch(self.url, self.executor_id, policy, self.concurrency)
         prefetch = self.prefetch if runs_at_once is None else 0
         DBOS.register_queue(
             QUEUE,
@@ -170,8 +174,7 @@ class Worker:
 def _launch(
     url: str,
     executor_id: str,
-    approve: str | None,
-    wrap_model: Callable[[LlmProvider], LlmProvider],
+    policy: WorkerPolicy,
     concurrency: int,
 ) -> None:
     """Start DBOS with the job workflow: a job taken from the queue waits for one of
@@ -197,7 +200,7 @@ def _launch(
         job_id = DBOS.workflow_id
         assert job_id is not None  # inside the workflow
         with slots:
-            return carry_out(RunJob.from_json(job), job_id, approve, wrap_model).to_json()
+            return carry_out(RunJob.from_json(job), job_id, policy).to_json()
 
     DBOS.launch()
 

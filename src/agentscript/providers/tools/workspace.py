@@ -176,25 +176,34 @@ class Workspace:
         try:
             for depth, part in enumerate(parts):
                 try:
-                    child = os.open(part, _DIRECTORY_FLAGS, dir_fd=fd)
+                    child = self._open_directory(part, fd, parts)
                 except FileNotFoundError:
                     if not create:
                         raise
-                    os.mkdir(part, 0o755, dir_fd=fd)
-                    if created is not None:
-                        created.append("/".join(parts[: depth + 1]))
-                    child = os.open(part, _DIRECTORY_FLAGS, dir_fd=fd)
-                except OSError as problem:
-                    if problem.errno == errno.ELOOP:
-                        raise self.escape("/".join(parts)) from None
-                    if problem.errno == errno.ENOTDIR:
-                        raise ExecutionError(f"Not a directory: {'/'.join(parts)}") from None
-                    raise
+                    try:
+                        os.mkdir(part, 0o755, dir_fd=fd)
+                    except FileExistsError:
+                        pass  # another writer made it meanwhile: not ours for undo to remove
+                    else:
+                        if created is not None:
+                            created.append("/".join(parts[: depth + 1]))
+                    child = self._open_directory(part, fd, parts)
                 os.close(fd)
                 fd = child
             yield fd
         finally:
             os.close(fd)
+
+    def _open_directory(self, part: str, parent: int, parts: list[str]) -> int:
+        """The directory `part` inside `parent`, never through a symbolic link."""
+        try:
+            return os.open(part, _DIRECTORY_FLAGS, dir_fd=parent)
+        except OSError as problem:
+            if problem.errno == errno.ELOOP:
+                raise self.escape("/".join(parts)) from None
+            if problem.errno == errno.ENOTDIR:
+                raise ExecutionError(f"Not a directory: {'/'.join(parts)}") from None
+            raise
 
     def _split(self, path: str | Entry) -> tuple[list[str], str]:
         parts = list(path.parts) if isinstance(path, Entry) else self.parts(path)
