@@ -5,7 +5,8 @@ processes (each `--concurrency` 8) on SQLite and on PostgreSQL (a throwaway clus
 tests start one), against a local OpenAI-wire server in its own process answering after
 `--latency-ms` (50 ms). For each setting it prints:
 
-- runs/s from the first submit to the last run done, and the ideal: workers × concurrency
+- runs/s from the first submit to the last run done (after warm-up runs, two a slot, since
+  the run alone is measured warm too), and the ideal: workers × concurrency
   runs every latency (what the model's latency allows when nothing else costs time);
 - CPU a run: the workers' CPU (every thread) and the model server's, per run;
 - queueing overhead a run: how long a worker's slot is taken by a run (workers × concurrency
@@ -156,17 +157,16 @@ def measure(
             for n in range(options.runs)
         ]
         client = QueueClient(url)
+        # Warm the workers first (a worker's first run imports the runtime and opens its
+        # connections, once in its life), as the run alone is measured warm.
+        warm = workers * options.concurrency * 2
+        client.submit([replace(job, label=f"warm{n}") for n, job in enumerate(jobs[:warm])])
+        wait_until_ended(database, status_table, warm)
         worker_cpu = sum(process_cpu_seconds(p.pid) for p in processes)
         server_cpu = process_cpu_seconds(server_pid)
         started = time.perf_counter()
         client.submit(jobs)
-        while True:
-            rows = database.execute(
-                f"SELECT count(*) FROM {status_table} WHERE status IN ('SUCCESS', 'ERROR')"
-            )
-            if int(rows[0][0]) >= options.runs:
-                break
-            time.sleep(0.02)
+        wait_until_ended(database, status_table, warm + options.runs)
         seconds = time.perf_counter() - started
         worker_cpu = sum(process_cpu_seconds(p.pid) for p in processes) - worker_cpu
         server_cpu = process_cpu_seconds(server_pid) - server_cpu
@@ -189,6 +189,16 @@ def measure(
         options.concurrency,
         options.runs,
     )
+
+
+def wait_until_ended(database: QueueDatabase, status_table: str, count: int) -> None:
+    while True:
+        rows = database.execute(
+            f"SELECT count(*) FROM {status_table} WHERE status IN ('SUCCESS', 'ERROR')"
+        )
+        if int(rows[0][0]) >= count:
+            return
+        time.sleep(0.02)
 
 
 def wait_until_serving(database: QueueDatabase, workers: int) -> None:

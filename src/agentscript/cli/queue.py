@@ -36,7 +36,7 @@ _queue_option = click.option(
     type=click.IntRange(min=0),
     metavar="N",
     help="Runs taken from the queue beyond those running, each waiting for a free slot "
-    "[default: as many as --concurrency; none under --queue-concurrency].",
+    "[default: as many as --concurrency, at least 2; none under --queue-concurrency].",
 )
 @click.option(
     "--approve",

@@ -44,8 +44,11 @@ HEARTBEAT_SECONDS = 1.0
 # How often workers look for queued jobs.
 POLL_SECONDS = 0.05
 # How many jobs a worker takes beyond those it runs, by default as many as it runs (its
-# --concurrency): a slot that frees starts the next job at once instead of at the next poll.
+# --concurrency) and at least PREFETCH_AT_LEAST: a slot that frees starts the next job at once
+# instead of at the next poll. One is not enough: a poll falls once in each short run, and a
+# poll of PostgreSQL takes 5-15 ms, so the one job it takes comes after the slot freed.
 PREFETCH_SAME = -1
+PREFETCH_AT_LEAST = 2
 
 
 # DBOS's workflow states as a queue's user reads them.
@@ -91,7 +94,7 @@ class Worker:
     the queue; `on_wait` hears of each model call that starts to wait for one.
 
     `prefetch` jobs are taken from the queue beyond the `concurrency` that run (by default
-    as many): each waits in this worker for a slot, so a slot that frees goes on at once
+    as many, at least PREFETCH_AT_LEAST): each waits in this worker for a slot, so a slot that frees goes on at once
     instead of waiting for the next poll of the queue. A prefetched job is the worker's as a
     running one is (recovered alike if the worker dies). None are prefetched under a limit on
     the runs at once over all workers, which counts every job a worker took."""
@@ -110,7 +113,9 @@ class Worker:
     ) -> None:
         self.url = check_url(url)
         self.concurrency = concurrency
-        self.prefetch = concurrency if prefetch == PREFETCH_SAME else prefetch
+        self.prefetch = (
+            max(concurrency, PREFETCH_AT_LEAST) if prefetch == PREFETCH_SAME else prefetch
+        )
         self.limits = limits
         self.on_wait = on_wait
         self.approve = approve
