@@ -250,5 +250,6 @@ def main() -> None:
     print(f"{'  ceiling, 1 process (cell time / its CPU a cell)':<52} {one_process:>6.1f}×")
     print(f"{f'  ceiling, {cores} cores (× cores / all CPU a cell)':<52} {machine:>6.1f}×")
 
+
 if __name__ == "__main__":
     main()
