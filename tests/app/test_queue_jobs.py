@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from agentscript.app.queue.jobs import attempt_run_id, new_job_id, pin, program_for
 from agentscript.lang import ast
 
@@ -65,3 +67,22 @@ def test_job_ids_are_run_ids_and_attempts_follow_them() -> None:
     assert attempt_run_id(job_id, 1) == job_id
     assert attempt_run_id(job_id, 3) == f"{job_id}-3"
     assert file_safe_run_id(attempt_run_id(job_id, 3))
+
+
+def test_a_drawn_id_already_queued_is_drawn_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentscript.app.queue import engine
+
+    path = tmp_path / "echo.as"
+    path.write_text(PROGRAM, encoding="utf-8")
+    drawn = iter(["20261205-120000-aaaaaaaaaaaa"] * 2 + ["20261205-120000-bbbbbbbbbbbb"])
+    monkeypatch.setattr(engine, "new_job_id", lambda now: next(drawn))
+    client = engine.QueueClient(f"sqlite:///{tmp_path / 'queue.db'}")
+    try:
+        ids = client.submit([pin(path, {"text": "a"}), pin(path, {"text": "b"})])
+        queued = {run.workflow_id: run for run in client.runs()}
+    finally:
+        client.close()
+    assert ids == ["20261205-120000-aaaaaaaaaaaa", "20261205-120000-bbbbbbbbbbbb"]
+    assert set(queued) == set(ids)  # the second job is queued, not taken for the first

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentscript.app.errors import AppError
-from agentscript.app.queue.attempts import WorkerPolicy
+from agentscript.app.queue.attempts import WorkerPolicy, carry_out
 from agentscript.app.queue.database import QueueDatabase
 from agentscript.app.queue.heartbeats import Heartbeats
 from agentscript.app.queue.jobs import JobOutcome, RunJob, new_job_id
@@ -94,10 +94,11 @@ class Worker:
     the queue; `on_wait` hears of each model call that starts to wait for one.
 
     `prefetch` jobs are taken from the queue beyond the `concurrency` that run (by default
-    as many, at least PREFETCH_AT_LEAST): each waits in this worker for a slot, so a slot that frees goes on at once
-    instead of waiting for the next poll of the queue. A prefetched job is the worker's as a
-    running one is (recovered alike if the worker dies). None are prefetched under a limit on
-    the runs at once over all workers, which counts every job a worker took."""
+    as many, at least PREFETCH_AT_LEAST): each waits in this worker for a slot, so a slot
+    that frees goes on at once instead of waiting for the next poll of the queue. A
+    prefetched job is the worker's as a running one is (recovered alike if the worker dies).
+    None are prefetched under a limit on the runs at once over all workers, which counts
+    every job a worker took."""
 
     def __init__(
         self,
@@ -200,8 +201,6 @@ def _launch(
 
     @DBOS.workflow(name=WORKFLOW)
     def run_job(job: dict[str, Any]) -> dict[str, Any]:
-        from agentscript.app.queue.attempts import carry_out
-
         job_id = DBOS.workflow_id
         assert job_id is not None  # inside the workflow
         with slots:
@@ -228,7 +227,7 @@ class QueueClient:
         return [self._enqueue(job) for job in jobs]
 
     def _enqueue(self, job: RunJob) -> str:
-        from dbos._error import DBOSWorkflowIDInUseError
+        from dbos import error
 
         while True:
             options: Any = {
@@ -239,7 +238,7 @@ class QueueClient:
             }
             try:
                 return str(self._client.enqueue(options, job.to_json()).get_workflow_id())
-            except DBOSWorkflowIDInUseError:  # another job drew the same id: draw again
+            except error.DBOSWorkflowIDInUseError:  # another job drew the same id: draw again
                 continue
 
     def wait(self, workflow_id: str) -> JobOutcome:

@@ -98,7 +98,8 @@ def attempt_run_id(job_id: str, number: int) -> str:
 
 # The programs this process loaded for jobs, by path: the file signatures they were read at,
 # their digest and the program. A worker runs the same few programs thousands of times; a file
-# whose size, inode or modification time changed is read again.
+# whose size, inode or modification time changed is read again. The oldest go past KEPT.
+KEPT_PROGRAMS = 64
 _loaded: dict[str, tuple[tuple[tuple[str, int, int, int], ...], str, ast.Program]] = {}
 _loaded_lock = threading.Lock()
 
@@ -143,7 +144,10 @@ def _load(path: str) -> tuple[str, ast.Program] | str:
     settled = all(modified < started for *_, modified in before)
     if before and settled and before == _signatures(files):
         with _loaded_lock:
+            _loaded.pop(path, None)
             _loaded[path] = (before, digest, program)
+            while len(_loaded) > KEPT_PROGRAMS:
+                del _loaded[next(iter(_loaded))]
     return digest, program
 
 
