@@ -20,7 +20,7 @@ import agentscript
 from agentscript.app.queue.engine import QueueClient
 from agentscript.runtime.errors import LoadError
 from openai_wire import OpenAiWireServer, serving, user_message
-from queue_support import Workers, queue_url
+from queue_support import Workers, queue_url, queued_runs
 
 PROGRAM = """import llm Model from "openai://small"
 
@@ -147,14 +147,6 @@ def test_ctrl_c_cancels_the_runs_still_queued(workspace: Path, server: OpenAiWir
     workers.stop()
     assert server.requests == []
     assert [run.status for run in queued_runs(queue)] == ["cancelled"] * 3
-
-
-def queued_runs(queue: str) -> list[Any]:
-    client = QueueClient(queue)
-    try:
-        return client.runs()
-    finally:
-        client.close()
 
 
 def test_what_a_queued_run_cannot_take_is_refused_before_anything_runs(

@@ -19,7 +19,7 @@ from agentscript.app.queue.engine import QueueClient
 from agentscript.app.queue.jobs import JobOutcome
 from agentscript.cli.main import main
 from openai_wire import OpenAiWireServer, serving, user_message
-from queue_support import Workers, queue_url, submit
+from queue_support import Workers, queue_url, queued_runs, submit
 
 TWO_STEPS = """import llm Model from "openai://steps"
 
@@ -223,7 +223,7 @@ def test_ctrl_c_of_submit_wait_leaves_the_runs_queued_for_a_worker(
     waiting = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        while len(queued(queue)) < 6 and time.monotonic() < deadline:
+        while len(queued_runs(queue)) < 6 and time.monotonic() < deadline:
             time.sleep(0.05)
         waiting.send_signal(signal.SIGINT)
         _, err = waiting.communicate(timeout=60)
@@ -232,7 +232,7 @@ def test_ctrl_c_of_submit_wait_leaves_the_runs_queued_for_a_worker(
             waiting.kill()
     assert waiting.returncode == 130, err
     assert "the queued runs stay queued" in err
-    runs = queued(queue)
+    runs = queued_runs(queue)
     assert [run.status for run in runs] == ["queued"] * 6
     workers = Workers(queue, server)
     workers.start()
@@ -242,14 +242,6 @@ def test_ctrl_c_of_submit_wait_leaves_the_runs_queued_for_a_worker(
         workers.stop()
     assert all(outcome.ok for outcome in outcomes)
     assert len(server.requests) == 12
-
-
-def queued(queue: str) -> list[Any]:
-    client = QueueClient(queue)
-    try:
-        return client.runs()
-    finally:
-        client.close()
 
 
 def test_a_bad_queue_url_is_a_clear_error(

@@ -100,3 +100,14 @@ def submit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
     code = main(["submit", *args, "--json"])
     out = capsys.readouterr().out
     return code, json.loads(out) if out.strip() else None
+
+
+def queued_runs(url: str) -> list[Any]:
+    """The queue's newest runs as `runs list --queue` reads them."""
+    from agentscript.app.queue.engine import QueueClient
+
+    client = QueueClient(url)
+    try:
+        return client.runs()
+    finally:
+        client.close()
