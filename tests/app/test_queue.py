@@ -93,7 +93,9 @@ def journaled_answers(workspace: Path, at_least: int) -> None:
 def wait_for(queue: str, workflow_id: str) -> JobOutcome:
     client = QueueClient(queue)
     try:
-        return client.wait(workflow_id)
+        outcome = client.wait(workflow_id)
+        assert outcome is not None  # no stop was asked for
+        return outcome
     finally:
         client.close()
 

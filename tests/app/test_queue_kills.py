@@ -134,12 +134,14 @@ def test_random_kills_finish_every_run_once_without_repeating_an_effect(
                 workers.start(2.0, "--rerun-unfinished")
             client = QueueClient(queue)
             try:
-                outcomes = [client.wait(run["id"]) for run in queued]
+                waited = [client.wait(run["id"]) for run in queued]
             finally:
                 client.close()
         finally:
             workers.stop()
 
+    outcomes = [outcome for outcome in waited if outcome is not None]
+    assert len(outcomes) == RUNS
     failed = [(o.runs, o.error) for o in outcomes if not o.ok]
     assert not failed, f"{failed} (seed {seed})"
     assert [o.value for o in outcomes] == [{"title": f"On t{i}"} for i in range(RUNS)], seed

@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -210,35 +213,56 @@ def _submit(program: str, options: dict[str, Any]) -> int:
         for line in error_lines(error):
             print(line, file=sys.stderr)
         return USAGE_EXIT
+    # Ctrl-C sets a flag the loops below look at, rather than raising inside the queue's
+    # database calls (one interrupted there could leave a connection that never closes).
+    interrupted = threading.Event()
+    with _sigint_sets(interrupted):
+        try:
+            ids = client.submit(jobs, stop=interrupted.is_set)
+            queued = list(zip(ids, jobs, strict=False))
+            if interrupted.is_set() or not options["wait"]:
+                _print(options["as_json"], [{"id": i, "label": j.label} for i, j in queued])
+                return _interrupted(options["url"]) if interrupted.is_set() else 0
+            failed = 0
+            results: list[dict[str, Any]] = []
+            for workflow_id, job in queued:
+                outcome = client.wait(workflow_id, stop=interrupted.is_set)
+                if outcome is None:
+                    if options["as_json"]:
+                        _print(True, results)
+                    return _interrupted(options["url"])
+                failed += not outcome.ok
+                results.append({"id": workflow_id, "label": job.label, **outcome.to_json()})
+                if not options["as_json"]:
+                    shown = json.dumps(outcome.value) if outcome.ok else f"error: {outcome.error}"
+                    print(f"{workflow_id} {job.label} {shown}".replace("  ", " "))
+            if options["as_json"]:
+                _print(True, results)
+            return 1 if failed else 0
+        finally:
+            client.close()
+
+
+@contextmanager
+def _sigint_sets(flag: threading.Event) -> Iterator[None]:
+    """While inside, Ctrl-C (SIGINT) sets `flag` instead of raising KeyboardInterrupt (only
+    the main thread can take a signal; elsewhere Ctrl-C raises as usual)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: flag.set())
     try:
-        ids = client.submit(jobs)
-        if not options["wait"]:
-            _print(
-                options["as_json"],
-                [{"id": i, "label": j.label} for i, j in zip(ids, jobs, strict=True)],
-            )
-            return 0
-        failed = 0
-        results = []
-        for workflow_id, job in zip(ids, jobs, strict=True):
-            outcome = client.wait(workflow_id)
-            failed += not outcome.ok
-            results.append({"id": workflow_id, "label": job.label, **outcome.to_json()})
-            if not options["as_json"]:
-                shown = json.dumps(outcome.value) if outcome.ok else f"error: {outcome.error}"
-                print(f"{workflow_id} {job.label} {shown}".replace("  ", " "))
-        if options["as_json"]:
-            _print(True, results)
-        return 1 if failed else 0
-    except KeyboardInterrupt:
-        print(
-            f"Interrupted; the queued runs stay queued (agentscript runs list --queue "
-            f"{options['url']})",
-            file=sys.stderr,
-        )
-        return 130
+        yield
     finally:
-        client.close()
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupted(url: str) -> int:
+    print(
+        f"Interrupted; the queued runs stay queued (agentscript runs list --queue {url})",
+        file=sys.stderr,
+    )
+    return 130
 
 
 def _print(as_json: bool, rows: list[dict[str, Any]]) -> None:

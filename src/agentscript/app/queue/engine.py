@@ -221,10 +221,15 @@ class QueueClient:
         DBOS.migrate(self.url)
         self._client = DBOSClient(system_database_url=self.url)
 
-    def submit(self, jobs: Sequence[RunJob]) -> list[str]:
-        """Queue `jobs`; their ids, which are also the journal's run ids of their first
-        attempts (jobs.new_job_id)."""
-        return [self._enqueue(job) for job in jobs]
+    def submit(self, jobs: Sequence[RunJob], stop: Callable[[], bool] | None = None) -> list[str]:
+        """Queue `jobs` (those before `stop()` said so); their ids, which are also the
+        journal's run ids of their first attempts (jobs.new_job_id)."""
+        ids = []
+        for job in jobs:
+            if stop is not None and stop():
+                break
+            ids.append(self._enqueue(job))
+        return ids
 
     def _enqueue(self, job: RunJob) -> str:
         from dbos import error
@@ -241,9 +246,16 @@ class QueueClient:
             except error.DBOSWorkflowIDInUseError:  # another job drew the same id: draw again
                 continue
 
-    def wait(self, workflow_id: str) -> JobOutcome:
-        data: dict[str, Any] = self._client.retrieve_workflow(workflow_id).get_result()
-        return JobOutcome(**data)
+    def wait(self, workflow_id: str, stop: Callable[[], bool] | None = None) -> JobOutcome | None:
+        """The job's outcome once it ends (looked at every POLL_SECONDS), or None when
+        `stop()` said so first: the job is left as it is, queued or running."""
+        while True:
+            ended = self._ended(workflow_id)
+            if ended is not None:
+                return ended
+            if stop is not None and stop():
+                return None
+            time.sleep(POLL_SECONDS)
 
     def outcome(self, workflow_id: str, give_up: Callable[[], bool]) -> JobOutcome | None:
         """The job's outcome once it ends (looked at every POLL_SECONDS), or None when
@@ -252,24 +264,33 @@ class QueueClient:
         finish (its run is journaled, and `runs list --queue` shows it)."""
         try:
             while True:
-                status = self._client.retrieve_workflow(workflow_id).get_status()
-                state = str(status.status)
-                if state == "SUCCESS":
-                    return JobOutcome(**dict(status.output or {}))
-                if state == "ENQUEUED" and give_up():
-                    self._cancel_if_queued(workflow_id)
+                ended = self._ended(workflow_id)
+                if ended is not None:
+                    return ended
+                if give_up() and self._cancel_if_queued(workflow_id):
                     return None
-                if state not in ("ENQUEUED", "PENDING"):
-                    problem = status.error or _STATES.get(state, state.lower())
-                    return JobOutcome(False, error=f"the queued run ended {problem}")
                 time.sleep(POLL_SECONDS)
         except KeyboardInterrupt:
             self._cancel_if_queued(workflow_id)
             raise
 
-    def _cancel_if_queued(self, workflow_id: str) -> None:
+    def _ended(self, workflow_id: str) -> JobOutcome | None:
+        """The job's outcome once it ended, None while it is queued or running."""
+        status = self._client.retrieve_workflow(workflow_id).get_status()
+        state = str(status.status)
+        if state in ("ENQUEUED", "PENDING"):
+            return None
+        if state == "SUCCESS":
+            return JobOutcome(**dict(status.output or {}))
+        problem = status.error or _STATES.get(state, state.lower())
+        return JobOutcome(False, error=f"the queued run ended {problem}")
+
+    def _cancel_if_queued(self, workflow_id: str) -> bool:
+        """Cancel the job if no worker took it yet; whether it was cancelled."""
         if str(self._client.retrieve_workflow(workflow_id).get_status().status) == "ENQUEUED":
             self._client.cancel_workflow(workflow_id)
+            return True
+        return False
 
     def runs(self, limit: int = 100) -> list[QueuedRun]:
         """The newest runs of the queue: queued, running, done or failed (a run whose program
