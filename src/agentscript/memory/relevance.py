@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 
 from agentscript.memory.entries import Entry
-from agentscript.memory.store import BM25_MIN_IDF, TermStatistics, index_terms
+from agentscript.memory.store import BM25_MIN_IDF, TermStatistics, indexed_fields
 from agentscript.memory.text import Analyzer
 
 
@@ -39,6 +39,10 @@ def relevance(entry: Entry, weights: dict[str, float], analyzer: Analyzer) -> fl
     total = sum(weights.values())
     if total <= 0.0:
         return 0.0
-    held = set().union(*index_terms(entry, analyzer).values())
-    found = sum(weight for term, weight in weights.items() if term in held)
+    missing = set(weights)
+    for _, text in indexed_fields(entry):
+        missing.difference_update(analyzer.terms(text))
+        if not missing:
+            break  # the fields left cannot add a term: a recall's best hits often stop here
+    found = sum(weight for term, weight in weights.items() if term not in missing)
     return round(found / total, 3)

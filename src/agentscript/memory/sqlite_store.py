@@ -35,6 +35,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from itertools import compress
 from pathlib import Path
 from typing import Any, NoReturn, cast
@@ -43,7 +44,7 @@ import numpy as np
 
 from agentscript.memory import sqlite_postings, sqlite_ranking
 from agentscript.memory.config import DEFAULT_CACHE_BYTES
-from agentscript.memory.entries import Entry, require_storable, title_from_text
+from agentscript.memory.entries import Entry, Source, require_storable, title_from_text
 from agentscript.memory.errors import STORE_FAILURE, MemoryServiceError
 from agentscript.memory.sqlite_values import (
     KIND_CODES,
@@ -73,7 +74,6 @@ from agentscript.memory.store import (
     TermStatistics,
     TextQuery,
     bodies_before,
-    entry_from_row,
     indexed_text,
     json_list,
     linked_context,
@@ -1376,18 +1376,65 @@ def _indexed(
 
 def _entry_of(row: Sequence[Any]) -> Entry:
     """The entry of a row of `_COLUMNS`: the stored forms read back (sqlite_values.py), the
-    title taken from the body when not stored."""
-    values = list(row)
-    values[_COLUMN["id"]] = id_text(values[_COLUMN["id"]])
-    values[_COLUMN["kind"]] = KIND_NAMES[values[_COLUMN["kind"]]]
-    if values[_COLUMN["title"]] is None:
-        values[_COLUMN["title"]] = title_from_text(values[_COLUMN["body"]])
-    for name in ("tags", "archive_ref"):
-        values[_COLUMN[name]] = values[_COLUMN[name]] or "[]"
-    for name in ("created_at", "updated_at", "accessed_at", "event_time"):
-        values[_COLUMN[name]] = stamp_text(values[_COLUMN[name]])
-    values[_COLUMN["bucket"]] = bucket_text(values[_COLUMN["bucket"]], values[_COLUMN["level"]])
-    return entry_from_row(values, json.loads)
+    title taken from the body when not stored. Built field by field, without the generic
+    `entry_from_row`'s dict: a recall with limit 100 builds a hundred of these, and at
+    conversation size that was most of its time (docs/memory-service.md, "Scale benchmark")."""
+    (
+        identifier,
+        kind,
+        scope,
+        key,
+        title,
+        body,
+        context,
+        tags,
+        created_at,
+        updated_at,
+        accessed_at,
+        event_time,
+        level,
+        day,
+        archived,
+        archive_reason,
+        source,
+        archive_ref,
+        reinforce_count,
+        superseded_by,
+    ) = row
+    return Entry(
+        id=id_text(identifier),
+        kind=KIND_NAMES[kind],
+        scope=scope,
+        key=key,
+        title=title_from_text(body) if title is None else title,
+        body=body,
+        context=context,
+        tags=_strings(tags),
+        created_at=stamp_text(created_at),
+        updated_at=stamp_text(updated_at),
+        accessed_at=stamp_text(accessed_at),
+        event_time=stamp_text(event_time),
+        level=level,
+        bucket=bucket_text(day, level),
+        archived=bool(archived),
+        archive_reason=archive_reason,
+        source=_source(source),
+        archive_ref=_strings(archive_ref),
+        reinforce_count=int(reinforce_count),
+        superseded_by=superseded_by,
+    )
+
+
+def _strings(stored: str | None) -> tuple[str, ...]:
+    """A list column (tags, archive_ref) read back: NULL or empty is none, else JSON."""
+    return tuple(json.loads(stored)) if stored else ()
+
+
+@lru_cache(maxsize=4096)
+def _source(stored: str) -> Source:
+    """The Source of a stored source object, decoded once per distinct text: the turns of one
+    session share it, and a Source is immutable."""
+    return Source(**json.loads(stored))
 
 
 # The columns an entry's values are written to (`_row`), in order; an insert adds the link to

@@ -223,13 +223,17 @@ def index_terms(
 ) -> dict[str, list[str]]:
     """The analysed terms of each indexed field: what a store must index, and nothing else.
     `context` stands in for the entry's own (its linked context, see `linked_context`)."""
-    return {
-        "tags": analyzer.terms(" ".join(entry.tags)),
-        "title": analyzer.terms(entry.title),
-        "key": analyzer.terms(entry.key or ""),
-        "body": analyzer.terms(entry.body),
-        "context": analyzer.terms(entry.context if context is None else context),
-    }
+    return {name: analyzer.terms(text) for name, text in indexed_fields(entry, context)}
+
+
+def indexed_fields(entry: Entry, context: str | None = None) -> Iterator[tuple[str, str]]:
+    """Each indexed field's text, by name, as `index_terms` analyses it; one at a time, so a
+    reader that needs only some terms (relevance.py) can stop once it has found them."""
+    yield "tags", " ".join(entry.tags)
+    yield "title", entry.title
+    yield "key", entry.key or ""
+    yield "body", entry.body
+    yield "context", entry.context if context is None else context
 
 
 # The columns every store selects to rebuild an entry, in this order (see `entry_from_row`).
