@@ -261,14 +261,10 @@ ENTRY_COLUMNS = (
 )
 
 
-def _as_stored(value: Any) -> Any:
-    return value
-
-
-def entry_from_row(row: Sequence[Any], decode_json: Callable[[Any], Any] = _as_stored) -> Entry:
-    """The entry of one row of `ENTRY_COLUMNS`. `decode_json` turns the stored form of the
-    structured columns (tags, source, archive_ref) back into Python values: `json.loads` for
-    a store that keeps them as JSON text, the default for one whose driver decodes them."""
+def entry_from_row(row: Sequence[Any]) -> Entry:
+    """The entry of one row of `ENTRY_COLUMNS` as a driver that decodes the structured columns
+    (tags, source, archive_ref) returns it (PostgreSQL's; SQLite's store reads its own forms,
+    sqlite_store._entry_of)."""
     values = dict(zip(ENTRY_COLUMNS, row, strict=True))
     return Entry(
         id=values["id"],
@@ -278,7 +274,7 @@ def entry_from_row(row: Sequence[Any], decode_json: Callable[[Any], Any] = _as_s
         title=values["title"],
         body=values["body"],
         context=values["context"],
-        tags=tuple(decode_json(values["tags"])),
+        tags=tuple(values["tags"]),
         created_at=values["created_at"],
         updated_at=values["updated_at"],
         accessed_at=values["accessed_at"],
@@ -287,8 +283,8 @@ def entry_from_row(row: Sequence[Any], decode_json: Callable[[Any], Any] = _as_s
         bucket=values["bucket"],
         archived=bool(values["archived"]),
         archive_reason=values["archive_reason"],
-        source=Source(**decode_json(values["source"])),
-        archive_ref=tuple(decode_json(values["archive_ref"])),
+        source=Source(**values["source"]),
+        archive_ref=tuple(values["archive_ref"]),
         reinforce_count=int(values["reinforce_count"]),
         superseded_by=values["superseded_by"],
     )
