@@ -262,8 +262,14 @@ def main() -> None:
                     print(json.dumps(settings[-1].__dict__), file=sys.stderr, flush=True)
                 # The queue's own latency: one worker, one run at a time, so no run waits
                 # for another's CPU.
-                alone = argparse.Namespace(**{**vars(options), "concurrency": 1, "prefetch": None})
-                alone.runs = options.alone_runs
+                alone = argparse.Namespace(
+                    **{
+                        **vars(options),
+                        "concurrency": 1,
+                        "prefetch": None,
+                        "runs": options.alone_runs,
+                    }
+                )
                 url = (
                     sqlite_queue(folder, f"queue_{backend}_alone")
                     if backend == "sqlite"

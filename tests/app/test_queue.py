@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -195,13 +196,10 @@ def test_a_worker_takes_prefetch_runs_beyond_its_slots_and_runs_only_its_slots(
             )  # fmt: skip
             assert code == 0
             deadline = time.monotonic() + 60
-            states: dict[str, int] = {}
+            states: Counter[str] = Counter()
             while states.get("running", 0) < 3 and time.monotonic() < deadline:
                 assert main(["runs", "list", "--queue", queue, "--json"]) == 0
-                listed = json.loads(capsys.readouterr().out)
-                states = {}
-                for run in listed:
-                    states[run["status"]] = states.get(run["status"], 0) + 1
+                states = Counter(run["status"] for run in json.loads(capsys.readouterr().out))
                 time.sleep(0.05)
             assert states == {"running": 3, "queued": 3}, workers.errors()  # a slot, 2 prefetched
             time.sleep(0.5)

@@ -1,8 +1,8 @@
 """Workers killed (SIGKILL) at random points while runs with a side effect are on the queue:
 every run finishes once with the value an uninterrupted run gives, no effect is repeated, and
 only calls in flight at a kill are sent twice (counted apart; the workers run with
---rerun-unfinished, so a write a kill cut short is carried out again rather than refused). Real worker processes, a real
-local model server, SQLite and PostgreSQL."""
+--rerun-unfinished, so a write a kill cut short is carried out again rather than refused).
+Real worker processes, a real local model server, SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 
 from agentscript.app.queue.engine import QueueClient
 from openai_wire import serving, user_message
-from queue_support import Workers, queue_url, submit
+from queue_support import Workers, queue_url, queued_runs, submit
 
 NOTES = """import llm Model from "openai://steps"
 import tool File from "file://workspace"
@@ -65,11 +65,7 @@ def wait_for_requests(server: Any, count: int) -> None:
 def holding_runs(queue: str, workers: Workers) -> list[Any]:
     """The live workers that hold a running run (a worker's name holds its pid), or all the
     live ones when none does."""
-    client = QueueClient(queue)
-    try:
-        holders = {run.worker for run in client.runs() if run.status == "running"}
-    finally:
-        client.close()
+    holders = {run.worker for run in queued_runs(queue) if run.status == "running"}
     alive = [p for p in workers.processes if p.poll() is None]
     holding = [p for p in alive if any(f"-{p.pid}-" in str(name) for name in holders)]
     return holding or alive

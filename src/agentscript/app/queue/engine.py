@@ -263,13 +263,9 @@ class QueueClient:
         runs. Ctrl-C while the job is queued cancels it too; a job a worker took is left to
         finish (its run is journaled, and `runs list --queue` shows it)."""
         try:
-            while True:
-                ended = self._ended(workflow_id)
-                if ended is not None:
-                    return ended
-                if give_up() and self._cancel_if_queued(workflow_id):
-                    return None
-                time.sleep(POLL_SECONDS)
+            return self.wait(
+                workflow_id, stop=lambda: give_up() and self._cancel_if_queued(workflow_id)
+            )
         except KeyboardInterrupt:
             self._cancel_if_queued(workflow_id)
             raise

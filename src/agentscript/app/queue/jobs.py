@@ -69,7 +69,8 @@ class JobOutcome:
 
 def pin(program_path: str | Path, input_value: Any, **options: Any) -> RunJob:
     """A job for `program_path` as its files read now (their digest is checked before every
-    attempt, program_for), with the program checked first: a program with errors is refused at submit."""
+    attempt, program_for), with the program checked first: a program with errors is refused
+    at submit."""
     from agentscript.app.programs import check, load, program_digest
 
     path = Path(program_path).resolve()
