@@ -87,7 +87,7 @@ def indexed(seq: int, scope: str, fields: Sequence[Sequence[str]]) -> IndexedEnt
     for position, words in enumerate(fields):
         for word in words:
             counts.setdefault(word, [0] * len(INDEXED_FIELDS))[position] += 1
-    return IndexedEntry(seq, scope, counts, 1 + sum(len(words) for words in fields))
+    return IndexedEntry.of(seq, scope, counts, 1 + sum(len(words) for words in fields))
 
 
 def fts5_scores(

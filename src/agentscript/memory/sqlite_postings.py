@@ -72,6 +72,7 @@ import json
 import operator
 import os
 import sqlite3
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -185,12 +186,24 @@ _Block = tuple[str, int, SeqArray, ShapeArray]
 @dataclass(frozen=True, slots=True)
 class IndexedEntry:
     """What the index holds of one entry: its seq and scope, each of its tokens with the
-    token's count in each indexed field, and its length in tokens (store.postings)."""
+    token's count in each indexed field as a shape writes them ("0 1 0 2 0"), and its length
+    in tokens (store.postings)."""
 
     seq: int
     scope: str
-    counts: Mapping[str, Sequence[int]]
+    counts: Mapping[str, str]
     length: int
+
+    @classmethod
+    def of(
+        cls, seq: int, scope: str, counts: Mapping[str, Sequence[int]], length: int
+    ) -> IndexedEntry:
+        """The entry with `counts` (per token, its count in each field) as text: the few
+        distinct counts recur, so their texts are shared, and a batch of a thousand entries
+        waiting for `add` holds one reference per token, not a list each (4.6 MB)."""
+        return cls(
+            seq, scope, {token: _counts_text(tuple(c)) for token, c in counts.items()}, length
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,9 +247,7 @@ def add(
         tokens += entry.length
         if entry.counts:
             prefix = f"{entry.length} "
-            shapes = [
-                prefix + counts for counts in map(_counts_text, map(tuple, entry.counts.values()))
-            ]
+            shapes = [prefix + counts for counts in entry.counts.values()]
             rows.append((entry.seq, scope_hash(entry.scope), " ".join(entry.counts), shapes))
             waiting += len(shapes)
     if not documents:
@@ -357,46 +368,26 @@ def relayout(connection: sqlite3.Connection) -> None:
 
 def pack(connection: sqlite3.Connection) -> None:
     """Move the tail's postings into blocks (see the module's docstring): the tail's postings
-    as arrays, sorted by term, scope and seq in one step, each (term, scope)'s a slice."""
-    names: list[str] = []
-    shape_ids: list[int] = []
-    seqs: list[int] = []
-    keys: list[int] = []
-    for seq, key, terms, shapes in connection.execute(
-        "SELECT seq, scope_key, terms, shapes FROM memory_postings_tail ORDER BY seq"
-    ):
-        row_names, row_shapes = _tail_row(seq, terms, shapes)
-        names.extend(row_names)
-        shape_ids.extend(row_shapes)
-        seqs.extend([seq] * len(row_names))
-        keys.extend([key] * len(row_names))
-    terms_in_order = sorted(set(names))
-    rank = dict(zip(terms_in_order, range(len(terms_in_order)), strict=True))
-    term_ranks = np.fromiter(map(rank.__getitem__, names), dtype=np.int64, count=len(names))
-    key_array = np.array(keys, dtype=np.int64)
-    order = np.lexsort((key_array, term_ranks))  # stable: seqs stay ascending
-    term_ranks, key_array = term_ranks[order], key_array[order]
-    seq_array = np.array(seqs, dtype=np.int64)[order]
-    shape_array = np.array(shape_ids, dtype=np.int64)[order]
-    # Where each (term, scope)'s postings start.
-    changes = np.ones(len(names), dtype=np.bool_)
-    changes[1:] = (term_ranks[1:] != term_ranks[:-1]) | (key_array[1:] != key_array[:-1])
-    bounds = [*np.flatnonzero(changes).tolist(), len(names)]
+    as arrays, sorted by term, scope and seq in one step, each (term, scope)'s a slice; the
+    merged blocks written a run of about `_ENCODED_POSTINGS` postings at a time, so a pack
+    holds one run's arrays and blobs at once, not every block it makes (a long-running server
+    stays small)."""
+    tail = _TailInOrder.read(connection)
     holding: dict[str, int] = {}
     blocks: list[_Block] = []
-    for start, end in pairwise(bounds):
-        term = terms_in_order[int(term_ranks[start])]
-        blocks.extend(
-            _merged_blocks(
-                connection,
-                term,
-                int(key_array[start]),
-                seq_array[start:end],
-                shape_array[start:end],
-            )
+    held = 0
+    for term, key, start, end in tail.groups():
+        merged = _merged_blocks(
+            connection, term, key, tail.seqs[start:end], tail.shape_ids[start:end]
         )
+        blocks.extend(merged)
+        held += sum(len(seqs) for _, _, seqs, _ in merged)
         holding[term] = holding.get(term, 0) + end - start
-    _write_blocks(connection, blocks)
+        if held >= _ENCODED_POSTINGS:
+            _write_blocks(connection, blocks)
+            blocks, held = [], 0
+    if blocks:
+        _write_blocks(connection, blocks)
     connection.executemany(
         "INSERT INTO memory_term_documents (term, documents) VALUES (?, ?) "
         "ON CONFLICT (term) DO UPDATE SET documents = documents + excluded.documents",
@@ -407,6 +398,57 @@ def pack(connection: sqlite3.Connection) -> None:
         "UPDATE memory_index_totals SET tail = 0, generation = ?", (_new_generation(),)
     )
     _release_free_pages(connection)
+
+
+@dataclass(frozen=True, slots=True)
+class _TailInOrder:
+    """The tail's postings as arrays sorted by term, scope and seq: `terms` the distinct
+    terms in order, `ranks` each posting's term as an index into them."""
+
+    terms: list[str]
+    ranks: NDArray[np.int64]
+    keys: NDArray[np.int64]
+    seqs: SeqArray
+    shape_ids: ShapeArray
+
+    @classmethod
+    def read(cls, connection: sqlite3.Connection) -> _TailInOrder:
+        """The tail, read in seq order. Row by row, each term is numbered as first met and
+        each row's shape ids stay an array, so no Python object per posting outlives its
+        row (a pack's peak memory); the numbers are then mapped to the terms' sorted order."""
+        numbers: dict[str, int] = {}
+        term_numbers = array("q")
+        shape_arrays: list[ShapeArray] = []
+        row_seqs = array("q")
+        row_keys = array("q")
+        row_sizes = array("q")
+        for seq, key, terms, shapes in connection.execute(
+            "SELECT seq, scope_key, terms, shapes FROM memory_postings_tail ORDER BY seq"
+        ):
+            names, shape_ids = _tail_row(seq, terms, shapes)
+            term_numbers.extend([numbers.setdefault(name, len(numbers)) for name in names])
+            shape_arrays.append(shape_ids)
+            row_seqs.append(seq)
+            row_keys.append(key)
+            row_sizes.append(len(names))
+        terms_in_order = sorted(numbers)
+        rank_of_number = np.empty(len(numbers), dtype=np.int64)
+        rank_of_number[[numbers[term] for term in terms_in_order]] = np.arange(len(numbers))
+        ranks = rank_of_number[np.frombuffer(term_numbers, dtype=np.int64)]
+        sizes = np.frombuffer(row_sizes, dtype=np.int64)
+        keys = np.repeat(np.frombuffer(row_keys, dtype=np.int64), sizes)
+        order = np.lexsort((keys, ranks))  # stable: seqs stay ascending
+        seqs = np.repeat(np.frombuffer(row_seqs, dtype=np.int64), sizes)
+        every_shape = np.concatenate(shape_arrays) if shape_arrays else np.empty(0, np.int64)
+        return cls(terms_in_order, ranks[order], keys[order], seqs[order], every_shape[order])
+
+    def groups(self) -> Iterator[tuple[str, int, int, int]]:
+        """Each (term, scope)'s term, scope key and slice of the arrays, in order."""
+        changes = np.ones(len(self.ranks), dtype=np.bool_)
+        changes[1:] = (self.ranks[1:] != self.ranks[:-1]) | (self.keys[1:] != self.keys[:-1])
+        bounds = [*np.flatnonzero(changes).tolist(), len(self.ranks)]
+        for start, end in pairwise(bounds):
+            yield self.terms[int(self.ranks[start])], int(self.keys[start]), start, end
 
 
 def _release_free_pages(connection: sqlite3.Connection) -> None:
@@ -930,15 +972,16 @@ def _read_blocks(
 
 def _tail_postings(seq: int, terms: str, shapes: bytes) -> Iterator[tuple[str, int]]:
     """The (term, shape id) pairs of one tail row (see `_tail_row`)."""
-    return zip(*_tail_row(seq, terms, shapes), strict=True)
+    names, shape_ids = _tail_row(seq, terms, shapes)
+    return zip(names, shape_ids.tolist(), strict=True)
 
 
-def _tail_row(seq: int, terms: str, shapes: bytes) -> tuple[list[str], list[int]]:
+def _tail_row(seq: int, terms: str, shapes: bytes) -> tuple[list[str], ShapeArray]:
     """The terms of one tail row and their shape ids. DamagedIndex for a row that does not
     decode or whose terms and shapes disagree in number."""
-    shape_ids: list[int] = _array(shapes).tolist()
+    shape_ids = _array(shapes).astype(np.int64)
     names = terms.split(" ") if isinstance(terms, str) else []
-    if len(names) != len(shape_ids) or not shape_ids:
+    if len(names) != len(shape_ids) or not len(shape_ids):
         raise DamagedIndex(f"the text index has a damaged tail entry (seq {seq})")
     return names, shape_ids
 

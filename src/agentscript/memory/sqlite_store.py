@@ -1371,7 +1371,7 @@ def _indexed(
     """What the index holds of the entry at `seq`, whose session's bodies before it are
     `before` (nearest first; used when it has no context of its own)."""
     counts, length = postings(entry, analyzer, linked_context(entry, before))
-    return sqlite_postings.IndexedEntry(seq, entry.scope, counts, length)
+    return sqlite_postings.IndexedEntry.of(seq, entry.scope, counts, length)
 
 
 def _entry_of(row: Sequence[Any]) -> Entry:
