@@ -53,7 +53,7 @@ class DigestConfig:
 
 # What the SQLite store keeps of its text index's decoded postings between recalls, in bytes
 # (16 a posting): a long-running server (`memory serve`) stays within it whatever it is asked.
-DEFAULT_CACHE_BYTES = 8 * 2**20
+DEFAULT_CACHE_BYTES = 2 * 2**20
 
 
 @dataclass(frozen=True)

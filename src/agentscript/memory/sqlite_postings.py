@@ -153,10 +153,12 @@ _ALL_TABLES = (*_TABLES, "memory_posting_shapes", "memory_index_totals")
 # a larger block's go to memory_posting_blocks, a rowid table, whose rows hold up to 4,061
 # bytes in place and spill into overflow pages that are filled whole.
 _INLINE_BYTES = 900
-# Blocks are encoded together (sqlite_block_codec.py) this many postings at a time: the
-# codec's arrays take about 90 bytes a posting while it runs, and a pack at 100k entries
-# rewrites about 400,000 postings (40 MB at once; 6 MB a run of this size).
-_ENCODED_POSTINGS = 65_536
+# A pack writes its merged blocks in runs of about this many postings (laid out in pages
+# together, `_page_order`), and encodes them together (sqlite_block_codec.py) a quarter run
+# at a time: the codec's arrays take about 90 bytes a posting while it runs, and a pack at
+# 100k entries rewrites about 400,000 postings (40 MB at once; 1.5 MB a quarter run).
+_WRITTEN_POSTINGS = 65_536
+_ENCODED_POSTINGS = _WRITTEN_POSTINGS // 4
 # SQLite's layout of a rowid table's rows in 4,096-byte pages (what `_page_order` packs): a
 # leaf's room for cells, the most and the least of a row's payload kept in the leaf, and what
 # an overflow page holds.
@@ -369,7 +371,7 @@ def relayout(connection: sqlite3.Connection) -> None:
 def pack(connection: sqlite3.Connection) -> None:
     """Move the tail's postings into blocks (see the module's docstring): the tail's postings
     as arrays, sorted by term, scope and seq in one step, each (term, scope)'s a slice; the
-    merged blocks written a run of about `_ENCODED_POSTINGS` postings at a time, so a pack
+    merged blocks written a run of about `_WRITTEN_POSTINGS` postings at a time, so a pack
     holds one run's arrays and blobs at once, not every block it makes (a long-running server
     stays small)."""
     tail = _TailInOrder.read(connection)
@@ -383,7 +385,7 @@ def pack(connection: sqlite3.Connection) -> None:
         blocks.extend(merged)
         held += sum(len(seqs) for _, _, seqs, _ in merged)
         holding[term] = holding.get(term, 0) + end - start
-        if held >= _ENCODED_POSTINGS:
+        if held >= _WRITTEN_POSTINGS:
             _write_blocks(connection, blocks)
             blocks, held = [], 0
     if blocks:
@@ -831,7 +833,12 @@ class PostingsReader:
     - the tail, by term and scope, read on from the last seq it read while the generation
       stays, so a recall reads only the entries written since the last one. Only a tail read
       from committed data is kept; inside a write transaction the tail is read whole each time.
-      It holds at most PACK_AT postings (a pack empties it).
+      It holds at most PACK_AT postings (a pack empties it);
+    - the postings of the query being answered (since `begin_query`), whatever their size,
+      valid in the state they were read in: a recall asks the same terms twice (its ranking,
+      then its total), and at a million entries a question's postings pass the cache's bound,
+      so the total read them all again (a fifth of a recall). Forgotten when the next query
+      begins: at most one query's arrays, which that query held anyway.
     """
 
     def __init__(self, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
@@ -841,6 +848,11 @@ class PostingsReader:
         self._blocks = OrderedDict()
         self._cached = 0  # bytes of the arrays held in `_blocks`
         self._tail = _TailView()
+        self._query: dict[tuple[str, tuple[int, ...]], tuple[tuple[int, int], TermPostings]] = {}
+
+    def begin_query(self) -> None:
+        """Forget the postings the last query read (see the class's docstring)."""
+        self._query = {}
 
     @property
     def cached_bytes(self) -> int:
@@ -850,21 +862,33 @@ class PostingsReader:
     def postings(
         self, connection: sqlite3.Connection, term: str, keys: Sequence[int]
     ) -> TermPostings:
-        """The postings of `term` in the scopes `keys` (see TermPostings)."""
+        """The postings of `term` in the scopes `keys` (see TermPostings). Those the query
+        being answered read are taken again while the file is in the state they were read
+        in: the same generation and as many postings in the tail (which within a generation
+        only grows), read from committed data (a rolled-back write may leave the same
+        counts with other postings)."""
         generation, waiting = connection.execute(
             "SELECT generation, tail FROM memory_index_totals"
         ).fetchone()
-        seqs, shape_ids = self._blocks_of(connection, term, tuple(keys), generation)
+        asked = (term, tuple(keys))
+        held = self._query.get(asked)
+        if held is not None and held[0] == (generation, waiting):
+            return held[1]
+        seqs, shape_ids = self._blocks_of(connection, term, asked[1], generation)
         tail = self._tail_of(connection, generation, waiting).postings(term, keys)
         if not tail:
-            return TermPostings(seqs, shape_ids)
-        tail_seqs = np.fromiter(tail.keys(), dtype=np.int64, count=len(tail))
-        tail_shapes = np.fromiter(tail.values(), dtype=np.int64, count=len(tail))
-        return TermPostings(
-            *_in_seq_order(
-                np.concatenate((seqs, tail_seqs)), np.concatenate((shape_ids, tail_shapes))
+            found = TermPostings(seqs, shape_ids)
+        else:
+            tail_seqs = np.fromiter(tail.keys(), dtype=np.int64, count=len(tail))
+            tail_shapes = np.fromiter(tail.values(), dtype=np.int64, count=len(tail))
+            found = TermPostings(
+                *_in_seq_order(
+                    np.concatenate((seqs, tail_seqs)), np.concatenate((shape_ids, tail_shapes))
+                )
             )
-        )
+        if _reads_committed(connection):
+            self._query[asked] = ((generation, waiting), found)
+        return found
 
     def tail_documents(
         self, connection: sqlite3.Connection, terms: Sequence[str]

@@ -116,7 +116,9 @@ def best(
     entry scoring at least the `wanted`-th best score is there (so every tie with it), and
     maybe a few more. `wanted=None`: every entry. `reader` is the store's. Read in one snapshot
     of the file: another process committing meanwhile must not pair one state's totals or
-    shapes with another's postings."""
+    shapes with another's postings. Begins the reader's query: `matched` with the same terms
+    and scopes then takes the postings read here."""
+    reader.begin_query()
     with sqlite_postings.read_snapshot(connection) as committed:
         taken = _terms(connection, list(dict.fromkeys(terms)), scopes, weights, reader, committed)
     if wanted is None or sum(len(term.postings) for term in taken) <= wanted:
