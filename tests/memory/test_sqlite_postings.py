@@ -38,10 +38,13 @@ READERS: dict[int, sqlite_postings.PostingsReader] = {}
 
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pack every few postings, blocks of up to ten postings, so a few entries exercise the
-    blocks, the tail and the merges together."""
+    """Pack every few postings, blocks of up to ten postings, written a few postings at a
+    time and encoded fewer at a time, so a few entries exercise the blocks, the tail, the
+    merges and a pack's runs together."""
     monkeypatch.setattr(sqlite_postings, "PACK_AT", 7)
     monkeypatch.setattr(sqlite_postings, "BLOCK_POSTINGS", 10)
+    monkeypatch.setattr(sqlite_postings, "_WRITTEN_POSTINGS", 5)
+    monkeypatch.setattr(sqlite_postings, "_ENCODED_POSTINGS", 2)
 
 
 @pytest.fixture
@@ -290,3 +293,47 @@ def test_a_reader_keeps_at_most_its_bound_of_bytes(
     assert reader.cached_bytes == 100 * posting  # the last two terms of 50 postings each
     sqlite_ranking.scores(ours, ["clay"], ("/a",), WEIGHTS, reader)  # 400: never kept
     assert reader.cached_bytes == 100 * posting
+
+
+def test_a_total_takes_the_postings_its_ranking_read_while_nothing_changed(
+    small_blocks: None,
+    databases: tuple[sqlite3.Connection, sqlite3.Connection],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A recall ranks, then counts its matches: the count takes what the ranking read, even
+    with no cache at all, but never across a change of the file, nor from a write that was
+    rolled back."""
+    ours, _ = databases
+    for seq in range(1, 41):
+        sqlite_postings.add(ours, [indexed(seq, "/a", [[], [], [], ["clay", WORDS[seq % 8]], []])])
+    reads: list[str] = []
+    read_blocks = sqlite_postings._read_blocks
+
+    def counted(connection: sqlite3.Connection, term: str, keys: tuple[int, ...]) -> object:
+        reads.append(term)
+        return read_blocks(connection, term, keys)
+
+    monkeypatch.setattr(sqlite_postings, "_read_blocks", counted)
+    reader = sqlite_postings.PostingsReader(cache_bytes=0)
+    terms = ["clay", "kiln"]
+
+    def ranked_then_counted() -> list[int]:
+        sqlite_ranking.best(ours, terms, ("/a",), WEIGHTS, reader, wanted=3)
+        reads.clear()
+        return sqlite_ranking.matched(ours, terms, ("/a",), reader).tolist()
+
+    assert ranked_then_counted() == list(range(1, 41))
+    assert reads == []  # nothing read again
+    sqlite_ranking.best(ours, terms, ("/a",), WEIGHTS, reader, wanted=3)
+    sqlite_postings.add(ours, [indexed(41, "/a", [[], [], [], ["kiln"], []])])  # appended
+    assert sqlite_ranking.matched(ours, terms, ("/a",), reader).tolist() == list(range(1, 42))
+    sqlite_ranking.best(ours, terms, ("/a",), WEIGHTS, reader, wanted=3)
+    sqlite_postings.remove(ours, [indexed(2, "/a", [[], [], [], ["clay", "east"], []])])
+    assert 2 not in sqlite_ranking.matched(ours, terms, ("/a",), reader).tolist()
+    # Read inside a write that is rolled back, then the same counts committed anew.
+    ours.execute("BEGIN IMMEDIATE")
+    sqlite_postings.add(ours, [indexed(42, "/a", [[], [], [], ["kiln"], []])])
+    sqlite_ranking.best(ours, terms, ("/a",), WEIGHTS, reader, wanted=3)
+    ours.execute("ROLLBACK")
+    sqlite_postings.add(ours, [indexed(42, "/a", [[], [], [], ["fern"], []])])
+    assert 42 not in sqlite_ranking.matched(ours, terms, ("/a",), reader).tolist()
