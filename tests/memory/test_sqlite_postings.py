@@ -320,10 +320,13 @@ def test_a_total_takes_the_postings_its_ranking_read_while_nothing_changed(
     def ranked_then_counted() -> list[int]:
         sqlite_ranking.best(ours, terms, ("/a",), WEIGHTS, reader, wanted=3)
         reads.clear()
-        return sqlite_ranking.matched(ours, terms, ("/a",), reader).tolist()
+        return [int(seq) for seq in sqlite_ranking.matched(ours, terms, ("/a",), reader)]
 
     assert ranked_then_counted() == list(range(1, 41))
     assert reads == []  # nothing read again
+    for _ in range(2):  # a count alone holds nothing: a query holds its ranking's reads only
+        sqlite_ranking.matched(ours, ["fern"], ("/a",), reader)
+    assert reads == ["fern", "fern"]
     sqlite_ranking.best(ours, terms, ("/a",), WEIGHTS, reader, wanted=3)
     sqlite_postings.add(ours, [indexed(41, "/a", [[], [], [], ["kiln"], []])])  # appended
     assert sqlite_ranking.matched(ours, terms, ("/a",), reader).tolist() == list(range(1, 42))

@@ -860,13 +860,14 @@ class PostingsReader:
         return self._cached
 
     def postings(
-        self, connection: sqlite3.Connection, term: str, keys: Sequence[int]
+        self, connection: sqlite3.Connection, term: str, keys: Sequence[int], *, hold: bool = False
     ) -> TermPostings:
-        """The postings of `term` in the scopes `keys` (see TermPostings). Those the query
-        being answered read are taken again while the file is in the state they were read
-        in: the same generation and as many postings in the tail (which within a generation
-        only grows), read from committed data (a rolled-back write may leave the same
-        counts with other postings)."""
+        """The postings of `term` in the scopes `keys` (see TermPostings); `hold`: keep them
+        for the rest of the query (its ranking's reads; so nothing else adds to what a query
+        holds). Those held are taken again while the file is in the state they were read in:
+        the same generation and as many postings in the tail (which within a generation only
+        grows), read from committed data (a rolled-back write may leave the same counts with
+        other postings)."""
         generation, waiting = connection.execute(
             "SELECT generation, tail FROM memory_index_totals"
         ).fetchone()
@@ -886,7 +887,7 @@ class PostingsReader:
                     np.concatenate((seqs, tail_seqs)), np.concatenate((shape_ids, tail_shapes))
                 )
             )
-        if _reads_committed(connection):
+        if hold and _reads_committed(connection):
             self._query[asked] = ((generation, waiting), found)
         return found
 

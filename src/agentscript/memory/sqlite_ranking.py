@@ -164,7 +164,7 @@ def _terms(
             continue
         idf = math.log((total.documents - hits + 0.5) / (hits + 0.5))
         weight = idf if idf > 0.0 else BM25_MIN_IDF
-        postings = reader.postings(connection, name, keys)
+        postings = reader.postings(connection, name, keys, hold=True)
         if len(postings):
             taken.append(_Term(name, postings, weight, parts, weight * top_part))
     return taken
