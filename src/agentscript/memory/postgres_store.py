@@ -70,6 +70,7 @@ from agentscript.memory.store import (
     stable_int64,
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
+from agentscript.memory.timeline import timestamp_microseconds
 from agentscript.providers.storage.postgres_connections import (
     CONNECT_TIMEOUT_SECONDS,
     ConnectionPool,
@@ -479,7 +480,7 @@ class PostgresMemoryStore:
                     identifier,
                     float(score),
                     session,
-                    recency,
+                    timestamp_microseconds(recency),
                     bucket,
                     self._touches.accessed(identifier, accessed),
                 )

@@ -48,9 +48,10 @@ from agentscript.memory.store import (
     TextQuery,
 )
 from agentscript.memory.timehints import TimeWindow
-from agentscript.memory.timeline import bucket_days, parse_timestamp
+from agentscript.memory.timeline import bucket_days, moment_microseconds
 
 _SECONDS_PER_DAY = 86_400.0
+_MICROSECONDS_PER_SECOND = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +142,10 @@ def rank(
                 scores[match.id] = scores.get(match.id, 0.0) + tuning.feedback_weight * match.score
     if tuning.session_weight:
         scores = _session_support(matches, scores, tuning.session_weight)
+    moment = moment_microseconds(now)
     final = {
         identifier: score
-        * _recency(matches[identifier], now, tuning)
+        * _recency(matches[identifier], moment, tuning)
         * _timeliness(matches[identifier], windows or [], tuning)
         for identifier, score in scores.items()
     }
@@ -204,10 +206,12 @@ def _searched_terms(store: MemoryStore, terms: list[str], share: float) -> list[
     return [min(terms, key=lambda term: (statistics.holding[term], term))]
 
 
-def _recency(match: Match, now: datetime, tuning: RecallTuning) -> float:
+def _recency(match: Match, now: int, tuning: RecallTuning) -> float:
+    """The recency multiplier of a match at `now` (microseconds since the epoch). The age in
+    seconds is the integer difference over 10**6, the float timedelta.total_seconds() gives."""
     if not tuning.recency_weight:
         return 1.0
-    age_days = max((now - parse_timestamp(match.recency)).total_seconds(), 0.0) / _SECONDS_PER_DAY
+    age_days = max((now - match.recency) / _MICROSECONDS_PER_SECOND, 0.0) / _SECONDS_PER_DAY
     return 1.0 + tuning.recency_weight * math.pow(0.5, age_days / tuning.recency_half_life_days)
 
 

@@ -1222,7 +1222,7 @@ def _match(row: Sequence[Any], score: float, touches: PendingTouches) -> Match:
         identifier,
         score,
         session,
-        stamp_text(recency),
+        recency * 1000,  # stored milliseconds, as microseconds
         bucket,
         touches.accessed(identifier, stamp_text(accessed)),
     )

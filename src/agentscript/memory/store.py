@@ -138,7 +138,7 @@ class Match:
     id: str
     score: float
     session: str | None
-    recency: str
+    recency: int  # microseconds since the epoch (timeline.moment_microseconds): no text to parse
     bucket: str
     accessed: str
 
