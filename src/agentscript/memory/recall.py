@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from agentscript.memory.entries import Entry
@@ -151,10 +151,10 @@ def rank(
     }
     ordered = _best_first(final, matches)
     if semantic is not None:
-        window = ordered[: max(limit, semantic.pool)]
-        entries = {entry.id: entry for entry in store.select(replace(where, ids=tuple(window)))}
+        window = [matches[identifier] for identifier in ordered[: max(limit, semantic.pool)]]
+        entries = {entry.id: entry for entry in store.entries_at(where, window)}
     else:
-        entries = _load_remembered_first(store, where, ordered, limit)
+        entries = _load_remembered_first(store, where, [matches[key] for key in ordered], limit)
     scored = [(identifier, final[identifier]) for identifier in ordered]
     note = None
     if semantic is not None:
@@ -177,17 +177,15 @@ def _best_first(scores: dict[str, float], matches: dict[str, Match]) -> list[str
 
 
 def _load_remembered_first(
-    store: MemoryStore, where: EntryFilter, ordered: list[str], limit: int
+    store: MemoryStore, where: EntryFilter, ordered: list[Match], limit: int
 ) -> dict[str, Entry]:
-    """The best `limit` entries, and further ones while learned entries (run memories,
-    experiences) take places that remembered ones further down can fill."""
+    """The entries of the best `limit` matches, and further ones while learned entries (run
+    memories, experiences) take places that remembered ones further down can fill."""
     entries: dict[str, Entry] = {}
     step = max(limit, 1)
     for start in range(0, len(ordered), step):
         chunk = ordered[start : start + step]
-        entries.update(
-            (entry.id, entry) for entry in store.select(replace(where, ids=tuple(chunk)))
-        )
+        entries.update((entry.id, entry) for entry in store.entries_at(where, chunk))
         if sum(not entry.learned for entry in entries.values()) >= limit:
             break
     return entries
@@ -255,7 +253,7 @@ def _feedback_terms(
     """Terms frequent in the top `feedback_docs` entries and rare across the pool (a
     Rocchio-style expansion with the pool as background), excluding the query's own terms."""
     analyzer = store.analyzer
-    pool = store.select(replace(where, ids=tuple(match.id for match in matches)))
+    pool = store.entries_at(where, matches)
     order = {match.id: index for index, match in enumerate(matches)}
     pool.sort(key=lambda entry: order[entry.id])
     documents = [set(analyzer.terms(f"{entry.title} {entry.body}")) for entry in pool]

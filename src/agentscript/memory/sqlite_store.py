@@ -353,7 +353,7 @@ class SqliteStore:
                 if len(best) >= limit or found.every:
                     break
                 wanted *= 4
-        return [_match(row, found.scores[int(row[1])], self._touches) for row in best]
+        return [_match(row, found.scores[row[1]], self._touches) for row in best]
 
     def count_matches(self, query: TextQuery, where: EntryFilter) -> int:
         terms = _searchable(query)
@@ -362,6 +362,11 @@ class SqliteStore:
         with self._reading() as connection:
             seqs = sqlite_ranking.matched(connection, terms, where.scopes, self._index)
             return _count_among(connection, seqs, where)
+
+    def entries_at(self, where: EntryFilter, matches: Sequence[Match]) -> list[Entry]:
+        with self._reading() as connection:
+            entries = _entries_at(connection, where, matches)
+            return [self._touches.overlay(entry) for entry in entries]
 
     def term_documents(self, terms: Sequence[str]) -> TermStatistics:
         with self._reading() as connection, sqlite_postings.read_snapshot(connection):
@@ -1217,7 +1222,7 @@ def _count_among(
 
 def _match(row: Sequence[Any], score: float, touches: PendingTouches) -> Match:
     """The Match of a row of `_MATCH_COLUMNS`, with the accessed_at of a pending touch."""
-    identifier, _, session, recency, bucket, accessed = row
+    identifier, seq, session, recency, bucket, accessed = row
     return Match(
         identifier,
         score,
@@ -1225,7 +1230,26 @@ def _match(row: Sequence[Any], score: float, touches: PendingTouches) -> Match:
         recency * 1000,  # stored milliseconds, as microseconds
         bucket,
         touches.accessed(identifier, stamp_text(accessed)),
+        seq,
     )
+
+
+def _entries_at(
+    connection: sqlite3.Connection, where: EntryFilter, matches: Sequence[Match]
+) -> list[Entry]:
+    """The entries of `matches` that pass `where`, each found by its seq (the table's rowid:
+    one look-up, where an id is two, and no ordering to compute), and kept only while the
+    row still holds the matched id (a seq freed by a delete may be taken again)."""
+    if not matches:
+        return []
+    clause, parameters = _where(where, "")
+    rows = connection.execute(
+        f"SELECT {_COLUMNS} FROM memory_entries "
+        f"WHERE seq IN (SELECT value FROM json_each(?)) AND {clause}",
+        [json.dumps([match.seq for match in matches]), *parameters],
+    )
+    asked = {match.id for match in matches}
+    return [entry for entry in map(_entry_of, rows) if entry.id in asked]
 
 
 def _rebuild(connection: sqlite3.Connection, analyzer: Analyzer) -> None:

@@ -141,6 +141,7 @@ class Match:
     recency: int  # microseconds since the epoch (timeline.moment_microseconds): no text to parse
     bucket: str
     accessed: str
+    seq: int  # the entry's row in its store, which `entries_at` loads it by
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,6 +407,13 @@ class MemoryStore(StoreReader, Protocol):
     def count_matches(self, query: TextQuery, where: EntryFilter) -> int:
         """How many entries under `where` hold at least one term: what `search` ranks before
         its limit (recall's `total`)."""
+        ...
+
+    def entries_at(self, where: EntryFilter, matches: Sequence[Match]) -> list[Entry]:
+        """The entries of these matches (of this store's `search`) that still pass `where`,
+        in no particular order: what ranking loads of its best matches, looked up by row
+        rather than by id and not sorted. A row that another writer has since given to
+        another entry is left out, as a deleted one is."""
         ...
 
     def term_documents(self, terms: Sequence[str]) -> TermStatistics:
