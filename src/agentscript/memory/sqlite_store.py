@@ -1166,9 +1166,9 @@ def _best(
         if len(rows) >= limit or len(chosen) == len(scored):
             break
         wanted *= 4
-    by_id = sorted(rows, key=lambda row: row[0])
-    by_access = sorted(by_id, key=lambda row: row[5], reverse=True)
-    return sorted(by_access, key=lambda row: -scored[int(row[1])])[:limit]
+    # One sort: accessed_at is stored as integer milliseconds, so negating it orders it
+    # descending inside a key that orders the id ascending.
+    return sorted(rows, key=lambda row: (-scored[row[1]], -row[5], row[0]))[:limit]
 
 
 def _rows_of(
