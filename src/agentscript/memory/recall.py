@@ -142,11 +142,11 @@ def rank(
                 scores[match.id] = scores.get(match.id, 0.0) + tuning.feedback_weight * match.score
     if tuning.session_weight:
         scores = _session_support(matches, scores, tuning.session_weight)
-    moment = moment_microseconds(now)
+    moment, hints = moment_microseconds(now), windows or []
     final = {
         identifier: score
         * _recency(matches[identifier], moment, tuning)
-        * _timeliness(matches[identifier], windows or [], tuning)
+        * _timeliness(matches[identifier], hints, tuning)
         for identifier, score in scores.items()
     }
     ordered = _best_first(final, matches)
@@ -224,22 +224,27 @@ def _timeliness(match: Match, windows: list[TimeWindow], tuning: RecallTuning) -
 def _session_support(
     matches: dict[str, Match], scores: dict[str, float], weight: float
 ) -> dict[str, float]:
-    """Add `weight` × the best score among the other matches of the same source session."""
-    best: dict[str, list[float]] = {}
+    """Add `weight` × the best score among the other matches of the same source session: the
+    session's best score, or its second best for a match scoring the best (the two best of
+    each session found in one pass, without a list sorted for every match)."""
+    tops: dict[str, tuple[float, float | None]] = {}
     for identifier, score in scores.items():
         session = matches[identifier].session
-        if session is not None:
-            top = best.setdefault(session, [])
-            top.append(score)
-            top.sort(reverse=True)
-            del top[2:]
+        if session is None:
+            continue
+        known = tops.get(session)
+        if known is None:
+            tops[session] = (score, None)
+        elif score > known[0]:
+            tops[session] = (score, known[0])
+        elif known[1] is None or score > known[1]:
+            tops[session] = (known[0], score)
     supported: dict[str, float] = {}
     for identifier, score in scores.items():
         session = matches[identifier].session
-        others = list(best[session]) if session is not None else []
-        if others and others[0] == score:
-            others = others[1:]
-        supported[identifier] = score + weight * (others[0] if others else 0.0)
+        first, second = tops[session] if session is not None else (None, None)
+        other = second if first == score else first
+        supported[identifier] = score + weight * (other if other is not None else 0.0)
     return supported
 
 
