@@ -7,9 +7,12 @@ from datetime import timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentscript.memory import FixedClock, MemoryService, MemoryServiceError
-from agentscript.memory.recall import RecallTuning
+from agentscript.memory.recall import RecallTuning, _session_support
+from agentscript.memory.store import Match
 
 pytest_plugins = ["memsvc_support"]
 
@@ -197,3 +200,40 @@ def test_feedback_expansion_finds_entries_sharing_the_top_hits_vocabulary(
     memory.remember("Kubernetes upgrade\nhelm chart canary")
     related = memory.remember("Canary checks\nhelm chart values")["id"]
     assert related in ids(memory.recall("kubernetes"))
+
+
+def _support_by_sorting(
+    matches: dict[str, Match], scores: dict[str, float], weight: float
+) -> dict[str, float]:
+    """Session support as it was first written: each session's scores sorted, the best other
+    one added (the reference the one-pass version must equal bit for bit)."""
+    by_session: dict[str, list[float]] = {}
+    for identifier, score in scores.items():
+        session = matches[identifier].session
+        if session is not None:
+            by_session.setdefault(session, []).append(score)
+    supported = {}
+    for identifier, score in scores.items():
+        session = matches[identifier].session
+        others = sorted(by_session[session], reverse=True)[:2] if session is not None else []
+        if others and others[0] == score:
+            others = others[1:]
+        supported[identifier] = score + weight * (others[0] if others else 0.0)
+    return supported
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([None, "a", "b", "c"]), st.sampled_from([0.0, 0.5, 1.0, 2.5])),
+        max_size=12,
+    )
+)
+def test_session_support_in_one_pass_equals_sorting_each_session(
+    hits: list[tuple[str | None, float]],
+) -> None:
+    matches = {
+        str(index): Match(str(index), score, session, 0, "2026-05-04", "", index)
+        for index, (session, score) in enumerate(hits)
+    }
+    scores = {identifier: match.score for identifier, match in matches.items()}
+    assert _session_support(matches, scores, 0.3) == _support_by_sorting(matches, scores, 0.3)

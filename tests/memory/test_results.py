@@ -100,3 +100,22 @@ def test_reads_of_the_store_as_a_whole_are_typed_too(tmp_path: Path) -> None:
         assert all(isinstance(finding, CheckFinding) for finding in checked.findings)
         for result in (entry, browsed, stats, checked):
             assert json.loads(json.dumps(result.to_json())) == result.to_json()
+
+
+def test_a_hit_reads_its_fields_from_its_entry(tmp_path: Path) -> None:
+    """A hit keeps its entry and reads each field from it: attributes and JSON agree."""
+    with MemoryService.open(tmp_path, database=tmp_path / "memory.db") as memory:
+        memory.remember(
+            "Ship on Friday\nThe release train leaves at noon",
+            kind="knowledge",
+            tags=["release"],
+            source={"session": "s1", "run": "r1"},
+        )
+        (hit,) = memory.recall("release train", body_chars=12).hits
+    assert hit.entry.id == hit.id and hit.entry.tags == ("release",)
+    data = hit.to_json()
+    attributes = {name: getattr(hit, name) for name in data}
+    assert attributes == data
+    assert data["body"] == "Ship on Frid…" and data["body_truncated"]
+    assert data["source"] == {"session": "s1", "run": "r1"} and data["tags"] == ["release"]
+    assert hit.score == round(hit.score, 6) and 0.0 < (hit.relevance or 0.0) <= 1.0

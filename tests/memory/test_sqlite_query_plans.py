@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentscript.memory import EntryFilter, SqliteStore
-from agentscript.memory.sqlite_store import _ORDERS, _where
+from agentscript.memory.sqlite_store import _COLUMNS, _ORDERS, _where
 
 SCOPE = ("/plans/workspace",)
 
@@ -69,5 +69,22 @@ def test_a_query_of_the_service_uses_its_index(
             ).fetchall()
         searches = [row[3] for row in plan if "memory_entries " in row[3]]
         assert searches and f"USING INDEX {index} " in searches[0], plan
+    finally:
+        store.close()
+
+
+def test_ranking_loads_its_matches_by_rowid(tmp_path: Path) -> None:
+    """`entries_at` looks each match up by its seq (the rowid), never walks the scope."""
+    store = SqliteStore(tmp_path / "memory.db")
+    try:
+        clause, parameters = _where(EntryFilter(scopes=SCOPE, archived=False), "")
+        with store.transaction() as tx:
+            plan = tx._connection.execute(
+                f"EXPLAIN QUERY PLAN SELECT {_COLUMNS} FROM memory_entries "
+                f"WHERE seq IN (SELECT value FROM json_each(?)) AND {clause}",
+                ["[1, 2, 3]", *parameters],
+            ).fetchall()
+        searches = [row[3] for row in plan if "memory_entries " in row[3]]
+        assert searches == ["SEARCH memory_entries USING INTEGER PRIMARY KEY (rowid=?)"], plan
     finally:
         store.close()

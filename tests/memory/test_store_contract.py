@@ -164,6 +164,45 @@ def test_search_ranks_by_weighted_fields_and_applies_filters(store: MemoryStore)
     assert archived.id in [m.id for m in both]
 
 
+def test_entries_at_loads_the_matches_that_still_pass_the_filter(store: MemoryStore) -> None:
+    """Ranking loads its best matches by `entries_at`: the entries themselves, current, and
+    only those the filter still lets through (an entry archived since its search is not)."""
+    first = entry(title="Zebra one")
+    second = entry(title="Zebra two", tags=("stripes",))
+    third = entry(title="Zebra three")
+    with store.transaction() as tx:
+        for item in (first, second, third):
+            tx.insert(item)
+    where = EntryFilter(scopes=("/w",))
+    matches = store.search(TextQuery(("zebra",)), where, 10)
+    assert {match.id for match in matches} == {first.id, second.id, third.id}
+    with store.transaction() as tx:
+        tx.replace(third.evolve(archived=True))
+        tx.replace(second.evolve(body="A body, corrected"))
+    loaded = {item.id: item for item in store.entries_at(where, matches)}
+    assert set(loaded) == {first.id, second.id}
+    assert loaded[first.id] == first
+    assert loaded[second.id].body == "A body, corrected" and loaded[second.id].tags == ("stripes",)
+    assert store.entries_at(where, []) == []
+    assert store.entries_at(EntryFilter(scopes=("/other",)), matches) == []
+
+
+def test_entries_at_never_loads_another_entry_in_a_reused_row(sqlite_store: SqliteStore) -> None:
+    """A seq freed by a delete may be given to the next entry: a match of the deleted one
+    then loads nothing, never the newcomer."""
+    gone = entry(title="Zebra gone")
+    with sqlite_store.transaction() as tx:
+        tx.insert(gone)
+    where = EntryFilter(scopes=("/w",))
+    (match,) = sqlite_store.search(TextQuery(("zebra",)), where, 10)
+    with sqlite_store.transaction() as tx:
+        tx.delete("/w", (gone.id,))
+        tx.insert(entry(title="Zebra newcomer"))
+    (newcomer,) = sqlite_store.search(TextQuery(("zebra",)), where, 10)
+    assert newcomer.seq == match.seq  # the row was taken again
+    assert sqlite_store.entries_at(where, [match]) == []
+
+
 def test_replace_reindexes_changed_text(store: MemoryStore) -> None:
     item = entry(title="Alpha")
     with store.transaction() as tx:

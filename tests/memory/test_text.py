@@ -159,3 +159,15 @@ def test_no_character_makes_a_term_of_several_fts5_tokens() -> None:
     text = " ".join(f"{c} x{c}y" for c in folded)
     for analyzer in _ANALYZERS:
         assert all(map(_ONE_FTS5_TOKEN.fullmatch, analyzer.analyse(text)))
+
+
+@given(st.lists(st.text(alphabet="ab- \n\u00e9\u4e2d\u6587Ab", max_size=30), max_size=5))
+def test_discard_terms_removes_exactly_the_terms_of_the_text(texts: list[str]) -> None:
+    """Relevance takes a field's terms out of the query's missing ones without their list:
+    the same set as removing `terms(text)`, line breaks and compounds included."""
+    analyzer = Analyzer()
+    query = set(analyzer.terms(" ".join(texts))) | {"ab", "a-b", "abab", "b", "\u4e2d\u6587"}
+    for text in texts:
+        expected = query - set(analyzer.terms(text))
+        analyzer.discard_terms(query, text)
+        assert query == expected

@@ -17,10 +17,12 @@ from agentscript.memory.timeline import (
     bucket_start_keys,
     format_timestamp,
     local_day,
+    moment_microseconds,
     parse_timestamp,
     previous_bucket,
     require_bucket,
     resolve_moment,
+    timestamp_microseconds,
 )
 
 PARIS = ZoneInfo("Europe/Paris")
@@ -162,3 +164,21 @@ def test_a_month_without_a_year_recurs_and_reaches_a_week_past_its_end() -> None
     assert june.holds(date(2019, 7, 5), date(2019, 7, 5))
     assert not june.holds(date(2023, 7, 9), date(2023, 7, 9))
     assert not june.holds(date(2023, 5, 31), date(2023, 5, 31))
+
+
+@pytest.mark.parametrize(
+    ("now", "then"),
+    [
+        ("2030-01-01T00:00:00.000Z", "2023-05-08T13:56:00.000Z"),
+        ("2026-05-03T09:15:00.123Z", "2026-05-03T09:15:00.124Z"),
+        ("2026-05-03T09:15:00.000Z", "1969-12-31T23:59:59.999Z"),
+        ("9999-12-31T23:59:59.999Z", "0001-01-01T00:00:00.000Z"),
+    ],
+)
+def test_ages_in_microseconds_are_the_timedelta_s_seconds(now: str, then: str) -> None:
+    """Ranking's recency takes ages from integer microseconds: the same float as the
+    datetimes' timedelta.total_seconds(), to the last bit."""
+    moment = parse_timestamp(now)
+    seconds = (moment_microseconds(moment) - timestamp_microseconds(then)) / 1_000_000
+    assert seconds == (moment - parse_timestamp(then)).total_seconds()
+    assert moment_microseconds(datetime(1970, 1, 1, tzinfo=UTC)) == 0

@@ -35,6 +35,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeGuard
@@ -70,6 +71,7 @@ from agentscript.memory.store import (
     stable_int64,
 )
 from agentscript.memory.text import DEFAULT_ANALYZER, Analyzer
+from agentscript.memory.timeline import timestamp_microseconds
 from agentscript.providers.storage.postgres_connections import (
     CONNECT_TIMEOUT_SECONDS,
     ConnectionPool,
@@ -310,7 +312,7 @@ SELECT hit.id, sum(
                 ))))
         ORDER BY hit.position
     ) AS score,
-    hit.session, hit.recency, hit.bucket, hit.accessed_at
+    hit.session, hit.recency, hit.bucket, hit.accessed_at, hit.seq
 FROM hit
 GROUP BY hit.seq, hit.id, hit.session, hit.recency, hit.bucket, hit.accessed_at
 ORDER BY score DESC, hit.accessed_at DESC, hit.id
@@ -479,12 +481,18 @@ class PostgresMemoryStore:
                     identifier,
                     float(score),
                     session,
-                    recency,
+                    timestamp_microseconds(recency),
                     bucket,
                     self._touches.accessed(identifier, accessed),
+                    seq,
                 )
-                for identifier, score, session, recency, bucket, accessed in rows
+                for identifier, score, session, recency, bucket, accessed, seq in rows
             ]
+
+    def entries_at(self, where: EntryFilter, matches: Sequence[Match]) -> list[Entry]:
+        """By id: the entries table's primary key here, so a look-up by seq would gain
+        nothing."""
+        return self.select(replace(where, ids=tuple(match.id for match in matches)))
 
     def count_matches(self, query: TextQuery, where: EntryFilter) -> int:
         terms = [term for term in query.terms if term.isalnum()]

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from agentscript.memory.entries import Entry
@@ -48,9 +48,10 @@ from agentscript.memory.store import (
     TextQuery,
 )
 from agentscript.memory.timehints import TimeWindow
-from agentscript.memory.timeline import bucket_days, parse_timestamp
+from agentscript.memory.timeline import bucket_days, moment_microseconds
 
 _SECONDS_PER_DAY = 86_400.0
+_MICROSECONDS_PER_SECOND = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,18 +142,19 @@ def rank(
                 scores[match.id] = scores.get(match.id, 0.0) + tuning.feedback_weight * match.score
     if tuning.session_weight:
         scores = _session_support(matches, scores, tuning.session_weight)
+    moment, hints = moment_microseconds(now), windows or []
     final = {
         identifier: score
-        * _recency(matches[identifier], now, tuning)
-        * _timeliness(matches[identifier], windows or [], tuning)
+        * _recency(matches[identifier], moment, tuning)
+        * _timeliness(matches[identifier], hints, tuning)
         for identifier, score in scores.items()
     }
     ordered = _best_first(final, matches)
     if semantic is not None:
-        window = ordered[: max(limit, semantic.pool)]
-        entries = {entry.id: entry for entry in store.select(replace(where, ids=tuple(window)))}
+        window = [matches[identifier] for identifier in ordered[: max(limit, semantic.pool)]]
+        entries = {entry.id: entry for entry in store.entries_at(where, window)}
     else:
-        entries = _load_remembered_first(store, where, ordered, limit)
+        entries = _load_remembered_first(store, where, [matches[key] for key in ordered], limit)
     scored = [(identifier, final[identifier]) for identifier in ordered]
     note = None
     if semantic is not None:
@@ -175,17 +177,15 @@ def _best_first(scores: dict[str, float], matches: dict[str, Match]) -> list[str
 
 
 def _load_remembered_first(
-    store: MemoryStore, where: EntryFilter, ordered: list[str], limit: int
+    store: MemoryStore, where: EntryFilter, ordered: list[Match], limit: int
 ) -> dict[str, Entry]:
-    """The best `limit` entries, and further ones while learned entries (run memories,
-    experiences) take places that remembered ones further down can fill."""
+    """The entries of the best `limit` matches, and further ones while learned entries (run
+    memories, experiences) take places that remembered ones further down can fill."""
     entries: dict[str, Entry] = {}
     step = max(limit, 1)
     for start in range(0, len(ordered), step):
         chunk = ordered[start : start + step]
-        entries.update(
-            (entry.id, entry) for entry in store.select(replace(where, ids=tuple(chunk)))
-        )
+        entries.update((entry.id, entry) for entry in store.entries_at(where, chunk))
         if sum(not entry.learned for entry in entries.values()) >= limit:
             break
     return entries
@@ -204,10 +204,12 @@ def _searched_terms(store: MemoryStore, terms: list[str], share: float) -> list[
     return [min(terms, key=lambda term: (statistics.holding[term], term))]
 
 
-def _recency(match: Match, now: datetime, tuning: RecallTuning) -> float:
+def _recency(match: Match, now: int, tuning: RecallTuning) -> float:
+    """The recency multiplier of a match at `now` (microseconds since the epoch). The age in
+    seconds is the integer difference over 10**6, the float timedelta.total_seconds() gives."""
     if not tuning.recency_weight:
         return 1.0
-    age_days = max((now - parse_timestamp(match.recency)).total_seconds(), 0.0) / _SECONDS_PER_DAY
+    age_days = max((now - match.recency) / _MICROSECONDS_PER_SECOND, 0.0) / _SECONDS_PER_DAY
     return 1.0 + tuning.recency_weight * math.pow(0.5, age_days / tuning.recency_half_life_days)
 
 
@@ -222,22 +224,27 @@ def _timeliness(match: Match, windows: list[TimeWindow], tuning: RecallTuning) -
 def _session_support(
     matches: dict[str, Match], scores: dict[str, float], weight: float
 ) -> dict[str, float]:
-    """Add `weight` × the best score among the other matches of the same source session."""
-    best: dict[str, list[float]] = {}
+    """Add `weight` × the best score among the other matches of the same source session: the
+    session's best score, or its second best for a match scoring the best (the two best of
+    each session found in one pass, without a list sorted for every match)."""
+    tops: dict[str, tuple[float, float | None]] = {}
     for identifier, score in scores.items():
         session = matches[identifier].session
-        if session is not None:
-            top = best.setdefault(session, [])
-            top.append(score)
-            top.sort(reverse=True)
-            del top[2:]
+        if session is None:
+            continue
+        known = tops.get(session)
+        if known is None:
+            tops[session] = (score, None)
+        elif score > known[0]:
+            tops[session] = (score, known[0])
+        elif known[1] is None or score > known[1]:
+            tops[session] = (known[0], score)
     supported: dict[str, float] = {}
     for identifier, score in scores.items():
         session = matches[identifier].session
-        others = list(best[session]) if session is not None else []
-        if others and others[0] == score:
-            others = others[1:]
-        supported[identifier] = score + weight * (others[0] if others else 0.0)
+        first, second = tops[session] if session is not None else (None, None)
+        other = second if first == score else first
+        supported[identifier] = score + weight * (other if other is not None else 0.0)
     return supported
 
 
@@ -251,7 +258,7 @@ def _feedback_terms(
     """Terms frequent in the top `feedback_docs` entries and rare across the pool (a
     Rocchio-style expansion with the pool as background), excluding the query's own terms."""
     analyzer = store.analyzer
-    pool = store.select(replace(where, ids=tuple(match.id for match in matches)))
+    pool = store.entries_at(where, matches)
     order = {match.id: index for index, match in enumerate(matches)}
     pool.sort(key=lambda entry: order[entry.id])
     documents = [set(analyzer.terms(f"{entry.title} {entry.body}")) for entry in pool]

@@ -41,7 +41,7 @@ def relevance(entry: Entry, weights: dict[str, float], analyzer: Analyzer) -> fl
         return 0.0
     missing = set(weights)
     for _, text in indexed_fields(entry):
-        missing.difference_update(analyzer.terms(text))
+        analyzer.discard_terms(missing, text)
         if not missing:
             break  # the fields left cannot add a term: a recall's best hits often stop here
     found = sum(weight for term, weight in weights.items() if term not in missing)

@@ -353,7 +353,7 @@ class SqliteStore:
                 if len(best) >= limit or found.every:
                     break
                 wanted *= 4
-        return [_match(row, found.scores[int(row[1])], self._touches) for row in best]
+        return [_match(row, found.scores[row[1]], self._touches) for row in best]
 
     def count_matches(self, query: TextQuery, where: EntryFilter) -> int:
         terms = _searchable(query)
@@ -362,6 +362,11 @@ class SqliteStore:
         with self._reading() as connection:
             seqs = sqlite_ranking.matched(connection, terms, where.scopes, self._index)
             return _count_among(connection, seqs, where)
+
+    def entries_at(self, where: EntryFilter, matches: Sequence[Match]) -> list[Entry]:
+        with self._reading() as connection:
+            entries = _entries_at(connection, where, matches)
+            return [self._touches.overlay(entry) for entry in entries]
 
     def term_documents(self, terms: Sequence[str]) -> TermStatistics:
         with self._reading() as connection, sqlite_postings.read_snapshot(connection):
@@ -1161,9 +1166,9 @@ def _best(
         if len(rows) >= limit or len(chosen) == len(scored):
             break
         wanted *= 4
-    by_id = sorted(rows, key=lambda row: row[0])
-    by_access = sorted(by_id, key=lambda row: row[5], reverse=True)
-    return sorted(by_access, key=lambda row: -scored[int(row[1])])[:limit]
+    # One sort: accessed_at is stored as integer milliseconds, so negating it orders it
+    # descending inside a key that orders the id ascending.
+    return sorted(rows, key=lambda row: (-scored[row[1]], -row[5], row[0]))[:limit]
 
 
 def _rows_of(
@@ -1217,15 +1222,34 @@ def _count_among(
 
 def _match(row: Sequence[Any], score: float, touches: PendingTouches) -> Match:
     """The Match of a row of `_MATCH_COLUMNS`, with the accessed_at of a pending touch."""
-    identifier, _, session, recency, bucket, accessed = row
+    identifier, seq, session, recency, bucket, accessed = row
     return Match(
         identifier,
         score,
         session,
-        stamp_text(recency),
+        recency * 1000,  # stored milliseconds, as microseconds
         bucket,
         touches.accessed(identifier, stamp_text(accessed)),
+        seq,
     )
+
+
+def _entries_at(
+    connection: sqlite3.Connection, where: EntryFilter, matches: Sequence[Match]
+) -> list[Entry]:
+    """The entries of `matches` that pass `where`, each found by its seq (the table's rowid:
+    one look-up, where an id is two, and no ordering to compute), and kept only while the
+    row still holds the matched id (a seq freed by a delete may be taken again)."""
+    if not matches:
+        return []
+    clause, parameters = _where(where, "")
+    rows = connection.execute(
+        f"SELECT {_COLUMNS} FROM memory_entries "
+        f"WHERE seq IN (SELECT value FROM json_each(?)) AND {clause}",
+        [json.dumps([match.seq for match in matches]), *parameters],
+    )
+    asked = {match.id for match in matches}
+    return [entry for entry in map(_entry_of, rows) if entry.id in asked]
 
 
 def _rebuild(connection: sqlite3.Connection, analyzer: Analyzer) -> None:

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal, NamedTuple, Protocol, cast
 
 from agentscript.memory.entries import Entry, Kind, Source, require_storable
 from agentscript.memory.errors import CONFLICT, MemoryServiceError
@@ -127,20 +127,22 @@ class TextQuery:
     weights: FieldWeights = FieldWeights()
 
 
-@dataclass(frozen=True, slots=True)
-class Match:
+class Match(NamedTuple):
     """One search hit, with what ranking needs and nothing more (entries are loaded for the
     final results only): the BM25 score, the source session, the moment recency counts from
     (event_time for episodic entries and summaries, which happened; updated_at for facts and
     knowledge, which are as fresh as their last confirmation), the bucket, and accessed_at,
-    which breaks ties between equal scores (the most recently recalled first)."""
+    which breaks ties between equal scores (the most recently recalled first). A named tuple:
+    a search builds one for each of the pool's hundred candidates, and a frozen dataclass
+    costs three times as much to build."""
 
     id: str
     score: float
     session: str | None
-    recency: str
+    recency: int  # microseconds since the epoch (timeline.moment_microseconds): no text to parse
     bucket: str
     accessed: str
+    seq: int  # the entry's row in its store, which `entries_at` loads it by
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,6 +408,13 @@ class MemoryStore(StoreReader, Protocol):
     def count_matches(self, query: TextQuery, where: EntryFilter) -> int:
         """How many entries under `where` hold at least one term: what `search` ranks before
         its limit (recall's `total`)."""
+        ...
+
+    def entries_at(self, where: EntryFilter, matches: Sequence[Match]) -> list[Entry]:
+        """The entries of these matches (of this store's `search`) that still pass `where`,
+        in no particular order: what ranking loads of its best matches, looked up by row
+        rather than by id and not sorted. A row that another writer has since given to
+        another entry is left out, as a deleted one is."""
         ...
 
     def term_documents(self, terms: Sequence[str]) -> TermStatistics:

@@ -35,6 +35,8 @@ _MONTH_NAMES = (
 ).split()
 # Timestamps are stored with millisecond precision, so "up to and including t" is "< t + 1 ms".
 _ONE_MS = timedelta(milliseconds=1)
+_ONE_MICROSECOND = timedelta(microseconds=1)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class Clock(Protocol):
@@ -113,6 +115,18 @@ def format_timestamp(moment: datetime) -> str:
 def parse_timestamp(text: str) -> datetime:
     """A stored timestamp back as an aware UTC moment."""
     return datetime.fromisoformat(text).astimezone(UTC)
+
+
+def moment_microseconds(moment: datetime) -> int:
+    """An aware moment as whole microseconds since the epoch: exact, as a datetime counts
+    whole microseconds, so the difference of two is the moments' timedelta to the
+    microsecond (ranking computes ages from these without building datetimes)."""
+    return (moment - _EPOCH) // _ONE_MICROSECOND
+
+
+def timestamp_microseconds(text: str) -> int:
+    """A stored timestamp as `moment_microseconds` of `parse_timestamp`."""
+    return moment_microseconds(parse_timestamp(text))
 
 
 def resolve_moment(
