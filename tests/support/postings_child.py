@@ -28,11 +28,14 @@ from agentscript.memory import MemoryConfig, MemoryService, sqlite_postings
 CONFIG = MemoryConfig(max_entries=100_000)
 PACK_AT = 11
 BLOCK_POSTINGS = 4
+WRITTEN_POSTINGS = 6  # a pack writes its blocks in runs of a few postings
 
 
 def shrink_blocks() -> None:
     sqlite_postings.PACK_AT = PACK_AT
     sqlite_postings.BLOCK_POSTINGS = BLOCK_POSTINGS
+    sqlite_postings._WRITTEN_POSTINGS = WRITTEN_POSTINGS
+    sqlite_postings._ENCODED_POSTINGS = WRITTEN_POSTINGS // 3
 
 
 def text(worker: int, n: int) -> str:
@@ -53,17 +56,23 @@ def write(database: str, worker: int, count: int, batch: int = 1) -> None:
 
 
 def kill_in_pack(database: str, count: int, batch: int) -> None:
-    """Remember entries, `batch` a call; in the second pack, after it wrote half its new
-    blocks, die."""
-    writes = {"packs": 0}
+    """Remember entries, `batch` a call; in the second pack, after it wrote its first run of
+    blocks whole and half of the next, die (at its end, uncommitted, if it had one run)."""
+    writes = {"packs": 0, "runs": 0}
     pack, write_blocks = sqlite_postings.pack, sqlite_postings._write_blocks
 
     def counted_pack(connection: sqlite3.Connection) -> None:
         writes["packs"] += 1
         pack(connection)
+        if writes["packs"] == 2:
+            os.kill(os.getpid(), signal.SIGKILL)
 
     def dying_write_blocks(connection: sqlite3.Connection, blocks: Any) -> None:
         if writes["packs"] != 2:
+            write_blocks(connection, blocks)
+            return
+        writes["runs"] += 1
+        if writes["runs"] == 1:
             write_blocks(connection, blocks)
             return
         write_blocks(connection, blocks[: max(1, len(blocks) // 2)])
