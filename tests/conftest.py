@@ -7,6 +7,7 @@ tools and memory are the mock providers or the recording model below, never the 
 from __future__ import annotations
 
 import io
+import signal
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,17 @@ from agentscript.runtime.trace import TraceSink
 pytest_plugins = ["system_parts", "real_model_support"]
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C as a terminal sends it, whoever started the suite. A suite started in the
+    background of a non-interactive shell (`make test &`, nohup) inherits SIGINT ignored, and
+    every process a test starts would inherit that too, so the tests that interrupt a run
+    with SIGINT would see it ignored. A handler here makes the children's SIGINT the default
+    again: an exec resets handled signals, never ignored ones."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 # The agent header most tests share: one llm import and the three configuration lines.
 AGENT_HEADER = """import llm Model from "openai://gpt-4.1-mini"
