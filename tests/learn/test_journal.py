@@ -646,3 +646,30 @@ def test_a_durable_exchange_is_on_disk_with_the_start_before_the_call_returns(
     assert kinds == ["run", "model_exchange", "tool_started", "run"]  # in the order they came
     finished = journal.store.run(sink.run_id)
     assert finished is not None and finished.events == 0  # exchanges are not trace events
+
+
+class SteppingBackClock:
+    """A wall clock that NTP keeps stepping back: every third reading is a second earlier."""
+
+    def __init__(self) -> None:
+        self.readings = 0
+
+    def __call__(self) -> float:
+        self.readings += 1
+        return 1_800_000_000.0 + self.readings * 0.01 - (self.readings % 3 == 0) * 1.0
+
+
+def test_entries_times_never_go_back_within_a_run(tmp_path: Path, workspace: Path) -> None:
+    """Each entry's time is taken as its seq is, never before the entry before it: a span
+    exported from the journal stays inside its run's even when the wall clock steps back."""
+    journal = Journal.open(tmp_path / "journal" / "runs.db", SteppingBackClock())
+    try:
+        run = journaled_run(journal, workspace)
+        entries = journal.store.entries(run.run_id)
+        record = journal.resolve(run.run_id)
+    finally:
+        journal.close()
+    times = [entry.at for entry in entries]
+    assert len(times) > 20 and times == sorted(times)
+    assert record.ended_at is not None
+    assert record.started_at == times[0] and record.ended_at == times[-1]

@@ -260,6 +260,8 @@ class JournalSink(TraceSink):
         self._records: list[_Record] = []
         self._pending: list[_Record] = []
         self._seq = 0
+        # The time of the latest entry: entries' times never go back in seq order (`_now`).
+        self._last_at = 0.0
         # The run's redaction set (build_run shares the run's own): the start's input, the
         # value and the error are scrubbed with it; events arrive scrubbed by the tracer.
         self.secrets = SecretSet()
@@ -284,7 +286,8 @@ class JournalSink(TraceSink):
         """Record the run's start (program path, entry input, `Agent.function` if not the main
         one, workspace, the run it resumes, the `--model` values it runs with) and start
         flushing; returns the run id."""
-        now = self.journal.clock()
+        with self._lock:
+            now = self._now()
         self._record = RunRecord(
             run_id=self.run_id,
             status="running",
@@ -335,7 +338,6 @@ class JournalSink(TraceSink):
             return list(self.problems)
         background = _background()
         background.forget(self)
-        now = self.journal.clock()
         error_text = self._scrub(_describe(error)) if error is not None else None
         end_data: dict[str, Any] = {"status": status, "value": self._scrub(value)}
         if error is not None:
@@ -346,6 +348,7 @@ class JournalSink(TraceSink):
         if usage is not None:
             end_data["usage"] = usage
         with self._lock:
+            now = self._now()
             self._finished = True
             self._seq += 1
             end: _Record = (self._seq, "end", RUN_KIND, None, None, 0, now, end_data)
@@ -402,10 +405,10 @@ class JournalSink(TraceSink):
         written before this returns, in a small transaction of its own (with the run's start
         the first time), so the run waits for one short write, not for the trace so far;
         any other goes with the next write."""
-        now = self.journal.clock()
         with self._lock:
             if self._finished:
                 return
+            now = self._now()
             self._seq += 1
             record: _Record = (self._seq, "end", kind, None, None, 0, now, self._scrub(data))
             self._records.append(record)
@@ -430,10 +433,10 @@ class JournalSink(TraceSink):
         self._add("end", event, data)
 
     def _add(self, phase: Phase, event: TraceEvent, data: dict[str, Any]) -> None:
-        now = self.journal.clock()
         with self._lock:
             if self._finished:
                 return
+            now = self._now()
             self._seq += 1
             record = (self._seq, phase, event.kind, event.id, event.parent, event.depth, now, data)
             self._records.append(record)
@@ -441,6 +444,14 @@ class JournalSink(TraceSink):
             full = len(self._pending) >= FLUSH_AT
         if full and self._record is not None:
             self.flush()
+
+    def _now(self) -> float:
+        """The time of a new entry, taken under `_lock`: entries get their times in the order
+        of their seqs, never earlier than the entry before (a wall clock stepped back by NTP
+        does not put an event before its run's start, or after its end: a span exported
+        from the journal stays inside its run's)."""
+        self._last_at = max(self.journal.clock(), self._last_at)
+        return self._last_at
 
     # ------------------------------------------------------------------ writing
 
