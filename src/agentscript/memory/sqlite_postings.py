@@ -420,7 +420,7 @@ class _TailInOrder:
         row (a pack's peak memory); the numbers are then mapped to the terms' sorted order."""
         numbers: dict[str, int] = {}
         term_numbers = array("q")
-        shape_arrays: list[ShapeArray] = []
+        shape_arrays: list[NDArray[np.integer[Any]]] = []
         row_seqs = array("q")
         row_keys = array("q")
         row_sizes = array("q")
@@ -441,7 +441,9 @@ class _TailInOrder:
         keys = np.repeat(np.frombuffer(row_keys, dtype=np.int64), sizes)
         order = np.lexsort((keys, ranks))  # stable: seqs stay ascending
         seqs = np.repeat(np.frombuffer(row_seqs, dtype=np.int64), sizes)
-        every_shape = np.concatenate(shape_arrays) if shape_arrays else np.empty(0, np.int64)
+        every_shape = (
+            np.concatenate(shape_arrays).astype(np.int64) if shape_arrays else np.empty(0, np.int64)
+        )
         return cls(terms_in_order, ranks[order], keys[order], seqs[order], every_shape[order])
 
     def groups(self) -> Iterator[tuple[str, int, int, int]]:
@@ -1001,10 +1003,11 @@ def _tail_postings(seq: int, terms: str, shapes: bytes) -> Iterator[tuple[str, i
     return zip(names, shape_ids.tolist(), strict=True)
 
 
-def _tail_row(seq: int, terms: str, shapes: bytes) -> tuple[list[str], ShapeArray]:
-    """The terms of one tail row and their shape ids. DamagedIndex for a row that does not
-    decode or whose terms and shapes disagree in number."""
-    shape_ids = _array(shapes).astype(np.int64)
+def _tail_row(seq: int, terms: str, shapes: bytes) -> tuple[list[str], NDArray[np.integer[Any]]]:
+    """The terms of one tail row and their shape ids (the row's array as stored: a caller
+    casts what it gathers once). DamagedIndex for a row that does not decode or whose terms
+    and shapes disagree in number."""
+    shape_ids = _array(shapes)
     names = terms.split(" ") if isinstance(terms, str) else []
     if len(names) != len(shape_ids) or not len(shape_ids):
         raise DamagedIndex(f"the text index has a damaged tail entry (seq {seq})")
