@@ -12,7 +12,7 @@ from pytest_httpserver import HTTPServer
 
 from agentscript.app.telemetry import export_run
 from agentscript.learn.journal import Journal
-from agentscript.providers.telemetry.otel import Pipeline, wait_for_telemetry
+from agentscript.providers.telemetry.otel import Pipeline, SpanRecorder, wait_for_telemetry
 from agentscript.providers.telemetry.settings import CAPTURE_VARIABLE, OtlpSettings
 from local_http import LocalHTTPServer
 from otlp_support import Collector, ReceivedSpan, closed_port
@@ -195,6 +195,28 @@ def test_a_past_run_is_exported_from_the_journal_with_its_times(
     assert all(
         root.start_ns <= span.start_ns <= span.end_ns <= root.end_ns for span in collector.spans
     )
+
+
+def test_a_span_whose_duration_reaches_back_never_starts_before_the_one_it_is_in(
+    collector: Collector,
+) -> None:
+    """A parallel for's duration is whole milliseconds: one that began within half a
+    millisecond of its run (or of the call it is in) must still start inside it."""
+    pipeline = Pipeline.open(OtlpSettings.from_environ({}, collector.endpoint))
+    recorder = SpanRecorder(pipeline.tracer, False, "r1", "p.as")
+    began = 1_800_000_000_000_000_000
+    loop = {"item": "x", "items": 2, "concurrency": 2, "duration_ms": 1}
+    recorder.run_started(began)
+    recorder.event("parallel_for", 1, None, began + 200_000, loop)
+    recorder.call_started(2, None, began + 300_000, {"agent": "Writer", "function": "main"})
+    recorder.event("parallel_for", 3, 2, began + 500_000, loop)
+    recorder.event("agent", 2, None, began + 600_000, {"result": None})
+    recorder.run_ended(began + 700_000, "ok")
+    pipeline.shutdown()
+    (root,) = collector.named("invoke_workflow")
+    (call,) = collector.named("invoke_agent")
+    outer, inner = sorted(collector.named("parallel_for"), key=lambda span: span.end_ns)
+    assert outer.start_ns == root.start_ns and inner.start_ns == call.start_ns
 
 
 def test_exporting_to_a_collector_that_is_down_says_so(

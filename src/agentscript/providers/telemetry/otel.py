@@ -181,6 +181,9 @@ class SpanRecorder:
         self.program = program
         self.run_span: Span | None = None
         self.calls: dict[int, Span] = {}
+        # When the run and each open call began: no span starts before the one it is in.
+        self.run_start = 0
+        self.call_starts: dict[int, int] = {}
 
     # ------------------------------------------------------------------ the run
 
@@ -196,6 +199,7 @@ class SpanRecorder:
         self.run_span = self.tracer.start_span(
             f"invoke_workflow {name}", attributes=attributes, start_time=at
         )
+        self.run_start = at
 
     def run_ended(self, at: int, status: str, error: str | None = None) -> None:
         span = self._root(at)
@@ -203,6 +207,7 @@ class SpanRecorder:
         for call in list(self.calls.values()):  # calls a killed run left open
             call.end(end_time=at)
         self.calls.clear()
+        self.call_starts.clear()
         if status == "ok":
             span.set_status(Status(StatusCode.OK))
         else:
@@ -228,6 +233,7 @@ class SpanRecorder:
             attributes=attributes,
             start_time=at,
         )
+        self.call_starts[event_id] = at
 
     def event(
         self, kind: str, event_id: int | None, parent: int | None, at: int, data: dict[str, Any]
@@ -248,6 +254,7 @@ class SpanRecorder:
         if span is None:  # the start was missed: the end says it all
             self.call_started(event_id, parent, at, data)
             span = self.calls.pop(event_id)
+        self.call_starts.pop(event_id, None)
         if "error" in data:
             _fail(span, str(data["error"]), "agentscript.ExecutionError", at)
         elif self.capture:
@@ -257,6 +264,9 @@ class SpanRecorder:
     def _span_event(self, kind: str, parent: int | None, at: int, data: dict[str, Any]) -> None:
         duration = data.get("duration_ms")
         start = at - int(float(duration) * 1e6) if isinstance(duration, int | float) else at
+        # A duration in whole milliseconds (a parallel for's) may reach up to half of one
+        # before the span it is in began: no span starts before the one it is in.
+        start = max(start, self._enclosing_start(parent))
         if kind == "generate":
             name, span_kind, attributes = self._generate(data)
         elif kind == "tool":
@@ -345,6 +355,10 @@ class SpanRecorder:
     def _enclosing(self, parent: int | None, at: int) -> Span:
         call = self.calls.get(parent) if parent is not None else None
         return call if call is not None else self._root(at)
+
+    def _enclosing_start(self, parent: int | None) -> int:
+        call = self.call_starts.get(parent) if parent is not None else None
+        return call if call is not None else self.run_start
 
     def _context(self, parent: int | None, at: int) -> Any:
         return trace.set_span_in_context(self._enclosing(parent, at))
